@@ -1,0 +1,61 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// System libraries come from Debian packages; `tools/bootstrap` installs them.
+func systemLibrary(_ name: String, pkgConfig: String?, apt: [String]) -> Target {
+    .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt(apt)])
+}
+
+let package = Package(
+    name: "MediaEngine",
+    platforms: [.macOS(.v13)],
+    products: [
+        .library(name: "MediaEngine", targets: ["MediaEngine"]),
+        .library(name: "Signaling", targets: ["Signaling"]),
+        .library(name: "MediaServer", targets: ["MediaServer"]),
+        .executable(name: "mediaengine", targets: ["mediaengine"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        systemLibrary("COpus", pkgConfig: "opus", apt: ["libopus-dev"]),
+        systemLibrary("CVpx", pkgConfig: "vpx", apt: ["libvpx-dev"]),
+        systemLibrary("CSRTP", pkgConfig: "libsrtp2", apt: ["libsrtp2-dev"]),
+        systemLibrary("CALSA", pkgConfig: "alsa", apt: ["libasound2-dev"]),
+        systemLibrary("CV4L2", pkgConfig: "libv4l2", apt: ["libv4l-dev"]),
+        systemLibrary("CSndFile", pkgConfig: "sndfile", apt: ["libsndfile1-dev"]),
+        // Debian's libyuv ships no .pc file; the module map links it by name.
+        systemLibrary("CYUV", pkgConfig: nil, apt: ["libyuv-dev"]),
+
+        .target(
+            name: "MediaEngine",
+            dependencies: ["COpus", "CVpx", "CSndFile", "CYUV"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .target(
+            name: "Signaling",
+            dependencies: ["MediaEngine"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .target(
+            name: "MediaServer",
+            dependencies: ["Signaling"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .executableTarget(
+            name: "mediaengine",
+            dependencies: [
+                "MediaEngine",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "tools/mediaengine",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+
+        .testTarget(name: "MediaEngineTests", dependencies: ["MediaEngine"]),
+        .testTarget(name: "SignalingTests", dependencies: ["Signaling"]),
+        .testTarget(name: "MediaServerTests", dependencies: ["MediaServer"]),
+        .testTarget(name: "CLITests", dependencies: ["MediaEngine"]),
+    ]
+)

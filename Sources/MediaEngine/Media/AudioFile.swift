@@ -1,0 +1,90 @@
+import CSndFile
+
+/// Reads and writes audio files through libsndfile.
+///
+/// Reading accepts any container and sample format libsndfile knows (WAV, FLAC, Ogg, ...)
+/// with one or two channels at 48 kHz; samples are converted to Int16 by libsndfile.
+/// Other rates are refused with `unsupportedSampleRate` until resampling lands.
+public enum AudioFile {
+    /// Reads a whole file into one frame, timestamped zero.
+    /// - Throws: `MediaFileError` naming the file: `cannotOpen`, `corrupt`,
+    ///   `unsupportedFormat` (channel count) or `unsupportedSampleRate`.
+    public static func read(path: String) throws(MediaFileError) -> AudioFrame {
+        let file = try SoundFile(path: path, mode: Int32(SFM_READ))
+        let info = file.info
+        guard info.samplerate == Int32(AudioFrame.sampleRate) else {
+            throw MediaFileError(.unsupportedSampleRate, path: path,
+                                 "sample rate is \(info.samplerate) Hz; the engine takes 48000 Hz")
+        }
+        guard let layout = ChannelLayout(rawValue: Int(info.channels)) else {
+            throw MediaFileError(.unsupportedFormat, path: path,
+                                 "has \(info.channels) channels; the engine takes mono or stereo")
+        }
+        // A hostile header can claim billions of frames; read in blocks instead of trusting it.
+        var samples: [Int16] = []
+        if info.frames > 0 && info.frames < 48_000 * 3_600 { samples.reserveCapacity(Int(info.frames) * layout.count) }
+        let blockFrames = 4_096
+        var block = [Int16](repeating: 0, count: blockFrames * layout.count)
+        while true {
+            let count = block.withUnsafeMutableBufferPointer { buffer in
+                sf_readf_short(file.handle, buffer.baseAddress, sf_count_t(blockFrames))
+            }
+            if count < 0 || sf_error(file.handle) != Int32(SF_ERR_NO_ERROR) {
+                throw MediaFileError(.corrupt, path: path, "read failed: \(file.lastError)")
+            }
+            if count == 0 { break }
+            samples.append(contentsOf: block[0..<(Int(count) * layout.count)])
+        }
+        return AudioFrame(layout: layout, samples: samples)
+    }
+
+    /// Writes `frame` as 16-bit PCM WAV at 48 kHz, replacing any file at `path`.
+    /// - Throws: `MediaFileError` with `cannotOpen` or `writeFailed`.
+    public static func writeWAV(_ frame: AudioFrame, path: String) throws(MediaFileError) {
+        var info = SF_INFO()
+        info.samplerate = Int32(AudioFrame.sampleRate)
+        info.channels = Int32(frame.layout.count)
+        info.format = Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16)
+        let file = try SoundFile(path: path, mode: Int32(SFM_WRITE), info: info)
+        let written = frame.samples.withUnsafeBufferPointer { buffer in
+            sf_writef_short(file.handle, buffer.baseAddress, sf_count_t(frame.samplesPerChannel))
+        }
+        guard written == sf_count_t(frame.samplesPerChannel) else {
+            throw MediaFileError(.writeFailed, path: path, "wrote \(written) of \(frame.samplesPerChannel) frames: \(file.lastError)")
+        }
+        guard sf_close(file.release()) == 0 else {
+            throw MediaFileError(.writeFailed, path: path, "closing failed")
+        }
+    }
+}
+
+/// Owns one SNDFILE handle.
+private final class SoundFile {
+    private(set) var handle: OpaquePointer?
+    let info: SF_INFO
+
+    init(path: String, mode: Int32, info: SF_INFO = SF_INFO()) throws(MediaFileError) {
+        var info = info
+        guard let handle = sf_open(path, mode, &info) else {
+            let reason = String(cString: sf_strerror(nil))
+            let code: MediaFileError.Code
+            switch Int(sf_error(nil)) {
+            case SF_ERR_UNRECOGNISED_FORMAT, SF_ERR_MALFORMED_FILE, SF_ERR_UNSUPPORTED_ENCODING: code = .corrupt
+            default: code = .cannotOpen
+            }
+            throw MediaFileError(code, path: path, reason)
+        }
+        self.handle = handle
+        self.info = info
+    }
+
+    var lastError: String { String(cString: sf_strerror(handle)) }
+
+    /// Hands the handle to the caller, who closes it.
+    func release() -> OpaquePointer? {
+        defer { handle = nil }
+        return handle
+    }
+
+    deinit { if let handle { sf_close(handle) } }
+}

@@ -1,0 +1,76 @@
+import Foundation
+
+/// Objective audio fidelity: align a decoded signal with its source, then measure
+/// correlation and SNR.
+///
+/// Signals are single channels (pass one channel of a stereo frame, or mono samples).
+/// Codec output lags its input by the codec's delay, so every measure takes a `lag`:
+/// `test[i + lag]` is compared with `reference[i]`.
+public enum AudioQuality {
+    /// The lag in `range` at which `test` best matches `reference` (highest normalised
+    /// cross-correlation), searched over at most `window` samples from `start`.
+    public static func bestLag(reference: UnsafeBufferPointer<Int16>, test: UnsafeBufferPointer<Int16>,
+                               range: ClosedRange<Int>, start: Int = 0, window: Int = 9_600) -> Int {
+        var best = range.lowerBound
+        var bestScore = -Double.infinity
+        for lag in range {
+            let score = correlation(reference: reference, test: test, lag: lag, start: start, count: window)
+            if score > bestScore {
+                bestScore = score
+                best = lag
+            }
+        }
+        return best
+    }
+
+    /// Pearson correlation of `reference[start..<start+count]` with the lagged test
+    /// signal; the span is clipped to what both signals hold. Returns 0 when a span is
+    /// empty or silent.
+    public static func correlation(reference: UnsafeBufferPointer<Int16>, test: UnsafeBufferPointer<Int16>,
+                                   lag: Int, start: Int = 0, count: Int = .max) -> Double {
+        let span = overlap(reference.count, test.count, lag: lag, start: start, count: count)
+        guard !span.isEmpty else { return 0 }
+        var sumA = 0.0, sumB = 0.0, sumAA = 0.0, sumBB = 0.0, sumAB = 0.0
+        for i in span {
+            let a = Double(reference[i])
+            let b = Double(test[i + lag])
+            sumA += a
+            sumB += b
+            sumAA += a * a
+            sumBB += b * b
+            sumAB += a * b
+        }
+        let n = Double(span.count)
+        let covariance = sumAB - sumA * sumB / n
+        let varianceA = sumAA - sumA * sumA / n
+        let varianceB = sumBB - sumB * sumB / n
+        guard varianceA > 0, varianceB > 0 else { return 0 }
+        return covariance / (varianceA * varianceB).squareRoot()
+    }
+
+    /// Signal-to-noise ratio in dB: source energy over the energy of the difference,
+    /// on the same span as `correlation`. Infinite for identical signals.
+    public static func snr(reference: UnsafeBufferPointer<Int16>, test: UnsafeBufferPointer<Int16>,
+                           lag: Int, start: Int = 0, count: Int = .max) -> Double {
+        let span = overlap(reference.count, test.count, lag: lag, start: start, count: count)
+        guard !span.isEmpty else { return 0 }
+        var signal = 0.0, noise = 0.0
+        for i in span {
+            let a = Double(reference[i])
+            let d = Double(test[i + lag]) - a
+            signal += a * a
+            noise += d * d
+        }
+        guard noise > 0 else { return .infinity }
+        guard signal > 0 else { return -.infinity }
+        return 10 * log10(signal / noise)
+    }
+
+    /// Indices `i` of the reference such that `i` and `i + lag` are valid.
+    private static func overlap(_ referenceCount: Int, _ testCount: Int, lag: Int, start: Int, count: Int) -> Range<Int> {
+        let lower = max(start, max(0, -lag))
+        let upperByCount = count > referenceCount ? referenceCount : start + count
+        let upper = min(upperByCount, min(referenceCount, testCount - lag))
+        return lower < upper ? lower..<upper : 0..<0
+    }
+}
