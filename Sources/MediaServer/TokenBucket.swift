@@ -30,8 +30,9 @@ public struct TokenBucket: Sendable, Hashable {
             tokens = min(burst, tokens + elapsed * rate)
         }
         last = now
-        guard tokens >= 1 else { return false }
-        tokens -= 1
+        // Refills are sums of fractions; allow for their rounding so rate r admits r per second.
+        guard tokens >= 1 - 1e-9 else { return false }
+        tokens = max(0, tokens - 1)
         return true
     }
 }

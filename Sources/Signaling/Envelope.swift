@@ -67,7 +67,9 @@ public struct Envelope: Sendable, Hashable, Codable {
         case .keyNotFound(let key, _): "missing field '\(key.stringValue)'"
         case .typeMismatch(_, let context), .valueNotFound(_, let context):
             "field '\(context.codingPath.map(\.stringValue).joined(separator: "."))' has the wrong type"
-        case .dataCorrupted: "not valid JSON"
+        case .dataCorrupted(let context) where context.codingPath.isEmpty: "not valid JSON"
+        case .dataCorrupted(let context):
+            "field '\(context.codingPath.map(\.stringValue).joined(separator: "."))' has an invalid value"
         @unknown default: "not a valid envelope"
         }
     }
@@ -77,7 +79,13 @@ public struct Envelope: Sendable, Hashable, Codable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         v = try container.decode(Int.self, forKey: .v)
-        id = try container.decodeIfPresent(UInt64.self, forKey: .id)
+        // Foundation reports an out-of-range number as "not valid JSON"; name the field instead.
+        do {
+            id = try container.decodeIfPresent(UInt64.self, forKey: .id)
+        } catch {
+            throw DecodingError.dataCorruptedError(forKey: .id, in: container,
+                                                   debugDescription: "id must be a non-negative integer")
+        }
         type = try container.decode(String.self, forKey: .type)
         body = try container.decodeIfPresent(JSONValue.self, forKey: .body) ?? .object([:])
     }

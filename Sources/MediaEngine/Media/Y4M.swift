@@ -109,7 +109,9 @@ public enum Y4M {
             guard got == expected else {
                 throw MediaFileError(.corrupt, path: path, "frame \(framesRead) is truncated: \(got) of \(expected) bytes")
             }
-            frame.timestamp = frameDuration * framesRead
+            // From the frame index, not by summing rounded durations, so timestamps do not drift.
+            frame.timestamp = .nanoseconds(Int64(framesRead) * Int64(frameRate.denominator) * 1_000_000_000
+                                           / Int64(frameRate.numerator))
             framesRead += 1
             return true
         }
