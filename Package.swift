@@ -56,7 +56,7 @@ let package = Package(
         .testTarget(name: "MediaEngineTests", dependencies: ["MediaEngine"]),
         .testTarget(name: "SignalingTests", dependencies: ["Signaling"]),
         .testTarget(name: "MediaServerTests", dependencies: ["MediaServer"]),
-        .testTarget(name: "CLITests", dependencies: ["mediaengine"]),
+        .testTarget(name: "CLITests", dependencies: ["mediaengine", "MediaEngine"]),
         .testTarget(name: "CModulesTests", dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2"]),
     ]
 )

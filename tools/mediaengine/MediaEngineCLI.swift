@@ -1,0 +1,11 @@
+import ArgumentParser
+
+@main
+struct MediaEngineCLI: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mediaengine",
+        abstract: "MediaEngine, a real-time media engine for Linux (Opus, VP8): command-line tools.",
+        version: "0.1.0",
+        subcommands: [BenchCommand.self]
+    )
+}
