@@ -91,3 +91,32 @@ import Testing
         #expect(encoder.configuration.bitrate == 150_000)
     }
 }
+
+@Suite struct VP8Modes {
+    @Test func errorResilientMultiThreadedEncodingDecodes() throws {
+        var configuration = VP8.Configuration(width: 640, height: 480, bitrate: 800_000)
+        configuration.errorResilient = true
+        configuration.threads = 2
+        configuration.cpuUsed = -8
+        let encoder = try VP8.Encoder(configuration: configuration)
+        let decoder = try VP8.Decoder(threads: 2)
+        var pattern = TestPattern(width: 640, height: 480)
+        for _ in 0..<20 {
+            let source = pattern.nextFrame()
+            let encoded = try #require(try encoder.encode(source))
+            let decoded = try #require(try decoder.decode(encoded.data))
+            #expect(VideoQuality.psnr(source, decoded) > 33)
+        }
+    }
+
+    @Test func keyframeIntervalIsHonoured() throws {
+        var configuration = VP8.Configuration(width: 160, height: 120, bitrate: 200_000)
+        configuration.keyframeInterval = 10
+        let encoder = try VP8.Encoder(configuration: configuration)
+        var pattern = TestPattern(width: 160, height: 120)
+        let keys = try (0..<35).compactMap { index in try encoder.encode(pattern.nextFrame())?.isKeyframe == true ? index : nil }
+        #expect(keys.first == 0)
+        #expect(zip(keys, keys.dropFirst()).allSatisfy { $1 - $0 <= 10 }, "\(keys)")
+        #expect(keys.count >= 4)
+    }
+}
