@@ -1,0 +1,35 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Benchmarks live in their own package so the main package never depends on the
+// benchmark tooling. Run with `swift package benchmark` from this directory.
+let package = Package(
+    name: "MediaEngineBenchmarks",
+    platforms: [.macOS(.v13)],
+    dependencies: [
+        // Its default traits want a package that is not available here.
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        // Named explicitly: a path dependency's identity is its directory name, which
+        // differs between clones (the `main` work tree, CI's checkout, ...).
+        .package(name: "MediaEngine", path: ".."),
+    ],
+    targets: [
+        // The same libopus/libvpx/libyuv calls the Swift wrappers make, written in C,
+        // as the baseline the wrappers are measured against.
+        .target(
+            name: "CodecBaseline",
+            linkerSettings: [.linkedLibrary("opus"), .linkedLibrary("vpx"), .linkedLibrary("yuv")]
+        ),
+        .executableTarget(
+            name: "CodecBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "MediaEngine", package: "MediaEngine"),
+                "CodecBaseline",
+            ],
+            path: "Benchmarks/CodecBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ]
+)
