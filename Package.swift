@@ -17,6 +17,8 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // Tests only: an independent AES-CTR and HMAC-SHA1 to check SRTP against RFC 3711.
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         systemLibrary("COpus", pkgConfig: "opus", apt: ["libopus-dev"]),
@@ -30,7 +32,7 @@ let package = Package(
 
         .target(
             name: "MediaEngine",
-            dependencies: ["COpus", "CVpx", "CSndFile", "CYUV"],
+            dependencies: ["COpus", "CVpx", "CSRTP", "CSndFile", "CYUV"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(
@@ -53,7 +55,14 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
 
-        .testTarget(name: "MediaEngineTests", dependencies: ["MediaEngine"]),
+        .testTarget(
+            name: "MediaEngineTests",
+            dependencies: [
+                "MediaEngine",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         .testTarget(name: "SignalingTests", dependencies: ["Signaling"]),
         .testTarget(name: "MediaServerTests", dependencies: ["MediaServer"]),
         .testTarget(name: "CLITests", dependencies: ["mediaengine", "MediaEngine"]),

@@ -1,0 +1,176 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An IPv4 or IPv6 address and UDP port. Value type; no allocation to copy or compare.
+public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
+    enum Storage: Sendable {
+        case v4(sockaddr_in)
+        case v6(sockaddr_in6)
+    }
+
+    let storage: Storage
+
+    init(_ storage: Storage) { self.storage = storage }
+
+    /// Resolves `host` (a numeric address or a name) and `port`.
+    /// - Throws: `TransportError.badAddress` naming the host when it does not resolve or
+    ///   the port is outside 0...65535.
+    public init(host: String, port: Int) throws(TransportError) {
+        guard (0...65_535).contains(port) else {
+            throw TransportError(.badAddress, "port \(port) is outside 0...65535")
+        }
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_DGRAM.rawValue)
+        hints.ai_flags = AI_NUMERICSERV
+        var result: UnsafeMutablePointer<addrinfo>?
+        let host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        let status = getaddrinfo(host, String(port), &hints, &result)
+        guard status == 0, let first = result else {
+            throw TransportError(.badAddress, "cannot resolve '\(host)': \(String(cString: gai_strerror(status)))")
+        }
+        defer { freeaddrinfo(result) }
+        var found: Storage?
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let current = entry, found == nil {
+            if let address = current.pointee.ai_addr {
+                switch Int32(address.pointee.sa_family) {
+                case AF_INET: found = .v4(UnsafeRawPointer(address).load(as: sockaddr_in.self))
+                case AF_INET6: found = .v6(UnsafeRawPointer(address).load(as: sockaddr_in6.self))
+                default: break
+                }
+            }
+            entry = current.pointee.ai_next
+        }
+        guard let found else { throw TransportError(.badAddress, "'\(host)' has no IPv4 or IPv6 address") }
+        storage = found
+    }
+
+    /// Parses `HOST:PORT`, `[IPv6]:PORT` or `IPv6-literal:PORT` (the last colon splits).
+    public init(parsing text: String) throws(TransportError) {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]) else {
+            throw TransportError(.badAddress, "'\(text)' is not HOST:PORT")
+        }
+        try self.init(host: String(text[..<colon]), port: port)
+    }
+
+    /// The UDP port.
+    public var port: Int {
+        switch storage {
+        case .v4(let address): Int(UInt16(bigEndian: address.sin_port))
+        case .v6(let address): Int(UInt16(bigEndian: address.sin6_port))
+        }
+    }
+
+    /// True for IPv6.
+    public var isIPv6: Bool {
+        if case .v6 = storage { return true }
+        return false
+    }
+
+    /// The numeric host, without brackets.
+    public var host: String {
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        switch storage {
+        case .v4(var address): inet_ntop(AF_INET, &address.sin_addr, &buffer, socklen_t(buffer.count))
+        case .v6(var address): inet_ntop(AF_INET6, &address.sin6_addr, &buffer, socklen_t(buffer.count))
+        }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// The same host with another port.
+    public func with(port: Int) -> SocketAddress {
+        switch storage {
+        case .v4(var address):
+            address.sin_port = UInt16(truncatingIfNeeded: port).bigEndian
+            return SocketAddress(.v4(address))
+        case .v6(var address):
+            address.sin6_port = UInt16(truncatingIfNeeded: port).bigEndian
+            return SocketAddress(.v6(address))
+        }
+    }
+
+    public var description: String { isIPv6 ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    public static func == (a: SocketAddress, b: SocketAddress) -> Bool {
+        switch (a.storage, b.storage) {
+        case (.v4(let x), .v4(let y)): x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr
+        case (.v6(var x), .v6(var y)):
+            x.sin6_port == y.sin6_port && memcmp(&x.sin6_addr, &y.sin6_addr, MemoryLayout<in6_addr>.size) == 0
+        default: false
+        }
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(port)
+        switch storage {
+        case .v4(let address): hasher.combine(address.sin_addr.s_addr)
+        case .v6(var address): withUnsafeBytes(of: &address.sin6_addr) { hasher.combine(bytes: $0) }
+        }
+    }
+
+    /// Calls `body` with the C sockaddr and its length.
+    func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
+        switch storage {
+        case .v4(var address):
+            withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                body($0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            } }
+        case .v6(var address):
+            withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                body($0, socklen_t(MemoryLayout<sockaddr_in6>.size))
+            } }
+        }
+    }
+
+    /// Reads an address filled in by the kernel.
+    init?(_ storage: sockaddr_storage) {
+        var storage = storage
+        switch Int32(storage.ss_family) {
+        case AF_INET: self.init(.v4(withUnsafeBytes(of: &storage) { $0.load(as: sockaddr_in.self) }))
+        case AF_INET6: self.init(.v6(withUnsafeBytes(of: &storage) { $0.load(as: sockaddr_in6.self) }))
+        default: return nil
+        }
+    }
+}
+
+/// A socket failure, with the system's words for it.
+public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable {
+            case badAddress = "bad address"
+            case socketFailed = "socket failed"
+            case closed = "closed"
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// An address does not parse or resolve.
+        public static let badAddress = Code(.badAddress)
+        /// A socket call failed (bind, send, receive).
+        public static let socketFailed = Code(.socketFailed)
+        /// The socket was closed.
+        public static let closed = Code(.closed)
+
+        public var description: String { base.rawValue }
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// An error from the current `errno`.
+    static func system(_ action: String) -> TransportError {
+        TransportError(.socketFailed, "\(action): \(String(cString: strerror(errno)))")
+    }
+
+    public var description: String { message }
+}

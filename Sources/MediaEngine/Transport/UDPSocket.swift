@@ -1,0 +1,131 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A bound UDP socket for RTP and RTCP. Sending and receiving use caller buffers and
+/// allocate nothing. One thread may send while another receives; closing is final.
+public final class UDPSocket: @unchecked Sendable {
+    // @unchecked: the only state is the descriptor, set once; the kernel serialises
+    // concurrent send and receive on it. `close()` must not race with other calls.
+    private var descriptor: Int32
+    /// The address the socket is bound to (with the kernel's port when bound to 0).
+    public let localAddress: SocketAddress
+
+    /// Binds a socket to `address` (port 0 picks a free port).
+    /// - Parameter receiveBufferSize: kernel receive buffer to ask for, in bytes.
+    public init(bindTo address: SocketAddress, receiveBufferSize: Int = 1 << 20) throws(TransportError) {
+        let family = address.isIPv6 ? AF_INET6 : AF_INET
+        let descriptor = socket(family, Int32(SOCK_DGRAM.rawValue), 0)
+        guard descriptor >= 0 else { throw TransportError.system("socket") }
+        var size = Int32(receiveBufferSize)
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        if address.isIPv6 {
+            var only: Int32 = 1
+            _ = setsockopt(descriptor, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &only, socklen_t(MemoryLayout<Int32>.size))
+        }
+        let bound = address.withSockaddr { bind(descriptor, $0, $1) }
+        guard bound == 0 else {
+            let error = TransportError.system("bind \(address)")
+            Glibc.close(descriptor)
+            throw error
+        }
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        guard named == 0, let local = SocketAddress(storage) else {
+            let error = TransportError.system("getsockname")
+            Glibc.close(descriptor)
+            throw error
+        }
+        self.descriptor = descriptor
+        self.localAddress = local
+    }
+
+    deinit { close() }
+
+    /// Closes the socket; later calls fail with `closed`.
+    public func close() {
+        if descriptor >= 0 {
+            Glibc.close(descriptor)
+            descriptor = -1
+        }
+    }
+
+    /// Sends one datagram.
+    public func send(_ bytes: UnsafeRawBufferPointer, to address: SocketAddress) throws(TransportError) {
+        guard descriptor >= 0 else { throw TransportError(.closed, "socket is closed") }
+        while true {
+            let sent = address.withSockaddr { sendto(descriptor, bytes.baseAddress, bytes.count, 0, $0, $1) }
+            if sent >= 0 { return }
+            if errno == EINTR { continue }
+            // A peer that is not listening yet answers with ICMP; UDP media carries on.
+            if errno == ECONNREFUSED { return }
+            throw TransportError.system("send to \(address)")
+        }
+    }
+
+    /// Waits up to `timeout` for a datagram and reads it into `buffer`.
+    /// - Returns: the byte count and sender, or nil when the timeout passed first.
+    ///   Datagrams longer than `buffer` are truncated to it.
+    public func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration) throws(TransportError) -> (Int, SocketAddress)? {
+        guard descriptor >= 0 else { throw TransportError(.closed, "socket is closed") }
+        var poller = SocketPoller(sockets: CollectionOfOne(self))
+        guard try poller.wait(timeout: timeout) != nil else { return nil }
+        return try receiveNow(into: buffer)
+    }
+
+    /// Reads a datagram that `wait` said is ready, or nil if none is (never blocks).
+    public func receiveNow(into buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> (Int, SocketAddress)? {
+        guard descriptor >= 0 else { throw TransportError(.closed, "socket is closed") }
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        while true {
+            let count = withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    recvfrom(descriptor, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT), $0, &length)
+                }
+            }
+            if count >= 0 {
+                guard let sender = SocketAddress(storage) else { continue }
+                return (count, sender)
+            }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return nil
+            // ICMP errors from earlier sends surface here; they say nothing about this read.
+            case ECONNREFUSED: continue
+            default: throw TransportError.system("receive on \(localAddress)")
+            }
+        }
+    }
+
+    var rawDescriptor: Int32 { descriptor }
+}
+
+/// Waits for any of a fixed set of sockets to become readable. Build once, wait many
+/// times: waiting allocates nothing.
+public struct SocketPoller {
+    private var descriptors: [pollfd]
+
+    public init(sockets: some Collection<UDPSocket>) {
+        descriptors = sockets.map { pollfd(fd: $0.rawDescriptor, events: Int16(POLLIN), revents: 0) }
+    }
+
+    /// Waits up to `timeout`.
+    /// - Returns: the index of a readable socket, or nil on timeout.
+    public mutating func wait(timeout: Duration) throws(TransportError) -> Int? {
+        let (seconds, attoseconds) = timeout.components
+        let milliseconds = Int32(clamping: max(0, seconds * 1_000 + attoseconds / 1_000_000_000_000_000))
+        while true {
+            let ready = descriptors.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), milliseconds) }
+            if ready > 0 { return descriptors.firstIndex { $0.revents != 0 } }
+            if ready == 0 { return nil }
+            if errno == EINTR { continue }
+            throw TransportError.system("poll")
+        }
+    }
+}
