@@ -1,0 +1,71 @@
+import Testing
+@testable import MediaEngine
+
+@Suite struct UDPSockets {
+    @Test(arguments: ["127.0.0.1", "::1"])
+    func datagramsCrossLoopbackOnPortZero(host: String) throws {
+        let a = try UDPSocket(bindTo: SocketAddress(host: host, port: 0))
+        let b = try UDPSocket(bindTo: SocketAddress(host: host, port: 0))
+        #expect(a.localAddress.port != 0 && a.localAddress.port != b.localAddress.port)
+        #expect(a.localAddress.isIPv6 == host.contains(":"))
+        let message: [UInt8] = [0x80, 0x60, 1, 2, 3]
+        try message.withUnsafeBytes { try a.send($0, to: b.localAddress) }
+        var buffer = [UInt8](repeating: 0, count: 1_500)
+        let received = try buffer.withUnsafeMutableBytes { try b.receive(into: $0, timeout: .seconds(2)) }
+        let (count, sender) = try #require(received)
+        #expect(Array(buffer[0..<count]) == message)
+        #expect(sender == a.localAddress)
+    }
+
+    @Test func receiveTimesOutWithNil() throws {
+        let socket = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let start = ContinuousClock.now
+        let result = try buffer.withUnsafeMutableBytes { try socket.receive(into: $0, timeout: .milliseconds(50)) }
+        #expect(result == nil)
+        #expect(ContinuousClock.now - start >= .milliseconds(45))
+    }
+
+    @Test func pollerReportsWhichSocketIsReady() throws {
+        let sockets = try (0..<3).map { _ in try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0)) }
+        var poller = SocketPoller(sockets: sockets)
+        #expect(try poller.wait(timeout: .zero) == nil)
+        try [UInt8]([1]).withUnsafeBytes { try sockets[0].send($0, to: sockets[2].localAddress) }
+        #expect(try poller.wait(timeout: .seconds(2)) == 2)
+    }
+
+    @Test(arguments: [("", "is not HOST:PORT"), ("localhost", "is not HOST:PORT"), ("127.0.0.1:70000", "70000"),
+                      ("no-such-host.invalid:5000", "cannot resolve 'no-such-host.invalid'")])
+    func badAddressesAreTypedErrors(text: String, message: String) {
+        let error = #expect(throws: TransportError.self) { try SocketAddress(parsing: text) }
+        #expect(error?.code == .badAddress)
+        #expect(error?.message.contains(message) == true, "\(String(describing: error))")
+    }
+
+    @Test func addressesParseAndPrint() throws {
+        #expect(try SocketAddress(parsing: "127.0.0.1:5004").description == "127.0.0.1:5004")
+        #expect(try SocketAddress(parsing: "[::1]:5006").description == "[::1]:5006")
+        #expect(try SocketAddress(parsing: "::1:5006").port == 5_006)
+        #expect(try SocketAddress(parsing: "127.0.0.1:5004").with(port: 5005).port == 5_005)
+    }
+
+    @Test func bindingATakenPortFailsNamingIt() throws {
+        let first = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
+        let error = #expect(throws: TransportError.self) { try UDPSocket(bindTo: first.localAddress) }
+        #expect(error?.message.contains("bind 127.0.0.1:\(first.localAddress.port)") == true)
+        #expect(error?.message.contains("in use") == true, "\(String(describing: error))")
+    }
+
+    @Test func datagramsAreClassified() {
+        func kind(_ bytes: [UInt8]) -> DatagramKind { bytes.withUnsafeBytes { DatagramKind($0) } }
+        #expect(kind([0x80, 0x60]) == .rtp)
+        #expect(kind([0x80, 0xE0]) == .rtp)          // PT 96 with marker
+        #expect(kind([0x80, 200]) == .rtcp)          // SR
+        #expect(kind([0x81, 205]) == .rtcp)          // NACK
+        #expect(kind([0x00, 0x01, 0x00, 0x00]) == .stun)
+        #expect(kind([0x16, 0xFE]) == .dtls)
+        #expect(kind([]) == .unknown)
+        #expect(kind([0x80]) == .unknown)
+        #expect(kind([0xFF, 0x00]) == .unknown)
+    }
+}
