@@ -58,6 +58,46 @@ public enum AudioFile {
     }
 }
 
+/// Writes 16-bit PCM WAV incrementally, so a recording survives up to the last block
+/// written even if the process dies before `close()` (the header's sizes are fixed up at
+/// close; readers such as libsndfile and ffmpeg cope with the sizes being stale).
+public final class WAVWriter {
+    public let path: String
+    public let layout: ChannelLayout
+    private var file: SoundFile?
+    /// Samples per channel written so far.
+    public private(set) var samplesWritten = 0
+
+    /// Creates (or replaces) `path`.
+    public init(path: String, layout: ChannelLayout) throws(MediaFileError) {
+        var info = SF_INFO()
+        info.samplerate = Int32(AudioFrame.sampleRate)
+        info.channels = Int32(layout.count)
+        info.format = Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16)
+        self.path = path
+        self.layout = layout
+        file = try SoundFile(path: path, mode: Int32(SFM_WRITE), info: info)
+    }
+
+    /// Appends interleaved samples.
+    public func write(_ samples: UnsafeBufferPointer<Int16>) throws(MediaFileError) {
+        guard let file, let handle = file.handle else { throw MediaFileError(.writeFailed, path: path, "file is closed") }
+        let frames = samples.count / layout.count
+        let written = sf_writef_short(handle, samples.baseAddress, sf_count_t(frames))
+        guard written == sf_count_t(frames) else {
+            throw MediaFileError(.writeFailed, path: path, "wrote \(written) of \(frames) frames: \(file.lastError)")
+        }
+        samplesWritten += frames
+    }
+
+    /// Fixes up the header and closes the file.
+    public func close() throws(MediaFileError) {
+        guard let file else { return }
+        self.file = nil
+        guard sf_close(file.release()) == 0 else { throw MediaFileError(.writeFailed, path: path, "closing failed") }
+    }
+}
+
 /// Owns one SNDFILE handle.
 private final class SoundFile {
     private(set) var handle: OpaquePointer?

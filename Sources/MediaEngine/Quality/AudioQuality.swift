@@ -73,4 +73,28 @@ public enum AudioQuality {
         let upper = min(upperByCount, min(referenceCount, testCount - lag))
         return lower < upper ? lower..<upper : 0..<0
     }
+
+    /// The frequency of a tone, from the spacing of its rising zero crossings (each
+    /// located to a fraction of a sample by linear interpolation). Accurate to well under
+    /// 1 Hz for a clean tone of a second; meaningless for noise or chords.
+    /// - Returns: Hz, or nil when fewer than two rising crossings are found.
+    public static func toneFrequency(_ samples: UnsafeBufferPointer<Int16>, sampleRate: Int = AudioFrame.sampleRate) -> Double? {
+        var first: Double?
+        var last = 0.0
+        var crossings = 0
+        var index = 1
+        while index < samples.count {
+            let a = Double(samples[index - 1])
+            let b = Double(samples[index])
+            if a < 0 && b >= 0 {
+                let position = Double(index - 1) + (-a) / (b - a)
+                if first == nil { first = position }
+                last = position
+                crossings += 1
+            }
+            index += 1
+        }
+        guard let first, crossings >= 2, last > first else { return nil }
+        return Double(crossings - 1) * Double(sampleRate) / (last - first)
+    }
 }

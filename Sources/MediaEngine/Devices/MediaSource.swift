@@ -1,0 +1,171 @@
+/// Where captured or synthetic audio comes from. Sources deliver 48 kHz frames of a
+/// caller-chosen length and may end (files).
+public protocol AudioSource: AnyObject {
+    /// Mono or stereo.
+    var layout: ChannelLayout { get }
+    /// What the source is, for logs and errors (`sine:440`, a path, a device name).
+    var name: String { get }
+    /// Fills `frame.samples` (whose length the caller chose) with the next audio.
+    /// - Returns: false at the end of the source.
+    func read(into frame: inout AudioFrame) throws -> Bool
+}
+
+/// Where video comes from. Frames are I420 at a fixed size and nominal rate.
+public protocol VideoSource: AnyObject {
+    var width: Int { get }
+    var height: Int { get }
+    /// Nominal frames per second.
+    var frameRate: Int { get }
+    var name: String { get }
+    /// Fills `frame` with the next picture.
+    /// - Returns: false at the end of the source.
+    func read(into frame: inout VideoFrame) throws -> Bool
+}
+
+/// A bad source description given by the user.
+public struct SourceError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// Builds sources from the spellings the CLI takes.
+public enum MediaSources {
+    /// `sine:FREQ`, `tones:F1,F2,...`, `silence`, or `file:PATH` (48 kHz WAV, FLAC, ...).
+    public static func audio(_ spec: String) throws -> any AudioSource {
+        let (kind, argument) = split(spec)
+        switch kind {
+        case "sine":
+            guard let argument, let frequency = Double(argument), (1...20_000).contains(frequency) else {
+                throw SourceError("audio source '\(spec)': sine needs a frequency of 1 to 20000 Hz, as in sine:440")
+            }
+            return ToneSource(ToneGenerator(.sine(frequency)), name: spec)
+        case "tones":
+            let frequencies = argument?.split(separator: ",").compactMap { Double($0) } ?? []
+            guard !frequencies.isEmpty, frequencies.count == argument?.split(separator: ",").count,
+                  frequencies.allSatisfy({ (1...20_000).contains($0) }) else {
+                throw SourceError("audio source '\(spec)': tones needs frequencies of 1 to 20000 Hz, as in tones:440,880")
+            }
+            return ToneSource(ToneGenerator(.multiTone(frequencies)), name: spec)
+        case "silence" where argument == nil:
+            return ToneSource(ToneGenerator(.silence), name: spec)
+        case "file":
+            guard let argument, !argument.isEmpty else { throw SourceError("audio source '\(spec)': file needs a path") }
+            return try AudioFileSource(path: argument)
+        default:
+            throw SourceError("audio source '\(spec)' is not one of sine:FREQ, tones:F1,F2, silence, file:PATH")
+        }
+    }
+
+    /// `testsrc`, `testsrc:WxH`, `testsrc:WxH@FPS` or `file:PATH.y4m`.
+    public static func video(_ spec: String) throws -> any VideoSource {
+        let (kind, argument) = split(spec)
+        switch kind {
+        case "testsrc":
+            var (width, height, rate) = (640, 480, 30)
+            if let argument {
+                let parts = argument.split(separator: "@", omittingEmptySubsequences: false)
+                guard parts.count <= 2, let size = BenchValue.resolution(String(parts[0])),
+                      size.width % 2 == 0, size.height % 2 == 0, size.width <= 4_096, size.height <= 4_096,
+                      parts.count == 1 || Int(parts[1]).map({ (1...120).contains($0) }) == true else {
+                    throw SourceError("video source '\(spec)': use testsrc:WxH@FPS with even sizes up to 4096 and 1 to 120 fps, as in testsrc:640x480@30")
+                }
+                (width, height) = size
+                if parts.count == 2 { rate = Int(parts[1])! }
+            }
+            return TestPatternSource(TestPattern(width: width, height: height, frameRate: rate), name: spec)
+        case "file":
+            guard let argument, !argument.isEmpty else { throw SourceError("video source '\(spec)': file needs a path") }
+            return try Y4MFileSource(path: argument)
+        default:
+            throw SourceError("video source '\(spec)' is not one of testsrc[:WxH[@FPS]], file:PATH.y4m")
+        }
+    }
+
+    private static func split(_ spec: String) -> (String, String?) {
+        guard let colon = spec.firstIndex(of: ":") else { return (spec, nil) }
+        return (String(spec[..<colon]), String(spec[spec.index(after: colon)...]))
+    }
+}
+
+/// A `ToneGenerator` as an endless source.
+public final class ToneSource: AudioSource {
+    private var generator: ToneGenerator
+    public let name: String
+    public var layout: ChannelLayout { generator.layout }
+
+    public init(_ generator: ToneGenerator, name: String) {
+        self.generator = generator
+        self.name = name
+    }
+
+    public func read(into frame: inout AudioFrame) throws -> Bool {
+        frame.samples.withUnsafeMutableBufferPointer { generator.fill($0) }
+        return true
+    }
+}
+
+/// A whole audio file, read once, served frame by frame; the last frame is padded with
+/// silence.
+public final class AudioFileSource: AudioSource {
+    private let audio: AudioFrame
+    private var position = 0
+    public let name: String
+    public var layout: ChannelLayout { audio.layout }
+
+    public init(path: String) throws {
+        audio = try AudioFile.read(path: path)
+        name = path
+    }
+
+    public func read(into frame: inout AudioFrame) throws -> Bool {
+        guard position < audio.samples.count else { return false }
+        let count = min(frame.samples.count, audio.samples.count - position)
+        frame.samples.withUnsafeMutableBufferPointer { out in
+            audio.samples.withUnsafeBufferPointer { source in
+                for index in 0..<count { out[index] = source[position + index] }
+                for index in count..<out.count { out[index] = 0 }
+            }
+        }
+        position += count
+        return true
+    }
+}
+
+/// The moving test pattern as an endless source.
+public final class TestPatternSource: VideoSource {
+    private var pattern: TestPattern
+    public let name: String
+    public var width: Int { pattern.width }
+    public var height: Int { pattern.height }
+    public var frameRate: Int { pattern.frameRate }
+
+    public init(_ pattern: TestPattern, name: String) {
+        self.pattern = pattern
+        self.name = name
+    }
+
+    public func read(into frame: inout VideoFrame) throws -> Bool {
+        if frame.width != width || frame.height != height { frame.reshape(width: width, height: height) }
+        pattern.render(into: &frame)
+        return true
+    }
+}
+
+/// A Y4M file, frame by frame.
+public final class Y4MFileSource: VideoSource {
+    private let reader: Y4M.Reader
+    public var name: String { reader.path }
+    public var width: Int { reader.width }
+    public var height: Int { reader.height }
+    /// The file's rate, rounded to whole frames per second (at least 1).
+    public var frameRate: Int { max(1, Int((Double(reader.frameRate.numerator) / Double(reader.frameRate.denominator)).rounded())) }
+
+    public init(path: String) throws {
+        reader = try Y4M.Reader(path: path)
+    }
+
+    public func read(into frame: inout VideoFrame) throws -> Bool {
+        try reader.read(into: &frame)
+    }
+}

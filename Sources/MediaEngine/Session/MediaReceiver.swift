@@ -1,0 +1,316 @@
+/// Receives (S)RTP audio and video described by the caller (usually from an SDP file),
+/// decodes it and hands PCM and pictures to sinks: Opus with packet loss concealment for
+/// gaps, VP8 through the frame assembler with PLI when a keyframe is needed.
+///
+/// Every bad datagram (unknown kind, failed SRTP, malformed RTP or RTCP, undecodable
+/// payload) is counted and dropped. Runs on the calling thread; allocates nothing per
+/// packet once warm, except for parsed RTCP.
+public final class MediaReceiver {
+    /// One stream to receive, as an SDP media section describes it.
+    public struct StreamDescription: Sendable {
+        public enum Kind: String, Sendable { case audio, video }
+        public var kind: Kind
+        public var payloadType: UInt8
+        public var clockRate: Int
+        /// Decoded channel layout (audio).
+        public var layout: ChannelLayout
+        public var port: Int
+        /// Equal to `port` when RTCP is muxed.
+        public var rtcpPort: Int
+        /// Key the sender protects with, or nil for plain RTP.
+        public var keying: SRTPKeyingMaterial?
+
+        public init(kind: Kind, payloadType: UInt8, clockRate: Int, layout: ChannelLayout = .mono, port: Int, rtcpPort: Int,
+                    keying: SRTPKeyingMaterial?) {
+            self.kind = kind
+            self.payloadType = payloadType
+            self.clockRate = clockRate
+            self.layout = layout
+            self.port = port
+            self.rtcpPort = rtcpPort
+            self.keying = keying
+        }
+    }
+
+    /// Counters for one stream, named after W3C webrtc-stats where one exists.
+    public struct StreamStatistics: Sendable {
+        public var kind: StreamDescription.Kind
+        public var ssrc: UInt32?
+        public var packetsReceived = 0
+        public var bytesReceived = 0
+        public var packetsLost = 0
+        /// Interarrival jitter, seconds.
+        public var jitter = 0.0
+        public var authenticationFailures = 0
+        public var replays = 0
+        /// RTP packets that did not parse, or had a payload type not described.
+        public var malformedPackets = 0
+        /// Packets behind the playout point (audio) or for a finished frame (video).
+        public var packetsDiscarded = 0
+        public var framesDecoded = 0
+        public var keyFramesDecoded = 0
+        public var concealedFrames = 0
+        public var decodeErrors = 0
+        public var pliSent = 0
+        public var rtcpReceived = 0
+        public var endedByGoodbye = false
+    }
+
+    public struct Statistics: Sendable {
+        public var streams: [StreamStatistics]
+        /// Datagrams that are neither RTP nor RTCP.
+        public var unknownDatagrams = 0
+        /// RTCP that failed SRTCP or did not parse.
+        public var malformedRTCP = 0
+    }
+
+    private final class Stream {
+        let description: StreamDescription
+        let protection: SRTPContext?
+        let rtpSocket: Int
+        let rtcpSocket: Int
+        var statistics: StreamStatistics
+        var reception: RTPReceiveStatistics
+        var unwrapper = SequenceNumberUnwrapper()
+        var lastSequence: Int64?
+        var lastFrameSamples = 960
+        var opus: Opus.Decoder?
+        var vp8: VP8.Decoder?
+        var assembler = VP8FrameAssembler()
+        var source: SocketAddress?
+        var lastPLI: Duration = .seconds(-10)
+
+        init(_ description: StreamDescription, rtpSocket: Int, rtcpSocket: Int) throws {
+            self.description = description
+            self.rtpSocket = rtpSocket
+            self.rtcpSocket = rtcpSocket
+            protection = try description.keying.map { (keying) throws(SRTPError) in
+                try SRTPContext(keying: keying, direction: .inbound)
+            }
+            statistics = StreamStatistics(kind: description.kind)
+            reception = RTPReceiveStatistics(clockRate: description.clockRate)
+            switch description.kind {
+            case .audio: opus = try Opus.Decoder(layout: description.layout)
+            case .video: vp8 = try VP8.Decoder()
+            }
+        }
+    }
+
+    public let sockets: [UDPSocket]
+    private let streams: [Stream]
+    private var unknownDatagrams = 0
+    private var malformedRTCP = 0
+
+    /// Binds one socket per distinct port on `host`.
+    public init(streams descriptions: [StreamDescription], host: String) throws {
+        var sockets: [UDPSocket] = []
+        var byPort: [Int: Int] = [:]
+        func socket(for port: Int) throws -> Int {
+            if let index = byPort[port] { return index }
+            sockets.append(try UDPSocket(bindTo: SocketAddress(host: host, port: port)))
+            byPort[port] = sockets.count - 1
+            return sockets.count - 1
+        }
+        var streams: [Stream] = []
+        for description in descriptions {
+            streams.append(try Stream(description, rtpSocket: try socket(for: description.port),
+                                      rtcpSocket: try socket(for: description.rtcpPort)))
+        }
+        self.sockets = sockets
+        self.streams = streams
+    }
+
+    /// The statistics so far.
+    public var statistics: Statistics {
+        Statistics(streams: streams.map { stream in
+            var statistics = stream.statistics
+            statistics.packetsReceived = stream.reception.packetsReceived
+            statistics.bytesReceived = stream.reception.bytesReceived
+            statistics.packetsLost = stream.reception.packetsLost
+            statistics.jitter = stream.reception.jitter
+            if let protection = stream.protection {
+                statistics.authenticationFailures = protection.statistics.authenticationFailures
+                statistics.replays = protection.statistics.replays + protection.statistics.tooOld
+            }
+            return statistics
+        }, unknownDatagrams: unknownDatagrams, malformedRTCP: malformedRTCP)
+    }
+
+    /// Receives until `duration` passes, every stream has said BYE, or `stop()`.
+    /// - Parameters:
+    ///   - audio: gets decoded audio (interleaved Int16 at 48 kHz) in order, concealment included.
+    ///   - video: gets each decoded picture.
+    public func run(duration: Duration?, stop: () -> Bool = { false },
+                    audio: (UnsafeBufferPointer<Int16>) throws -> Void,
+                    video: (VideoFrame) throws -> Void) throws -> Statistics {
+        let clock = ContinuousClock()
+        let start = clock.now
+        var poller = SocketPoller(sockets: sockets)
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var pcm = [Int16](repeating: 0, count: Opus.maxSamplesPerPacket * 2)
+        var picture = VideoFrame(width: 2, height: 2)
+        while !stop() {
+            let elapsed = clock.now - start
+            if let duration, elapsed >= duration { break }
+            if streams.allSatisfy(\.statistics.endedByGoodbye) { break }
+            guard let index = try poller.wait(timeout: .milliseconds(50)) else { continue }
+            // Drain the ready socket before polling again.
+            while let (count, sender) = try buffer.withUnsafeMutableBytes({ try sockets[index].receiveNow(into: $0) }) {
+                try buffer.withUnsafeMutableBytes { bytes in
+                    let datagram = UnsafeMutableRawBufferPointer(rebasing: bytes[0..<count])
+                    switch DatagramKind(UnsafeRawBufferPointer(datagram)) {
+                    case .rtp:
+                        try handleRTP(datagram, socket: index, from: sender, now: clock.now - start, pcm: &pcm,
+                                      picture: &picture, audio: audio, video: video)
+                    case .rtcp:
+                        handleRTCP(datagram, socket: index)
+                    default:
+                        unknownDatagrams += 1
+                    }
+                }
+            }
+        }
+        return statistics
+    }
+
+    private func handleRTP(_ datagram: UnsafeMutableRawBufferPointer, socket: Int, from sender: SocketAddress, now: Duration,
+                           pcm: inout [Int16], picture: inout VideoFrame,
+                           audio: (UnsafeBufferPointer<Int16>) throws -> Void, video: (VideoFrame) throws -> Void) throws {
+        // The payload type is in the clear even under SRTP.
+        let payloadType = datagram[1] & 0x7F
+        guard let stream = streams.first(where: { $0.rtpSocket == socket && $0.description.payloadType == payloadType }) else {
+            streams.first { $0.rtpSocket == socket }?.statistics.malformedPackets += 1
+            return
+        }
+        var length = datagram.count
+        if let protection = stream.protection {
+            do {
+                length = try protection.unprotect(datagram, length: length)
+            } catch {
+                return  // counted by the SRTP context
+            }
+        }
+        let packet: RTPPacketView
+        do {
+            packet = try RTPPacketView(UnsafeRawBufferPointer(rebasing: datagram[0..<length]))
+        } catch {
+            stream.statistics.malformedPackets += 1
+            return
+        }
+        stream.statistics.ssrc = packet.ssrc
+        stream.source = sender
+        stream.reception.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
+                                payloadBytes: packet.payloadRange.count, arrival: now)
+        switch stream.description.kind {
+        case .audio: try receiveAudio(packet, stream: stream, pcm: &pcm, sink: audio)
+        case .video: try receiveVideo(packet, stream: stream, picture: &picture, now: now, sink: video)
+        }
+    }
+
+    private func receiveAudio(_ packet: RTPPacketView, stream: Stream, pcm: inout [Int16],
+                              sink: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
+        guard let decoder = stream.opus else { return }
+        let sequence = stream.unwrapper.unwrap(packet.sequenceNumber)
+        if let last = stream.lastSequence, sequence <= last {
+            stream.statistics.packetsDiscarded += 1
+            return
+        }
+        let channels = stream.description.layout.count
+        if let last = stream.lastSequence, sequence > last + 1 {
+            // Keep the timeline: conceal each missing frame (up to a second of them); the
+            // frame right before this packet comes from its FEC data when present.
+            let missing = Int(min(sequence - last - 1, 50))
+            for gap in 0..<missing {
+                let count = try pcm.withUnsafeMutableBufferPointer { out in
+                    gap == missing - 1
+                        ? try decoder.decodeFEC(from: packet.payload, samplesPerChannel: stream.lastFrameSamples, into: out)
+                        : try decoder.decodeLost(samplesPerChannel: stream.lastFrameSamples, into: out)
+                }
+                stream.statistics.concealedFrames += 1
+                try pcm.withUnsafeBufferPointer { try sink(UnsafeBufferPointer(rebasing: $0[0..<(count * channels)])) }
+            }
+        }
+        stream.lastSequence = sequence
+        let count: Int
+        do {
+            count = try pcm.withUnsafeMutableBufferPointer { try decoder.decode(packet.payload, into: $0) }
+        } catch {
+            stream.statistics.decodeErrors += 1
+            return
+        }
+        stream.lastFrameSamples = count
+        stream.statistics.framesDecoded += 1
+        try pcm.withUnsafeBufferPointer { try sink(UnsafeBufferPointer(rebasing: $0[0..<(count * channels)])) }
+    }
+
+    private func receiveVideo(_ packet: RTPPacketView, stream: Stream, picture: inout VideoFrame, now: Duration,
+                              sink: (VideoFrame) throws -> Void) throws {
+        guard let decoder = stream.vp8 else { return }
+        let latePackets = stream.assembler.statistics.latePackets + stream.assembler.statistics.duplicatePackets
+        var failure: Error?
+        stream.assembler.insert(packet) { frame in
+            do {
+                if try decoder.decode(frame.data, timestamp: .zero, into: &picture) {
+                    stream.statistics.framesDecoded += 1
+                    if frame.isKeyframe { stream.statistics.keyFramesDecoded += 1 }
+                    try sink(picture)
+                }
+            } catch let error as CodecError {
+                _ = error
+                stream.statistics.decodeErrors += 1
+            } catch {
+                failure = error
+            }
+        }
+        if let failure { throw failure }
+        stream.statistics.packetsDiscarded += stream.assembler.statistics.latePackets
+            + stream.assembler.statistics.duplicatePackets - latePackets
+        stream.statistics.malformedPackets = stream.assembler.statistics.malformedPackets
+        if stream.assembler.isAwaitingKeyframe, now - stream.lastPLI >= .milliseconds(500), let source = stream.source {
+            requestKeyframe(stream, to: source)
+            stream.lastPLI = now
+        }
+    }
+
+    /// Sends a plain-RTCP PLI to the sender's RTP address (symmetric RTP). Under SDES
+    /// this side holds no key of its own; senders built on this engine read plain RTCP.
+    private func requestKeyframe(_ stream: Stream, to address: SocketAddress) {
+        guard let ssrc = stream.statistics.ssrc else { return }
+        let pli = RTCPPacket.serializedCompound([.pictureLossIndication(PictureLossIndication(senderSSRC: 1, mediaSSRC: ssrc))])
+        do {
+            try pli.withUnsafeBytes { try sockets[stream.rtpSocket].send($0, to: address) }
+            stream.statistics.pliSent += 1
+        } catch {
+            // Feedback is best effort; the next PLI follows in 500 ms.
+        }
+    }
+
+    private func handleRTCP(_ datagram: UnsafeMutableRawBufferPointer, socket: Int) {
+        let candidates = streams.filter { $0.rtcpSocket == socket }
+        for stream in candidates {
+            var length = datagram.count
+            if let protection = stream.protection {
+                // Each candidate key is tried on a copy, so a failed attempt leaves the bytes intact.
+                var copy = Array(datagram)
+                guard let unprotected = try? copy.withUnsafeMutableBytes({ try protection.unprotectRTCP($0, length: length) }) else {
+                    continue
+                }
+                length = unprotected
+                copy.withUnsafeBytes { datagram.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
+            }
+            guard let packets = try? RTCPPacket.parseCompound(UnsafeRawBufferPointer(rebasing: datagram[0..<length])) else {
+                continue
+            }
+            stream.statistics.rtcpReceived += 1
+            for packet in packets {
+                if case .goodbye(let bye) = packet {
+                    for ended in streams where ended.statistics.ssrc.map(bye.sources.contains) == true {
+                        ended.statistics.endedByGoodbye = true
+                    }
+                }
+            }
+            return
+        }
+        malformedRTCP += 1
+    }
+}

@@ -1,0 +1,244 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Sends synthetic, file or device media as (S)RTP to a peer, paced to the wall clock:
+/// Opus audio in 20 ms frames and VP8 video at the source's rate, RTCP sender reports
+/// about once a second, BYE at the end. Answers PLI and FIR with a keyframe.
+///
+/// Runs on the calling thread until the duration passes, the sources end or `stop`
+/// returns true. Per packet it allocates nothing.
+public final class MediaSender {
+    /// What to send and where.
+    public struct Configuration {
+        public var audio: (any AudioSource)?
+        public var video: (any VideoSource)?
+        /// RTP destination of the audio.
+        public var audioDestination: SocketAddress
+        /// RTP destination of the video (the audio's when bundled).
+        public var videoDestination: SocketAddress
+        /// Send RTCP to the RTP port (RFC 5761) instead of the next port up.
+        public var rtcpMux = false
+        /// SRTP key, or nil for plain RTP.
+        public var keying: SRTPKeyingMaterial?
+        public var audioPayloadType: UInt8 = 111
+        public var videoPayloadType: UInt8 = 96
+        public var audioBitrate = 48_000
+        public var videoBitrate = 1_000_000
+        /// Seconds between periodic keyframes, for receivers that join late and never
+        /// send PLI.
+        public var keyframeInterval: Double = 2
+        public var extensions = RTPExtensionMap.standard
+        /// RTCP CNAME.
+        public var cname = "mediaengine"
+        /// Local address to send from (port 0 picks one).
+        public var localAddress: SocketAddress?
+
+        public init(audio: (any AudioSource)?, video: (any VideoSource)?, audioDestination: SocketAddress,
+                    videoDestination: SocketAddress) {
+            self.audio = audio
+            self.video = video
+            self.audioDestination = audioDestination
+            self.videoDestination = videoDestination
+        }
+    }
+
+    /// What was sent.
+    public struct Statistics: Sendable, Hashable {
+        public var audioPackets = 0
+        public var audioBytes = 0
+        public var audioFrames = 0
+        public var videoPackets = 0
+        public var videoBytes = 0
+        public var videoFrames = 0
+        public var keyframes = 0
+        public var rtcpSent = 0
+        /// PLI and FIR requests answered.
+        public var keyframeRequests = 0
+    }
+
+    public let configuration: Configuration
+    public let transport: RTPTransport
+    public private(set) var statistics = Statistics()
+    public let audioStream: RTPSendStream?
+    public let videoStream: RTPSendStream?
+    private let opus: Opus.Encoder?
+    private let vp8: VP8.Encoder?
+
+    public init(configuration: Configuration) throws {
+        self.configuration = configuration
+        let local = try configuration.localAddress
+            ?? SocketAddress(host: configuration.audioDestination.isIPv6 ? "::" : "0.0.0.0", port: 0)
+        transport = try RTPTransport(socket: UDPSocket(bindTo: local), keying: configuration.keying)
+        var random = SystemRandomNumberGenerator()
+        func rtcp(_ address: SocketAddress) -> SocketAddress {
+            configuration.rtcpMux ? address : address.with(port: address.port + 1)
+        }
+        if let audio = configuration.audio {
+            var settings = Opus.Configuration()
+            settings.layout = audio.layout
+            settings.bitrate = configuration.audioBitrate
+            settings.inbandFEC = true
+            opus = try Opus.Encoder(configuration: settings)
+            audioStream = RTPSendStream(ssrc: UInt32.random(in: 1 ... .max, using: &random),
+                                        payloadType: configuration.audioPayloadType, clockRate: 48_000,
+                                        destination: configuration.audioDestination,
+                                        rtcpDestination: rtcp(configuration.audioDestination),
+                                        extensions: configuration.extensions, audio: true)
+        } else {
+            opus = nil
+            audioStream = nil
+        }
+        if let video = configuration.video {
+            var settings = VP8.Configuration(width: video.width, height: video.height, bitrate: configuration.videoBitrate)
+            settings.frameRate = video.frameRate
+            settings.keyframeInterval = max(1, Int(configuration.keyframeInterval * Double(video.frameRate)))
+            vp8 = try VP8.Encoder(configuration: settings)
+            videoStream = RTPSendStream(ssrc: UInt32.random(in: 1 ... .max, using: &random),
+                                        payloadType: configuration.videoPayloadType, clockRate: VP8.clockRate,
+                                        destination: configuration.videoDestination,
+                                        rtcpDestination: rtcp(configuration.videoDestination),
+                                        extensions: configuration.extensions, audio: false)
+        } else {
+            vp8 = nil
+            videoStream = nil
+        }
+    }
+
+    /// Sends until `duration` has passed (nil: until the sources end) or `stop()`.
+    public func run(duration: Duration?, stop: () -> Bool = { false }) throws -> Statistics {
+        let clock = ContinuousClock()
+        let start = clock.now
+        let frameSamples = 960
+        var audioFrame = AudioFrame(layout: configuration.audio?.layout ?? .mono, samplesPerChannel: frameSamples)
+        var videoFrame = VideoFrame(width: configuration.video?.width ?? 2, height: configuration.video?.height ?? 2)
+        var encoded = [UInt8](repeating: 0, count: vp8?.maximumFrameSize ?? 0)
+        var receiveBuffer = [UInt8](repeating: 0, count: 1_500)
+        var audioIndex = 0
+        var videoIndex = 0
+        var audioLive = configuration.audio != nil
+        var videoLive = configuration.video != nil
+        var forceKeyframe = false
+        let videoPeriod = Duration.nanoseconds(1_000_000_000 / Int64(max(1, configuration.video?.frameRate ?? 30)))
+        var nextReport = Duration.zero
+
+        while audioLive || videoLive {
+            let elapsed = clock.now - start
+            if let duration, elapsed >= duration { break }
+            if stop() { break }
+            let nextAudio = audioLive ? Duration.milliseconds(20 * audioIndex) : .seconds(1 << 40)
+            let nextVideo = videoLive ? videoPeriod * videoIndex : .seconds(1 << 40)
+            let due = min(nextAudio, nextVideo, nextReport)
+            if due > elapsed {
+                // Sleep in short steps so PLI is answered promptly and stop() is honoured.
+                forceKeyframe = try pollFeedback(buffer: &receiveBuffer) || forceKeyframe
+                Self.sleep(min(due - elapsed, .milliseconds(5)))
+                continue
+            }
+            if audioLive && nextAudio <= elapsed, let source = configuration.audio, let opus, let stream = audioStream {
+                if try source.read(into: &audioFrame) {
+                    try sendAudio(audioFrame, index: audioIndex, encoder: opus, stream: stream, now: elapsed)
+                    audioIndex += 1
+                } else {
+                    audioLive = false
+                }
+            }
+            if videoLive && nextVideo <= elapsed, let source = configuration.video, let vp8, let stream = videoStream {
+                if try source.read(into: &videoFrame) {
+                    let keyframe = forceKeyframe || videoIndex == 0
+                    forceKeyframe = false
+                    try sendVideo(videoFrame, index: videoIndex, keyframe: keyframe, encoder: vp8, stream: stream,
+                                  buffer: &encoded, now: elapsed)
+                    videoIndex += 1
+                } else {
+                    videoLive = false
+                }
+            }
+            if nextReport <= elapsed {
+                try sendReports(now: elapsed, goodbye: false)
+                nextReport = elapsed + .seconds(1)
+            }
+        }
+        try sendReports(now: clock.now - start, goodbye: true)
+        return statistics
+    }
+
+    private func sendAudio(_ frame: AudioFrame, index: Int, encoder: Opus.Encoder, stream: RTPSendStream, now: Duration) throws {
+        let level = frame.samples.withUnsafeBufferPointer { AudioLevel(samples: $0) }
+        var size = 0
+        try frame.samples.withUnsafeBufferPointer { pcm in
+            try stream.send(mediaTimestamp: UInt32(truncatingIfNeeded: index * 960), marker: index == 0, audioLevel: level,
+                            now: now, over: transport) { payload in
+                size = try encoder.encode(pcm, into: payload)
+                return size
+            }
+        }
+        statistics.audioFrames += 1
+        statistics.audioPackets += 1
+        statistics.audioBytes += size
+    }
+
+    private func sendVideo(_ frame: VideoFrame, index: Int, keyframe: Bool, encoder: VP8.Encoder, stream: RTPSendStream,
+                           buffer: inout [UInt8], now: Duration) throws {
+        guard let info = try buffer.withUnsafeMutableBytes({ try encoder.encode(frame, forceKeyframe: keyframe, into: $0) }) else {
+            return
+        }
+        let rate = configuration.video?.frameRate ?? 30
+        let timestamp = UInt32(truncatingIfNeeded: index * VP8.clockRate / rate)
+        var payloader = VP8Payloader(maximumPayloadSize: stream.payloadCapacity, firstPictureID: UInt16(truncatingIfNeeded: index))
+        try buffer.withUnsafeBytes { bytes in
+            let frameBytes = UnsafeRawBufferPointer(rebasing: bytes[0..<info.byteCount])
+            for fragment in payloader.fragments(frameSize: info.byteCount) {
+                try stream.send(mediaTimestamp: timestamp, marker: fragment.isLast, now: now, over: transport) { payload in
+                    try VP8Payloader.write(fragment, of: frameBytes, into: payload)
+                }
+                statistics.videoPackets += 1
+            }
+        }
+        statistics.videoFrames += 1
+        statistics.videoBytes += info.byteCount
+        if info.isKeyframe { statistics.keyframes += 1 }
+    }
+
+    private func sendReports(now: Duration, goodbye: Bool) throws {
+        let ntp = NTPTime.now()
+        for stream in [audioStream, videoStream].compactMap({ $0 }) where stream.packetsSent > 0 || goodbye {
+            var packets: [RTCPPacket] = [.senderReport(stream.senderReport(ntp: ntp, now: now)),
+                                         .sourceDescription(SourceDescription(ssrc: stream.ssrc, cname: configuration.cname))]
+            if goodbye { packets.append(.goodbye(Goodbye(sources: [stream.ssrc]))) }
+            try transport.sendRTCP(packets, to: stream.rtcpDestination)
+            statistics.rtcpSent += 1
+        }
+    }
+
+    /// Reads RTCP the receivers sent back; true when one asked for a keyframe.
+    private func pollFeedback(buffer: inout [UInt8]) throws -> Bool {
+        guard let videoStream else { return false }
+        var wantsKeyframe = false
+        while let (count, _) = try buffer.withUnsafeMutableBytes({ try transport.socket.receiveNow(into: $0) }) {
+            // Only plain RTCP can be read: a peer protecting its RTCP uses its own SDES key,
+            // which this one-way session never learns. Anything unreadable is ignored.
+            let packets = buffer.withUnsafeBytes { bytes in
+                try? RTCPPacket.parseCompound(UnsafeRawBufferPointer(rebasing: bytes[0..<count]))
+            }
+            for packet in packets ?? [] {
+                switch packet {
+                case .pictureLossIndication(let pli) where pli.mediaSSRC == videoStream.ssrc:
+                    wantsKeyframe = true
+                case .fullIntraRequest(let fir) where fir.entries.contains(where: { $0.ssrc == videoStream.ssrc }):
+                    wantsKeyframe = true
+                default: break
+                }
+            }
+        }
+        if wantsKeyframe { statistics.keyframeRequests += 1 }
+        return wantsKeyframe
+    }
+
+    private static func sleep(_ duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        var request = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
+        var remaining = timespec()
+        while nanosleep(&request, &remaining) != 0 && errno == EINTR { request = remaining }
+    }
+}

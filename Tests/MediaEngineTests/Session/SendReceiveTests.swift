@@ -1,0 +1,104 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import MediaEngine
+
+/// Runs `body` on its own thread and returns a way to wait for its result.
+final class Background<T: Sendable>: Sendable {
+    private let result = Mutex<Result<T, Error>?>(nil)
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ body: @escaping @Sendable () throws -> T) {
+        let thread = Thread { self.finish(Result { try body() }) }
+        thread.start()
+    }
+
+    private func finish(_ outcome: Result<T, Error>) {
+        result.withLock { $0 = outcome }
+        done.signal()
+    }
+
+    func wait() throws -> T {
+        done.wait()
+        return try result.withLock { $0! }.get()
+    }
+}
+
+@Suite(.serialized) struct SendReceive {
+    struct Outcome: Sendable {
+        var samples: [Int16]
+        var frames: Int
+        var lastFrameSize: (Int, Int)
+        var statistics: [MediaReceiver.StreamStatistics]
+        var unknown: Int
+    }
+
+    /// Sends `seconds` of a 440 Hz tone and 320x240 video at 30 fps from one engine to another.
+    func exchange(keying: SRTPKeyingMaterial?, receiverKey: SRTPKeyingMaterial?, seconds: Double, bundle: Bool,
+                  host: String = "127.0.0.1") throws -> (Outcome, MediaSender.Statistics) {
+        let probe = try UDPSocket(bindTo: SocketAddress(host: host, port: 0))
+        let audioPort = probe.localAddress.port
+        probe.close()
+        let videoPort = bundle ? audioPort : audioPort + 2
+        let streams = [
+            MediaReceiver.StreamDescription(kind: .audio, payloadType: 111, clockRate: 48_000, port: audioPort,
+                                            rtcpPort: bundle ? audioPort : audioPort + 1, keying: receiverKey),
+            MediaReceiver.StreamDescription(kind: .video, payloadType: 96, clockRate: 90_000, port: videoPort,
+                                            rtcpPort: bundle ? videoPort : videoPort + 1, keying: receiverKey),
+        ]
+        nonisolated(unsafe) let receiver = try MediaReceiver(streams: streams, host: host)
+        let limit = Duration.seconds(seconds + 3)
+        let receiving = Background { () throws -> Outcome in
+            var samples: [Int16] = []
+            var frames = 0
+            var size = (0, 0)
+            let statistics = try receiver.run(duration: limit, audio: { samples.append(contentsOf: $0) }, video: { frame in
+                frames += 1
+                size = (frame.width, frame.height)
+            })
+            return Outcome(samples: samples, frames: frames, lastFrameSize: size, statistics: statistics.streams,
+                           unknown: statistics.unknownDatagrams)
+        }
+        var configuration = MediaSender.Configuration(
+            audio: try MediaSources.audio("sine:440"), video: try MediaSources.video("testsrc:320x240@30"),
+            audioDestination: try SocketAddress(host: host, port: audioPort),
+            videoDestination: try SocketAddress(host: host, port: videoPort))
+        configuration.keying = keying
+        configuration.rtcpMux = bundle
+        let sender = try MediaSender(configuration: configuration)
+        let sent = try sender.run(duration: .seconds(seconds))
+        return (try receiving.wait(), sent)
+    }
+
+    @Test(arguments: [false, true])
+    func srtpAudioAndVideoArriveIntactOnLoopback(bundle: Bool) throws {
+        let key = SRTPKeyingMaterial.random()
+        let (outcome, sent) = try exchange(keying: key, receiverKey: key, seconds: 2, bundle: bundle)
+        let audio = outcome.statistics[0]
+        let video = outcome.statistics[1]
+        #expect(audio.packetsReceived == sent.audioPackets)
+        #expect(audio.packetsLost == 0 && audio.authenticationFailures == 0)
+        #expect(video.packetsReceived == sent.videoPackets)
+        #expect(video.framesDecoded == sent.videoFrames, "every frame decodes")
+        #expect(abs(sent.videoFrames - 60) <= 2 && abs(sent.audioFrames - 100) <= 2)
+        #expect(outcome.lastFrameSize == (320, 240))
+        #expect(audio.endedByGoodbye && video.endedByGoodbye, "BYE ends the session before the time limit")
+        let frequency = outcome.samples.dropFirst(4_800).withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
+        #expect(abs((frequency ?? 0) - 440) < 2, "tone at \(frequency ?? 0) Hz")
+        #expect(audio.jitter < 0.02)
+        print("loopback \(bundle ? "bundled" : "separate ports"): audio \(audio.packetsReceived) packets, video \(video.framesDecoded) frames, tone \(frequency ?? 0) Hz, jitter \(audio.jitter * 1000) ms")
+    }
+
+    @Test func wrongKeyIsCountedAsAuthenticationFailuresAndNothingDecodes() throws {
+        let (outcome, sent) = try exchange(keying: .random(), receiverKey: .random(), seconds: 0.5, bundle: false)
+        #expect(outcome.samples.isEmpty && outcome.frames == 0)
+        #expect(outcome.statistics[0].authenticationFailures >= sent.audioPackets, "RTP and SRTCP both fail")
+        #expect(outcome.statistics[1].authenticationFailures >= sent.videoPackets)
+    }
+
+    @Test func plainRTPWorksOverIPv6() throws {
+        let (outcome, sent) = try exchange(keying: nil, receiverKey: nil, seconds: 1, bundle: true, host: "::1")
+        #expect(outcome.statistics[0].packetsReceived == sent.audioPackets)
+        #expect(outcome.frames == sent.videoFrames)
+    }
+}
