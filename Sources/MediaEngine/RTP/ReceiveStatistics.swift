@@ -14,6 +14,8 @@ public struct RTPReceiveStatistics: Sendable, Hashable {
     private var lastTransit: UInt32?
     private var jitterInUnits = 0.0
     private var seen = SequenceWindow()
+    private var expectedAtLastReport = 0
+    private var receivedAtLastReport = 0
 
     public init(clockRate: Int) { self.clockRate = clockRate }
 
@@ -50,6 +52,26 @@ public struct RTPReceiveStatistics: Sendable, Hashable {
     public var packetsLost: Int { max(0, packetsExpected - packetsReceived) }
     /// Interarrival jitter in seconds.
     public var jitter: Double { jitterInUnits / Double(clockRate) }
+    /// A report block for RTCP (RFC 3550 6.4.1 and A.3): loss since the previous
+    /// report as a fraction, cumulative loss, highest sequence, jitter in RTP units.
+    /// - Parameters:
+    ///   - lastSenderReport: middle 32 bits of the NTP time of the last SR received (0 if none).
+    ///   - delaySinceLastSenderReport: time since that SR arrived, in 1/65536 s.
+    public mutating func receptionReport(ssrc: UInt32, lastSenderReport: UInt32 = 0,
+                                         delaySinceLastSenderReport: UInt32 = 0) -> ReceptionReport {
+        let expectedInterval = packetsExpected - expectedAtLastReport
+        let receivedInterval = packetsReceived - receivedAtLastReport
+        expectedAtLastReport = packetsExpected
+        receivedAtLastReport = packetsReceived
+        let lostInterval = expectedInterval - receivedInterval
+        let fraction = expectedInterval <= 0 || lostInterval <= 0 ? 0 : UInt8(min(255, (lostInterval << 8) / expectedInterval))
+        let cumulative = Int32(clamping: max(-(1 << 23), min((1 << 23) - 1, packetsExpected - packetsReceived)))
+        return ReceptionReport(ssrc: ssrc, fractionLost: fraction, cumulativeLost: cumulative,
+                               extendedHighestSequenceNumber: extendedHighestSequenceNumber,
+                               jitter: UInt32(jitterInUnits.rounded()), lastSenderReport: lastSenderReport,
+                               delaySinceLastSenderReport: delaySinceLastSenderReport)
+    }
+
     /// The highest sequence number seen, extended with wrap count (RFC 3550 6.4.1).
     public var extendedHighestSequenceNumber: UInt32 { UInt32(truncatingIfNeeded: highest) }
 }

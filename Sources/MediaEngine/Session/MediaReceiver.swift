@@ -79,6 +79,8 @@ public final class MediaReceiver {
         var assembler = VP8FrameAssembler()
         var source: SocketAddress?
         var lastPLI: Duration = .seconds(-10)
+        /// Compact NTP time of the last SR and when it arrived, for LSR/DLSR.
+        var lastSenderReport: (ntp: UInt32, arrival: Duration)?
 
         init(_ description: StreamDescription, rtpSocket: Int, rtcpSocket: Int) throws {
             self.description = description
@@ -97,6 +99,8 @@ public final class MediaReceiver {
     }
 
     public let sockets: [UDPSocket]
+    /// The SSRC this side's RTCP (reports, PLI) carries.
+    public let ssrc = UInt32.random(in: 1 ... .max)
     private let streams: [Stream]
     private var unknownDatagrams = 0
     private var malformedRTCP = 0
@@ -149,9 +153,14 @@ public final class MediaReceiver {
         var buffer = [UInt8](repeating: 0, count: 65_536)
         var pcm = [Int16](repeating: 0, count: Opus.maxSamplesPerPacket * 2)
         var picture = VideoFrame(width: 2, height: 2)
+        var nextReport = Duration.seconds(1)
         while !stop() {
             let elapsed = clock.now - start
             if let duration, elapsed >= duration { break }
+            if elapsed >= nextReport {
+                sendReceiverReports(now: elapsed)
+                nextReport = elapsed + .seconds(1)
+            }
             if streams.allSatisfy(\.statistics.endedByGoodbye) { break }
             guard let index = try poller.wait(timeout: .milliseconds(50)) else { continue }
             // Drain the ready socket before polling again.
@@ -163,7 +172,7 @@ public final class MediaReceiver {
                         try handleRTP(datagram, socket: index, from: sender, now: clock.now - start, pcm: &pcm,
                                       picture: &picture, audio: audio, video: video)
                     case .rtcp:
-                        handleRTCP(datagram, socket: index)
+                        handleRTCP(datagram, socket: index, now: clock.now - start)
                     default:
                         unknownDatagrams += 1
                     }
@@ -276,7 +285,7 @@ public final class MediaReceiver {
     /// this side holds no key of its own; senders built on this engine read plain RTCP.
     private func requestKeyframe(_ stream: Stream, to address: SocketAddress) {
         guard let ssrc = stream.statistics.ssrc else { return }
-        let pli = RTCPPacket.serializedCompound([.pictureLossIndication(PictureLossIndication(senderSSRC: 1, mediaSSRC: ssrc))])
+        let pli = RTCPPacket.serializedCompound([.pictureLossIndication(PictureLossIndication(senderSSRC: self.ssrc, mediaSSRC: ssrc))])
         do {
             try pli.withUnsafeBytes { try sockets[stream.rtpSocket].send($0, to: address) }
             stream.statistics.pliSent += 1
@@ -285,7 +294,22 @@ public final class MediaReceiver {
         }
     }
 
-    private func handleRTCP(_ datagram: UnsafeMutableRawBufferPointer, socket: Int) {
+    /// Sends each stream's reception report, in plain RTCP, to where its RTP comes from.
+    private func sendReceiverReports(now: Duration) {
+        for stream in streams {
+            guard let ssrc = stream.statistics.ssrc, let source = stream.source else { continue }
+            var delay: UInt32 = 0
+            if let last = stream.lastSenderReport {
+                delay = UInt32(clamping: Int64((now - last.arrival) / .seconds(1) * 65_536))
+            }
+            let block = stream.reception.receptionReport(ssrc: ssrc, lastSenderReport: stream.lastSenderReport?.ntp ?? 0,
+                                                         delaySinceLastSenderReport: delay)
+            let report = RTCPPacket.serializedCompound([.receiverReport(ReceiverReport(ssrc: ssrc, reports: [block]))])
+            try? report.withUnsafeBytes { try sockets[stream.rtpSocket].send($0, to: source) }
+        }
+    }
+
+    private func handleRTCP(_ datagram: UnsafeMutableRawBufferPointer, socket: Int, now: Duration) {
         let candidates = streams.filter { $0.rtcpSocket == socket }
         for stream in candidates {
             var length = datagram.count
@@ -303,10 +327,16 @@ public final class MediaReceiver {
             }
             stream.statistics.rtcpReceived += 1
             for packet in packets {
-                if case .goodbye(let bye) = packet {
+                switch packet {
+                case .goodbye(let bye):
                     for ended in streams where ended.statistics.ssrc.map(bye.sources.contains) == true {
                         ended.statistics.endedByGoodbye = true
                     }
+                case .senderReport(let report):
+                    for reported in streams where reported.statistics.ssrc == report.ssrc {
+                        reported.lastSenderReport = (NTPTime.compact(report.ntpTimestamp), now)
+                    }
+                default: break
                 }
             }
             return

@@ -55,6 +55,19 @@ public final class MediaSender {
         public var rtcpSent = 0
         /// PLI and FIR requests answered.
         public var keyframeRequests = 0
+        /// The receiver's latest report on the audio stream, if it sent one.
+        public var audioReport: RemoteReport?
+        /// The receiver's latest report on the video stream, if it sent one.
+        public var videoReport: RemoteReport?
+    }
+
+    /// What a receiver's RTCP report block said.
+    public struct RemoteReport: Sendable, Hashable {
+        public var packetsLost: Int
+        /// Interarrival jitter, seconds.
+        public var jitter: Double
+        /// Round trip from LSR/DLSR, seconds; nil before the receiver has seen an SR.
+        public var roundTripTime: Double?
     }
 
     public let configuration: Configuration
@@ -213,7 +226,6 @@ public final class MediaSender {
 
     /// Reads RTCP the receivers sent back; true when one asked for a keyframe.
     private func pollFeedback(buffer: inout [UInt8]) throws -> Bool {
-        guard let videoStream else { return false }
         var wantsKeyframe = false
         while let (count, _) = try buffer.withUnsafeMutableBytes({ try transport.socket.receiveNow(into: $0) }) {
             // Only plain RTCP can be read: a peer protecting its RTCP uses its own SDES key,
@@ -222,10 +234,12 @@ public final class MediaSender {
                 try? RTCPPacket.parseCompound(UnsafeRawBufferPointer(rebasing: bytes[0..<count]))
             }
             for packet in packets ?? [] {
+                if case .receiverReport(let report) = packet { record(report.reports) }
+                if case .senderReport(let report) = packet { record(report.reports) }
                 switch packet {
-                case .pictureLossIndication(let pli) where pli.mediaSSRC == videoStream.ssrc:
+                case .pictureLossIndication(let pli) where pli.mediaSSRC == videoStream?.ssrc:
                     wantsKeyframe = true
-                case .fullIntraRequest(let fir) where fir.entries.contains(where: { $0.ssrc == videoStream.ssrc }):
+                case .fullIntraRequest(let fir) where fir.entries.contains(where: { $0.ssrc == videoStream?.ssrc }):
                     wantsKeyframe = true
                 default: break
                 }
@@ -233,6 +247,25 @@ public final class MediaSender {
         }
         if wantsKeyframe { statistics.keyframeRequests += 1 }
         return wantsKeyframe
+    }
+
+    private func record(_ blocks: [ReceptionReport]) {
+        let now = NTPTime.compact(NTPTime.now())
+        for block in blocks {
+            var rtt: Double?
+            if block.lastSenderReport != 0 {
+                let units = now &- block.lastSenderReport &- block.delaySinceLastSenderReport
+                rtt = Double(units) / 65_536
+            }
+            if let audio = audioStream, block.ssrc == audio.ssrc {
+                statistics.audioReport = RemoteReport(packetsLost: Int(block.cumulativeLost), jitter: Double(block.jitter) / 48_000,
+                                                      roundTripTime: rtt)
+            }
+            if let video = videoStream, block.ssrc == video.ssrc {
+                statistics.videoReport = RemoteReport(packetsLost: Int(block.cumulativeLost),
+                                                      jitter: Double(block.jitter) / Double(VP8.clockRate), roundTripTime: rtt)
+            }
+        }
     }
 
     private static func sleep(_ duration: Duration) {

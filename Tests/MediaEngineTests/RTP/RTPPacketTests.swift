@@ -216,6 +216,13 @@ private func view<R>(_ bytes: [UInt8], _ body: (RTPPacketView) throws -> R) thro
         stats.record(sequenceNumber: 6, timestamp: 9 * 960, payloadBytes: 100, arrival: .milliseconds(20 * 9 + 10))
         #expect(abs(stats.jitter - 480.0 / 16 / 48_000) < 1e-6)
         #expect(stats.extendedHighestSequenceNumber == 65_536 + 6)
+        // The report block: 2 lost of 10 expected is 51/256; the next interval lost nothing.
+        let first = stats.receptionReport(ssrc: 9, lastSenderReport: 0x1234_5678, delaySinceLastSenderReport: 65_536)
+        #expect(first.fractionLost == 51 && first.cumulativeLost == 2 && first.ssrc == 9)
+        #expect(first.extendedHighestSequenceNumber == 65_542 && first.lastSenderReport == 0x1234_5678)
+        #expect(first.jitter == 30)
+        stats.record(sequenceNumber: 7, timestamp: 10 * 960, payloadBytes: 100, arrival: .milliseconds(20 * 10 + 10))
+        #expect(stats.receptionReport(ssrc: 9).fractionLost == 0)
     }
 
     @Test func audioLevelFollowsRFC6464() {

@@ -86,6 +86,10 @@ final class Background<T: Sendable>: Sendable {
         let frequency = outcome.samples.dropFirst(4_800).withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
         #expect(abs((frequency ?? 0) - 440) < 2, "tone at \(frequency ?? 0) Hz")
         #expect(audio.jitter < 0.02)
+        // The receiver's reports reached the sender: no loss, a loopback round trip.
+        let report = try #require(sent.audioReport)
+        #expect(report.packetsLost == 0)
+        #expect((report.roundTripTime ?? 1) < 0.1)
         print("loopback \(bundle ? "bundled" : "separate ports"): audio \(audio.packetsReceived) packets, video \(video.framesDecoded) frames, tone \(frequency ?? 0) Hz, jitter \(audio.jitter * 1000) ms")
     }
 
