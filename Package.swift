@@ -65,7 +65,10 @@ let package = Package(
         ),
         .testTarget(name: "SignalingTests", dependencies: ["Signaling"]),
         .testTarget(name: "MediaServerTests", dependencies: ["MediaServer"]),
-        .testTarget(name: "CLITests", dependencies: ["mediaengine", "MediaEngine"]),
+        // Runs programs (the CLI, ffmpeg, GStreamer) for the CLI and interop tests.
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: [.swiftLanguageMode(.v6)]),
+        .testTarget(name: "CLITests", dependencies: ["mediaengine", "MediaEngine", "TestSupport"]),
+        .testTarget(name: "InteropTests", dependencies: ["mediaengine", "MediaEngine", "TestSupport"]),
         .testTarget(name: "CModulesTests", dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2"]),
     ]
 )

@@ -1,12 +1,7 @@
 import Foundation
 import MediaEngine
+import TestSupport
 import Testing
-
-private func temporaryDirectory() throws -> URL {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("bench-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    return url
-}
 
 @Suite struct BenchCommand {
     @Test func vp8CaseAsJSONMeasuresQualityAndBitrate() throws {

@@ -157,6 +157,16 @@ func temporaryDirectory() throws -> URL {
         }
     }
 
+    @Test func unknownFrameRateAsGStreamerWritesItReadsAs30() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("gst.y4m").path
+        try Data(("YUV4MPEG2 W2 H2 F0:1 C420jpeg\nFRAME\n" + "abcdef").utf8).write(to: URL(fileURLWithPath: path))
+        let reader = try Y4M.Reader(path: path)
+        #expect(reader.frameRate.numerator == 30 && reader.frameRate.denominator == 1)
+        #expect(try reader.read()?.data == Array("abcdef".utf8))
+    }
+
     @Test func missingFileAndUnwritableDirectoryAreCannotOpen() {
         #expect(throws: MediaFileError.self) { try Y4M.Reader(path: "/nonexistent/in.y4m") }
         let error = #expect(throws: MediaFileError.self) {

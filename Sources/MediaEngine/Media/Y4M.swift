@@ -13,7 +13,8 @@ public enum Y4M {
     static let maximumLineLength = 1_024
     static let supportedColorspaces: Set<String> = ["420jpeg", "420paldv", "420mpeg2", "420"]
 
-    /// Reads frames one at a time. One owner at a time.
+    /// Reads frames one at a time. One owner at a time. A file whose rate is unknown
+    /// (`F0:0`) is read at 30 frames per second.
     public final class Reader {
         public let path: String
         public let width: Int
@@ -55,6 +56,8 @@ public enum Y4M {
                     let parts = value.split(separator: ":")
                     if parts.count == 2, let n = Int(parts[0]), let d = Int(parts[1]), n > 0, d > 0, n <= 1_000_000, d <= 1_000_000 {
                         rate = (n, d)
+                    } else if parts.count == 2, parts[0] == "0", Int(parts[1]) != nil {
+                        // F0:0 (or F0:1, as GStreamer's y4menc writes without a rate): unknown; keep 30.
                     } else {
                         failure = MediaFileError(.corrupt, path: path, "frame rate '\(value)' is not N:D")
                     }

@@ -21,6 +21,10 @@ public final class MediaSender {
         public var rtcpMux = false
         /// SRTP key, or nil for plain RTP.
         public var keying: SRTPKeyingMaterial?
+        /// Fixed SSRCs (for receivers such as GStreamer's srtpdec that key by SSRC);
+        /// random when nil.
+        public var audioSSRC: UInt32?
+        public var videoSSRC: UInt32?
         public var audioPayloadType: UInt8 = 111
         public var videoPayloadType: UInt8 = 96
         public var audioBitrate = 48_000
@@ -93,7 +97,7 @@ public final class MediaSender {
             settings.bitrate = configuration.audioBitrate
             settings.inbandFEC = true
             opus = try Opus.Encoder(configuration: settings)
-            audioStream = RTPSendStream(ssrc: UInt32.random(in: 1 ... .max, using: &random),
+            audioStream = RTPSendStream(ssrc: configuration.audioSSRC ?? UInt32.random(in: 1 ... .max, using: &random),
                                         payloadType: configuration.audioPayloadType, clockRate: 48_000,
                                         destination: configuration.audioDestination,
                                         rtcpDestination: rtcp(configuration.audioDestination),
@@ -107,7 +111,7 @@ public final class MediaSender {
             settings.frameRate = video.frameRate
             settings.keyframeInterval = max(1, Int(configuration.keyframeInterval * Double(video.frameRate)))
             vp8 = try VP8.Encoder(configuration: settings)
-            videoStream = RTPSendStream(ssrc: UInt32.random(in: 1 ... .max, using: &random),
+            videoStream = RTPSendStream(ssrc: configuration.videoSSRC ?? UInt32.random(in: 1 ... .max, using: &random),
                                         payloadType: configuration.videoPayloadType, clockRate: VP8.clockRate,
                                         destination: configuration.videoDestination,
                                         rtcpDestination: rtcp(configuration.videoDestination),

@@ -161,15 +161,19 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
 
     public let code: Code
     public let message: String
+    /// The `errno` behind a failed socket call.
+    public let systemError: Int32?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, systemError: Int32? = nil) {
         self.code = code
         self.message = message
+        self.systemError = systemError
     }
 
     /// An error from the current `errno`.
     static func system(_ action: String) -> TransportError {
-        TransportError(.socketFailed, "\(action): \(String(cString: strerror(errno)))")
+        let number = errno
+        return TransportError(.socketFailed, "\(action): \(String(cString: strerror(number)))", systemError: number)
     }
 
     public var description: String { message }

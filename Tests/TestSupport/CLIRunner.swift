@@ -1,0 +1,158 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// What one run of the `mediaengine` executable printed and returned.
+public struct CLIRun: Sendable {
+    public var status: Int32
+    public var stdout: String
+    public var stderr: String
+}
+
+/// Runs the built `mediaengine` (or any program) as a user would, in tests.
+public enum CLI {
+    /// The executable sits next to the test bundle in the build products directory.
+    public static var executable: URL {
+        var directory = Bundle.main.bundleURL
+        if directory.pathExtension == "xctest" { directory.deleteLastPathComponent() }
+        return directory.appendingPathComponent("mediaengine")
+    }
+
+    /// Runs `mediaengine arguments...` to completion.
+    public static func run(_ arguments: [String]) throws -> CLIRun {
+        let process = try BackgroundProcess(executable: executable, arguments: arguments)
+        return try process.wait(timeout: 600)
+    }
+
+    /// Starts `mediaengine arguments...` without waiting.
+    public static func start(_ arguments: [String]) throws -> BackgroundProcess {
+        try BackgroundProcess(executable: executable, arguments: arguments)
+    }
+}
+
+/// A child process whose output goes to files, so a chatty child can never block on a
+/// full pipe, and whose output can be watched while it runs.
+///
+/// Spawned with `posix_spawn` and an empty signal mask: test runners call from threads
+/// that block SIGINT and SIGTERM, and a child inheriting that mask could not be stopped
+/// the way a user stops it.
+public final class BackgroundProcess: @unchecked Sendable {
+    // @unchecked: the pid and paths are set once; a test owns each process.
+    private let pid: pid_t
+    private let directory: URL
+    private let outURL: URL
+    private let errURL: URL
+    private var status: Int32?
+
+    /// Starts `executable` with `arguments`.
+    public init(executable: URL, arguments: [String]) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("proc-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        outURL = directory.appendingPathComponent("stdout")
+        errURL = directory.appendingPathComponent("stderr")
+
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, outURL.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, errURL.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        sigaddset(&defaults, SIGINT)
+        sigaddset(&defaults, SIGTERM)
+        sigaddset(&defaults, SIGPIPE)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable.path] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var child: pid_t = 0
+        let result = posix_spawn(&child, executable.path, &actions, &attributes, argv, environ)
+        guard result == 0 else {
+            throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "cannot start \(executable.path): \(String(cString: strerror(result)))"])
+        }
+        pid = child
+    }
+
+    /// Starts a program found on PATH.
+    public convenience init(program: String, arguments: [String]) throws {
+        let path = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+            .map { "\($0)/\(program)" }.first { FileManager.default.isExecutableFile(atPath: $0) } ?? "/usr/bin/\(program)"
+        try self.init(executable: URL(fileURLWithPath: path), arguments: arguments)
+    }
+
+    deinit {
+        if isRunning {
+            kill(pid, SIGKILL)
+            _ = reap(block: true)
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Output so far.
+    public var stdout: String { (try? String(contentsOf: outURL, encoding: .utf8)) ?? "" }
+    public var stderr: String { (try? String(contentsOf: errURL, encoding: .utf8)) ?? "" }
+
+    /// Whether the process has not ended yet.
+    public var isRunning: Bool { reap(block: false) == nil }
+
+    /// Waits until standard error or output contains `text`.
+    /// - Returns: false on timeout or when the process ended without printing it.
+    public func waitForOutput(containing text: String, timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if stderr.contains(text) || stdout.contains(text) { return true }
+            if !isRunning { return stderr.contains(text) || stdout.contains(text) }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return false
+    }
+
+    /// Sends SIGINT, as Ctrl-C would.
+    public func interrupt() {
+        if isRunning { kill(pid, SIGINT) }
+    }
+
+    /// Waits for the process to end and returns its output; after `timeout` seconds it is
+    /// sent SIGTERM, and SIGKILL 3 s later.
+    public func wait(timeout: Double) throws -> CLIRun {
+        let deadline = Date().addingTimeInterval(timeout)
+        while isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if isRunning {
+            kill(pid, SIGTERM)
+            let hard = Date().addingTimeInterval(3)
+            while isRunning && Date() < hard { Thread.sleep(forTimeInterval: 0.02) }
+            if isRunning { kill(pid, SIGKILL) }
+        }
+        let code = reap(block: true) ?? -1
+        return CLIRun(status: code, stdout: stdout, stderr: stderr)
+    }
+
+    /// The exit status (128 + signal for a killed process), or nil while running.
+    private func reap(block: Bool) -> Int32? {
+        if let status { return status }
+        var raw: Int32 = 0
+        let result = waitpid(pid, &raw, block ? 0 : WNOHANG)
+        guard result == pid else { return nil }
+        // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift cannot import as macros.
+        let signal = raw & 0x7F
+        status = signal == 0 ? (raw >> 8) & 0xFF : 128 + signal
+        return status
+    }
+}
+
+/// A fresh directory under the system temporary directory; remove it when done.
+public func temporaryDirectory(_ prefix: String = "mediaengine") throws -> URL {
+    let url = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    return url
+}

@@ -1,0 +1,107 @@
+import ArgumentParser
+import Foundation
+import MediaEngine
+
+struct ReceiveCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "receive",
+        abstract: "Receive the Opus and VP8 streams an SDP file describes, decrypt, decode and record them.",
+        discussion: """
+        Listens on the address and ports the SDP gives (any local address if that one is not local), using its \
+        a=crypto keys. Works with SDP files written by `mediaengine send` and by ffmpeg's -sdp_file. Stops after \
+        --duration, when every stream has sent RTCP BYE, or on Ctrl-C, and prints one stats line per stream.
+        """
+    )
+
+    @Option(help: "SDP file describing the streams.")
+    var sdp: String
+
+    @Option(help: "Record audio to a .wav or video to a .y4m file (repeat for both).")
+    var record: [String] = []
+
+    @Option(help: "Seconds to receive (default: until BYE or Ctrl-C).")
+    var duration: Double?
+
+    func validate() throws {
+        for path in record where !(path.hasSuffix(".wav") || path.hasSuffix(".y4m")) {
+            throw ValidationError("--record \(path): use a .wav (audio) or .y4m (video) file")
+        }
+        if record.filter({ $0.hasSuffix(".wav") }).count > 1 || record.filter({ $0.hasSuffix(".y4m") }).count > 1 {
+            throw ValidationError("--record takes at most one .wav and one .y4m file")
+        }
+        if let duration, !(duration > 0 && duration <= 86_400) {
+            throw ValidationError("--duration \(duration) must be more than 0 and at most 86400 seconds")
+        }
+    }
+
+    func run() throws {
+        let text: String
+        do {
+            text = try String(contentsOfFile: sdp, encoding: .utf8)
+        } catch {
+            throw ValidationError("cannot read the SDP file \(sdp): \(error.localizedDescription)")
+        }
+        let description: SessionDescription
+        let plan: MediaReceiver.Plan
+        do {
+            description = try SessionDescription(parsing: text)
+            plan = try MediaReceiver.plan(for: description)
+        } catch {
+            throw ValidationError("\(sdp): \(error.message)")
+        }
+        let receiver: MediaReceiver
+        do {
+            receiver = try MediaReceiver(streams: plan.streams, host: plan.host)
+        } catch let error as TransportError where error.systemError == EADDRNOTAVAIL {
+            // The SDP names an address of this host as seen from elsewhere; listen on all.
+            receiver = try MediaReceiver(streams: plan.streams, host: plan.host.contains(":") ? "::" : "0.0.0.0")
+        }
+
+        let wavPath = record.first { $0.hasSuffix(".wav") }
+        let y4mPath = record.first { $0.hasSuffix(".y4m") }
+        let audioLayout = plan.streams.first { $0.kind == .audio }?.layout ?? .mono
+        let wav = try wavPath.map { try WAVWriter(path: $0, layout: audioLayout) }
+        var y4m: Y4M.Writer?
+        var scaled: VideoFrame?
+        let videoRate = 30
+
+        for stream in plan.streams {
+            printError("listening on \(plan.host):\(stream.port) for \(stream.kind) (payload type \(stream.payloadType)"
+                + (stream.keying.map { ", SRTP \($0.profile)" } ?? ", plain RTP") + ")")
+        }
+        Interruption.install()
+        let statistics = try receiver.run(duration: duration.map { .milliseconds(Int64($0 * 1_000)) },
+                                          stop: { Interruption.requested },
+                                          audio: { samples in try wav?.write(samples) },
+                                          video: { frame in
+            guard let y4mPath else { return }
+            if y4m == nil {
+                y4m = try Y4M.Writer(path: y4mPath, width: frame.width, height: frame.height, frameRate: videoRate)
+            }
+            guard let writer = y4m else { return }
+            if frame.width == writer.width && frame.height == writer.height {
+                try writer.write(frame)
+            } else {
+                // Keep the file valid when the sender changes resolution: scale to the first size.
+                if scaled == nil { scaled = VideoFrame(width: writer.width, height: writer.height) }
+                frame.scale(into: &scaled!)
+                try writer.write(scaled!)
+            }
+        })
+        try wav?.close()
+        try y4m?.close()
+        for line in Self.summary(statistics) { print(line) }
+    }
+
+    static func summary(_ statistics: MediaReceiver.Statistics) -> [String] {
+        statistics.streams.map { s in
+            var line = "received \(s.kind): packets=\(s.packetsReceived) bytes=\(s.bytesReceived) lost=\(s.packetsLost)"
+                + " auth_failures=\(s.authenticationFailures) jitter=\(milliseconds(s.jitter))"
+                + " frames=\(s.framesDecoded)"
+            if s.kind == .audio { line += " concealed=\(s.concealedFrames)" } else { line += " keyframes=\(s.keyFramesDecoded)" }
+            line += " replays=\(s.replays) malformed=\(s.malformedPackets) discarded=\(s.packetsDiscarded)"
+            return line
+        } + (statistics.unknownDatagrams + statistics.malformedRTCP > 0
+            ? ["received other: unknown_datagrams=\(statistics.unknownDatagrams) bad_rtcp=\(statistics.malformedRTCP)"] : [])
+    }
+}

@@ -1,0 +1,131 @@
+import ArgumentParser
+import Foundation
+import MediaEngine
+
+struct SendCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "send",
+        abstract: "Send Opus audio and VP8 video as SRTP (or RTP) to HOST:PORT and write an SDP file describing it.",
+        discussion: """
+        Audio goes to PORT and video to PORT+2, with RTCP on the port above each, as ffmpeg and GStreamer expect; \
+        --bundle sends both to PORT with RTCP muxed (for `mediaengine receive`). Open the SDP with \
+        `ffmpeg -protocol_whitelist file,udp,rtp,srtp -i OUT.sdp ...`. The SDP holds the SRTP key: keep it private.
+
+        Sources: sine:FREQ, tones:F1,F2, silence, file:PATH (48 kHz WAV/FLAC) for audio; \
+        testsrc[:WxH[@FPS]] or file:PATH.y4m for video.
+        """
+    )
+
+    @Option(help: "Destination HOST:PORT (IPv6 as [ADDR]:PORT).")
+    var to: String
+
+    @Option(help: "Audio source.")
+    var audio: String?
+
+    @Option(help: "Video source.")
+    var video: String?
+
+    @Option(help: "Seconds to send (default: until the sources end or Ctrl-C).")
+    var duration: Double?
+
+    @Option(help: "Write the SDP describing the streams here.")
+    var sdp: String?
+
+    @Flag(help: "Write the SDP and exit without sending (start the receiver with it, then send).")
+    var sdpOnly = false
+
+    @Option(help: "SRTP master key and salt, base64 (30 bytes; 28 for AEAD_AES_128_GCM). Default: a random key.")
+    var srtpKey: String?
+
+    @Option(help: "SRTP profile: AES_CM_128_HMAC_SHA1_80, AES_CM_128_HMAC_SHA1_32 or AEAD_AES_128_GCM.")
+    var srtpProfile: String = SRTPProfile.aesCM128HMACSHA1_80.rawValue
+
+    @Flag(help: "Send plain RTP.")
+    var noSrtp = false
+
+    @Option(help: "Fixed audio SSRC (default random); GStreamer's srtpdec needs to know it.")
+    var audioSsrc: UInt32?
+
+    @Option(help: "Fixed video SSRC (default random).")
+    var videoSsrc: UInt32?
+
+    @Flag(help: "Send audio and video to one port with RTCP muxed.")
+    var bundle = false
+
+    @Option(help: "Opus bitrate, b/s (k suffix allowed).")
+    var audioBitrate: String = "48k"
+
+    @Option(help: "VP8 bitrate, b/s (k and M suffixes allowed).")
+    var videoBitrate: String = "1M"
+
+    @Option(help: "Seconds between keyframes.")
+    var keyframeInterval: Double = 2
+
+    func validate() throws {
+        if audio == nil && video == nil { throw ValidationError("give --audio, --video or both") }
+        if audioSsrc == 0 || videoSsrc == 0 { throw ValidationError("an SSRC must not be 0") }
+        if noSrtp && srtpKey != nil { throw ValidationError("--srtp-key and --no-srtp cannot be combined") }
+        if sdpOnly && sdp == nil { throw ValidationError("--sdp-only needs --sdp FILE") }
+        if !noSrtp && srtpKey == nil && sdp == nil {
+            throw ValidationError("a random SRTP key is only useful with --sdp FILE to hand it to the receiver; add --sdp, --srtp-key or --no-srtp")
+        }
+        if let duration, !(duration > 0 && duration <= 86_400) {
+            throw ValidationError("--duration \(duration) must be more than 0 and at most 86400 seconds")
+        }
+        guard SRTPProfile(rawValue: srtpProfile) != nil else {
+            throw ValidationError("--srtp-profile '\(srtpProfile)' is not one of \(SRTPProfile.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        guard BenchValue.bitrate(audioBitrate) != nil else { throw ValidationError("--audio-bitrate '\(audioBitrate)' is not a bitrate") }
+        guard BenchValue.bitrate(videoBitrate) != nil else { throw ValidationError("--video-bitrate '\(videoBitrate)' is not a bitrate") }
+        guard keyframeInterval > 0 && keyframeInterval <= 3_600 else {
+            throw ValidationError("--keyframe-interval \(keyframeInterval) must be more than 0 and at most 3600 seconds")
+        }
+    }
+
+    func run() throws {
+        let destination = try SocketAddress(parsing: to)
+        let profile = SRTPProfile(rawValue: srtpProfile)!
+        var configuration = MediaSender.Configuration(
+            audio: try audio.map(MediaSources.audio), video: try video.map(MediaSources.video),
+            audioDestination: destination, videoDestination: bundle ? destination : destination.with(port: destination.port + 2))
+        configuration.rtcpMux = bundle
+        configuration.audioSSRC = audioSsrc
+        configuration.videoSSRC = videoSsrc
+        configuration.audioBitrate = BenchValue.bitrate(audioBitrate)!
+        configuration.videoBitrate = BenchValue.bitrate(videoBitrate)!
+        configuration.keyframeInterval = keyframeInterval
+        if !noSrtp {
+            configuration.keying = try srtpKey.map { try SRTPKeyingMaterial(profile: profile, base64: $0) } ?? .random(profile: profile)
+        }
+        let sender = try MediaSender(configuration: configuration)
+        if let sdp {
+            let text = try sender.sessionDescription().text
+            // The file holds the key: readable by its owner only.
+            guard FileManager.default.createFile(atPath: sdp, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
+                throw ValidationError("cannot write the SDP to \(sdp)")
+            }
+        }
+        if sdpOnly { return }
+        Interruption.install()
+        printError("sending to \(destination)\(bundle ? " (bundled)" : "") from \(sender.transport.socket.localAddress)"
+            + (configuration.keying.map { ", SRTP \($0.profile)" } ?? ", plain RTP"))
+        let statistics = try sender.run(duration: duration.map { .milliseconds(Int64($0 * 1_000)) }, stop: { Interruption.requested })
+        print(Self.summary(statistics))
+    }
+
+    static func summary(_ s: MediaSender.Statistics) -> String {
+        func remote(_ report: MediaSender.RemoteReport?) -> String {
+            guard let report else { return "lost=n/a jitter=n/a" }
+            return "lost=\(report.packetsLost) jitter=\(milliseconds(report.jitter))"
+                + (report.roundTripTime.map { " rtt=\(milliseconds($0))" } ?? "")
+        }
+        var parts: [String] = []
+        if s.audioFrames > 0 || s.audioPackets > 0 {
+            parts.append("audio packets=\(s.audioPackets) bytes=\(s.audioBytes) \(remote(s.audioReport))")
+        }
+        if s.videoFrames > 0 || s.videoPackets > 0 {
+            parts.append("video packets=\(s.videoPackets) bytes=\(s.videoBytes) frames=\(s.videoFrames) keyframes=\(s.keyframes) \(remote(s.videoReport))")
+        }
+        return "sent: " + (parts.isEmpty ? "nothing" : parts.joined(separator: " | "))
+    }
+}
