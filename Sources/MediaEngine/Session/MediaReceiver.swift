@@ -135,6 +135,8 @@ public final class MediaReceiver {
             if let protection = stream.protection {
                 statistics.authenticationFailures = protection.statistics.authenticationFailures
                 statistics.replays = protection.statistics.replays + protection.statistics.tooOld
+                // Too short or unparsable for SRTP: malformed as far as the stream is concerned.
+                statistics.malformedPackets += protection.statistics.otherFailures
             }
             return statistics
         }, unknownDatagrams: unknownDatagrams, malformedRTCP: malformedRTCP)
