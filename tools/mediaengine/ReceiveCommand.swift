@@ -101,7 +101,8 @@ struct ReceiveCommand: ParsableCommand {
             if s.kind == .audio { line += " concealed=\(s.concealedFrames)" } else { line += " keyframes=\(s.keyFramesDecoded)" }
             line += " replays=\(s.replays) malformed=\(s.malformedPackets) discarded=\(s.packetsDiscarded)"
             return line
-        } + (statistics.unknownDatagrams + statistics.malformedRTCP > 0
-            ? ["received other: unknown_datagrams=\(statistics.unknownDatagrams) bad_rtcp=\(statistics.malformedRTCP)"] : [])
+        } + (statistics.unknownDatagrams + statistics.malformedRTCP + statistics.unknownStreamPackets > 0
+            ? ["received other: unknown_datagrams=\(statistics.unknownDatagrams) unknown_stream=\(statistics.unknownStreamPackets)"
+                + " bad_rtcp=\(statistics.malformedRTCP)"] : [])
     }
 }

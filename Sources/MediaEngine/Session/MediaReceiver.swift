@@ -19,9 +19,13 @@ public final class MediaReceiver {
         public var rtcpPort: Int
         /// Key the sender protects with, or nil for plain RTP.
         public var keying: SRTPKeyingMaterial?
+        /// The sender's SSRC when the SDP names it (`a=ssrc`); packets from others are
+        /// refused. Nil takes any SSRC with the payload type.
+        public var ssrc: UInt32?
 
         public init(kind: Kind, payloadType: UInt8, clockRate: Int, layout: ChannelLayout = .mono, port: Int, rtcpPort: Int,
-                    keying: SRTPKeyingMaterial?) {
+                    keying: SRTPKeyingMaterial?, ssrc: UInt32? = nil) {
+            self.ssrc = ssrc
             self.kind = kind
             self.payloadType = payloadType
             self.clockRate = clockRate
@@ -62,6 +66,8 @@ public final class MediaReceiver {
         public var unknownDatagrams = 0
         /// RTCP that failed SRTCP or did not parse.
         public var malformedRTCP = 0
+        /// RTP whose payload type or SSRC matches no described stream.
+        public var unknownStreamPackets = 0
     }
 
     private final class Stream {
@@ -104,6 +110,7 @@ public final class MediaReceiver {
     private let streams: [Stream]
     private var unknownDatagrams = 0
     private var malformedRTCP = 0
+    private var unknownStreamPackets = 0
 
     /// Binds one socket per distinct port on `host`.
     public init(streams descriptions: [StreamDescription], host: String) throws {
@@ -139,7 +146,7 @@ public final class MediaReceiver {
                 statistics.malformedPackets += protection.statistics.otherFailures
             }
             return statistics
-        }, unknownDatagrams: unknownDatagrams, malformedRTCP: malformedRTCP)
+        }, unknownDatagrams: unknownDatagrams, malformedRTCP: malformedRTCP, unknownStreamPackets: unknownStreamPackets)
     }
 
     /// Receives until `duration` passes, every stream has said BYE, or `stop()`.
@@ -187,10 +194,13 @@ public final class MediaReceiver {
     private func handleRTP(_ datagram: UnsafeMutableRawBufferPointer, socket: Int, from sender: SocketAddress, now: Duration,
                            pcm: inout [Int16], picture: inout VideoFrame,
                            audio: (UnsafeBufferPointer<Int16>) throws -> Void, video: (VideoFrame) throws -> Void) throws {
-        // The payload type is in the clear even under SRTP.
+        // Payload type and SSRC are in the clear even under SRTP: demultiplex on them.
         let payloadType = datagram[1] & 0x7F
-        guard let stream = streams.first(where: { $0.rtpSocket == socket && $0.description.payloadType == payloadType }) else {
-            streams.first { $0.rtpSocket == socket }?.statistics.malformedPackets += 1
+        let ssrc = datagram.count >= 12 ? UnsafeRawBufferPointer(datagram).uint32(at: 8) : 0
+        guard let stream = streams.first(where: {
+            $0.rtpSocket == socket && $0.description.payloadType == payloadType && ($0.description.ssrc ?? ssrc) == ssrc
+        }) else {
+            unknownStreamPackets += 1
             return
         }
         var length = datagram.count
@@ -221,6 +231,10 @@ public final class MediaReceiver {
     private func receiveAudio(_ packet: RTPPacketView, stream: Stream, pcm: inout [Int16],
                               sink: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
         guard let decoder = stream.opus else { return }
+        guard (try? OpusDepayloader.samples(in: packet.payload)) != nil else {
+            stream.statistics.malformedPackets += 1
+            return
+        }
         let sequence = stream.unwrapper.unwrap(packet.sequenceNumber)
         if let last = stream.lastSequence, sequence <= last {
             stream.statistics.packetsDiscarded += 1
@@ -232,10 +246,16 @@ public final class MediaReceiver {
             // frame right before this packet comes from its FEC data when present.
             let missing = Int(min(sequence - last - 1, 50))
             for gap in 0..<missing {
-                let count = try pcm.withUnsafeMutableBufferPointer { out in
-                    gap == missing - 1
-                        ? try decoder.decodeFEC(from: packet.payload, samplesPerChannel: stream.lastFrameSamples, into: out)
-                        : try decoder.decodeLost(samplesPerChannel: stream.lastFrameSamples, into: out)
+                let count: Int
+                do {
+                    count = try pcm.withUnsafeMutableBufferPointer { out in
+                        gap == missing - 1
+                            ? try decoder.decodeFEC(from: packet.payload, samplesPerChannel: stream.lastFrameSamples, into: out)
+                            : try decoder.decodeLost(samplesPerChannel: stream.lastFrameSamples, into: out)
+                    }
+                } catch {
+                    stream.statistics.decodeErrors += 1
+                    break
                 }
                 stream.statistics.concealedFrames += 1
                 try pcm.withUnsafeBufferPointer { try sink(UnsafeBufferPointer(rebasing: $0[0..<(count * channels)])) }

@@ -80,6 +80,7 @@ public final class MediaSender {
     public let audioStream: RTPSendStream?
     public let videoStream: RTPSendStream?
     private let opus: Opus.Encoder?
+    private var opusPayloader = OpusPayloader()
     private let vp8: VP8.Encoder?
 
     public init(configuration: Configuration) throws {
@@ -184,10 +185,10 @@ public final class MediaSender {
         let level = frame.samples.withUnsafeBufferPointer { AudioLevel(samples: $0) }
         var size = 0
         try frame.samples.withUnsafeBufferPointer { pcm in
-            try stream.send(mediaTimestamp: UInt32(truncatingIfNeeded: index * 960), marker: index == 0, audioLevel: level,
-                            now: now, over: transport) { payload in
+            try stream.send(now: now, over: transport, audioLevel: level) { payload in
                 size = try encoder.encode(pcm, into: payload)
-                return size
+                let (timestamp, marker) = opusPayloader.next(samples: frame.samplesPerChannel, payloadSize: size)
+                return (size, timestamp, marker)
             }
         }
         statistics.audioFrames += 1
@@ -206,8 +207,8 @@ public final class MediaSender {
         try buffer.withUnsafeBytes { bytes in
             let frameBytes = UnsafeRawBufferPointer(rebasing: bytes[0..<info.byteCount])
             for fragment in payloader.fragments(frameSize: info.byteCount) {
-                try stream.send(mediaTimestamp: timestamp, marker: fragment.isLast, now: now, over: transport) { payload in
-                    try VP8Payloader.write(fragment, of: frameBytes, into: payload)
+                try stream.send(now: now, over: transport) { payload in
+                    (try VP8Payloader.write(fragment, of: frameBytes, into: payload), timestamp, fragment.isLast)
                 }
                 statistics.videoPackets += 1
             }

@@ -52,15 +52,11 @@ public final class RTPSendStream {
 
     /// Builds, protects and sends one packet; allocates nothing.
     /// - Parameters:
-    ///   - mediaTimestamp: media time in clock-rate units since the stream started.
-    ///   - writePayload: writes the payload into the buffer it is given and returns its size.
-    public func send(mediaTimestamp: UInt32, marker: Bool, audioLevel: AudioLevel? = nil, now: Duration,
-                     over transport: RTPTransport,
-                     writePayload: (UnsafeMutableRawBufferPointer) throws -> Int) throws {
-        let timestamp = timestampOffset &+ mediaTimestamp
-        header.marker = marker
-        header.sequenceNumber = sequenceNumber
-        header.timestamp = timestamp
+    ///   - writePayload: writes the payload into the buffer it is given and returns its
+    ///     size, the media timestamp (clock-rate units since the stream started) and the
+    ///     marker bit; payloaders decide the last two from what they wrote.
+    public func send(now: Duration, over transport: RTPTransport, audioLevel: AudioLevel? = nil,
+                     writePayload: (UnsafeMutableRawBufferPointer) throws -> (size: Int, timestamp: UInt32, marker: Bool)) throws {
         if let audioLevelID, let audioLevel {
             withUnsafeBytes(of: audioLevel.byte) { _ = header.extensionBlock?.overwrite(id: audioLevelID, with: $0) }
         }
@@ -69,8 +65,14 @@ public final class RTPSendStream {
             withUnsafeBytes(of: wide) { _ = header.extensionBlock?.overwrite(id: transportSequenceID, with: $0) }
         }
         let headerSize = header.size
+        var timestamp: UInt32 = 0
         try buffer.withUnsafeMutableBytes { bytes in
-            let payloadSize = try writePayload(UnsafeMutableRawBufferPointer(rebasing: bytes[headerSize..<(headerSize + payloadCapacity)]))
+            let (payloadSize, mediaTimestamp, marker) = try writePayload(
+                UnsafeMutableRawBufferPointer(rebasing: bytes[headerSize..<(headerSize + payloadCapacity)]))
+            timestamp = timestampOffset &+ mediaTimestamp
+            header.marker = marker
+            header.sequenceNumber = sequenceNumber
+            header.timestamp = timestamp
             _ = try header.serialize(into: bytes)
             try transport.sendRTP(bytes, length: headerSize + payloadSize, to: destination)
             octetsSent &+= UInt32(truncatingIfNeeded: payloadSize)

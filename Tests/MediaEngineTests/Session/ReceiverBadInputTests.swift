@@ -8,7 +8,8 @@ import Testing
     @Test func badDatagramsAreCountedAndDroppedWhileTheStreamGoesOn() throws {
         let key = SRTPKeyingMaterial.random()
         nonisolated(unsafe) let receiver = try MediaReceiver(streams: [
-            MediaReceiver.StreamDescription(kind: .audio, payloadType: 111, clockRate: 48_000, port: 0, rtcpPort: 0, keying: key),
+            MediaReceiver.StreamDescription(kind: .audio, payloadType: 111, clockRate: 48_000, port: 0, rtcpPort: 0, keying: key,
+                                            ssrc: 42),
         ], host: "127.0.0.1")
         let target = receiver.sockets[0].localAddress
         let receiving = Background { () throws -> (MediaReceiver.Statistics, Int) in
@@ -22,8 +23,8 @@ import Testing
         let protector = try SRTPContext(keying: key, direction: .outbound)
         let encoder = try Opus.Encoder(configuration: Opus.Configuration())
         var tone = ToneGenerator(.sine(440))
-        func packet(_ sequence: UInt16, payloadType: UInt8 = 111) throws -> [UInt8] {
-            let header = RTPHeader(payloadType: payloadType, sequenceNumber: sequence, timestamp: UInt32(sequence) * 960, ssrc: 42)
+        func packet(_ sequence: UInt16, payloadType: UInt8 = 111, ssrc: UInt32 = 42) throws -> [UInt8] {
+            let header = RTPHeader(payloadType: payloadType, sequenceNumber: sequence, timestamp: UInt32(sequence) * 960, ssrc: ssrc)
             let plain = try RTPPacket(header: header, payload: try encoder.encode(tone.nextFrame())).serialized()
             var buffer = plain + [UInt8](repeating: 0, count: SRTPContext.trailerCapacity)
             let length = try buffer.withUnsafeMutableBytes { try protector.protect($0, length: plain.count) }
@@ -46,7 +47,8 @@ import Testing
                 tampered[20] ^= 0x01
                 try send(tampered)
             case 8: try send(try packet(600, payloadType: 100))             // payload type not in the SDP
-            case 9: try send([0x8F, 0x6F] + [UInt8](repeating: 0, count: 14)) // 15 CSRCs announced, none there
+            case 9: try send([0x8F, 0x6F] + [UInt8](repeating: 0, count: 6) + [0, 0, 0, 42] + [0, 0, 0, 0])  // 15 CSRCs announced, none there
+            case 10: try send(try packet(700, ssrc: 43))                     // an SSRC the SDP does not name
             default: break
             }
             Thread.sleep(forTimeInterval: 0.005)
@@ -57,7 +59,8 @@ import Testing
         #expect(samples == 20 * 960)
         #expect(audio.replays == 1)
         #expect(audio.authenticationFailures == 1, "the tampered packet")
-        #expect(audio.malformedPackets == 3, "unknown payload type, the packet cut short, the CSRC count past the end")
+        #expect(audio.malformedPackets == 1, "the CSRC count past the end")
+        #expect(statistics.unknownStreamPackets == 3, "unknown payload type, unknown SSRC, the packet cut short")
         #expect(statistics.unknownDatagrams >= 3, "empty, STUN and random bytes")
         #expect(audio.packetsLost == 0)
     }
