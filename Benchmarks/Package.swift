@@ -31,5 +31,22 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // The same libsrtp2 calls SRTPContext makes, written in C, as its baseline.
+        .target(
+            name: "SRTPBaseline",
+            linkerSettings: [.linkedLibrary("srtp2")]
+        ),
+        // RTP parse/serialize (Swift only) and SRTP protect/unprotect against SRTPBaseline.
+        .executableTarget(
+            name: "WireBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "MediaEngine", package: "MediaEngine"),
+                "SRTPBaseline",
+            ],
+            path: "Benchmarks/WireBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ]
 )

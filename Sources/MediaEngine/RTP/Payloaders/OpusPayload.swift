@@ -29,8 +29,8 @@ public struct OpusPayloader: Sendable, Hashable {
 /// Checks received Opus payloads before they reach the decoder (RFC 7587 section 4.2).
 public enum OpusDepayloader {
     /// Samples per channel at 48 kHz the payload holds.
-    /// - Throws: `PacketError.badField` for an empty payload or one whose TOC and frame
-    ///   count do not form a valid Opus packet (RFC 6716 section 3).
+    /// - Throws: `PacketError` for an empty payload or one whose TOC and frame count do not
+    ///   form a valid Opus packet (RFC 6716 section 3, which also caps a packet at 120 ms).
     public static func samples(in payload: UnsafeRawBufferPointer) throws(PacketError) -> Int {
         guard let base = payload.baseAddress, !payload.isEmpty else {
             throw PacketError(.tooShort, "Opus payload is empty")
@@ -38,9 +38,6 @@ public enum OpusDepayloader {
         let samples = opus_packet_get_nb_samples(base.assumingMemoryBound(to: UInt8.self), Int32(payload.count), 48_000)
         guard samples > 0 else {
             throw PacketError(.badField, "Opus payload of \(payload.count) bytes is not a valid Opus packet (status \(samples))")
-        }
-        guard samples <= 5_760 else {
-            throw PacketError(.badField, "Opus payload holds \(samples) samples, more than the 120 ms RFC 6716 allows")
         }
         return Int(samples)
     }
