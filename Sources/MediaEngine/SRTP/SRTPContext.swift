@@ -1,4 +1,5 @@
 import CSRTP
+import Synchronization
 
 /// One direction of SRTP and SRTCP over libsrtp2: either protecting what this side sends
 /// or unprotecting what it receives, for any SSRC, with one master key.
@@ -38,14 +39,24 @@ public final class SRTPContext {
     public private(set) var statistics = Statistics()
     private var session: srtp_t?
 
-    private static let libraryReady: Bool = srtp_init() == srtp_err_status_ok
+    /// Whether srtp_init has succeeded. Initialised under a lock and retried after a
+    /// failure, so one failed attempt (libsrtp's self-tests racing another in-process
+    /// user of the library) does not disable SRTP for the process.
+    private static let libraryState = Mutex(false)
+
+    private static func initializeLibrary() -> Bool {
+        libraryState.withLock { ready in
+            if !ready { ready = srtp_init() == srtp_err_status_ok }
+            return ready
+        }
+    }
 
     /// Creates a context.
     /// - Parameters:
     ///   - replayWindow: packets remembered for replay checks, 64...32768 (default 1024).
     /// - Throws: `SRTPError` when libsrtp refuses the key or cannot start.
     public init(keying: SRTPKeyingMaterial, direction: Direction, replayWindow: Int = 1_024) throws(SRTPError) {
-        guard SRTPContext.libraryReady else { throw SRTPError(.libraryFailure, "srtp: libsrtp failed to initialise") }
+        guard SRTPContext.initializeLibrary() else { throw SRTPError(.libraryFailure, "srtp: libsrtp failed to initialise") }
         guard (64...32_768).contains(replayWindow) else {
             throw SRTPError(.badKey, "srtp: replay window \(replayWindow) is outside 64...32768")
         }
