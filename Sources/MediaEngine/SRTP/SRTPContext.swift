@@ -39,15 +39,16 @@ public final class SRTPContext {
     public private(set) var statistics = Statistics()
     private var session: srtp_t?
 
-    /// Whether srtp_init has succeeded. Initialised under a lock and retried after a
-    /// failure, so one failed attempt (libsrtp's self-tests racing another in-process
-    /// user of the library) does not disable SRTP for the process.
-    private static let libraryState = Mutex(false)
+    /// The status of the process's one `srtp_init` call, made under a lock on first use.
+    /// libsrtp accepts a single initialisation per process (a second call fails with
+    /// bad_param), so a failure is remembered but does not stop session creation: another
+    /// in-process user may have initialised the library already.
+    private static let libraryStatus = Mutex<srtp_err_status_t?>(nil)
 
-    private static func initializeLibrary() -> Bool {
-        libraryState.withLock { ready in
-            if !ready { ready = srtp_init() == srtp_err_status_ok }
-            return ready
+    private static func initializeLibrary() -> srtp_err_status_t {
+        libraryStatus.withLock { status in
+            if status == nil { status = srtp_init() }
+            return status!
         }
     }
 
@@ -56,7 +57,7 @@ public final class SRTPContext {
     ///   - replayWindow: packets remembered for replay checks, 64...32768 (default 1024).
     /// - Throws: `SRTPError` when libsrtp refuses the key or cannot start.
     public init(keying: SRTPKeyingMaterial, direction: Direction, replayWindow: Int = 1_024) throws(SRTPError) {
-        guard SRTPContext.initializeLibrary() else { throw SRTPError(.libraryFailure, "srtp: libsrtp failed to initialise") }
+        let initialization = SRTPContext.initializeLibrary()
         guard (64...32_768).contains(replayWindow) else {
             throw SRTPError(.badKey, "srtp: replay window \(replayWindow) is outside 64...32768")
         }
@@ -78,7 +79,8 @@ public final class SRTPContext {
             for index in buffer.indices { buffer[index] = 0 }
         }
         guard status == srtp_err_status_ok, let created else {
-            throw SRTPError(.libraryFailure, "srtp: creating the \(keying.profile) session failed (status \(status.rawValue))")
+            throw SRTPError(.libraryFailure, "srtp: creating the \(keying.profile) session failed (status \(status.rawValue)"
+                + (initialization == srtp_err_status_ok ? ")" : "; srtp_init returned \(initialization.rawValue))"))
         }
         session = created
     }

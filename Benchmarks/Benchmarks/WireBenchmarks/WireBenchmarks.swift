@@ -1,0 +1,115 @@
+// MediaEngine's wire layer: RTP parsing and serializing on its own (Swift only; the goal
+// is no allocation per packet), and SRTPContext against the same libsrtp2 calls made
+// from C (the SRTPBaseline target), in one run, on identical inputs prepared before
+// measuring.
+//
+// One benchmark iteration is one packet: one parse + serialize, or one protect +
+// unprotect pair. Each sample runs 1000 of them (scalingFactor .kilo); the table shows
+// per-packet values, `--scale` per-sample values. See README.md.
+
+import Benchmark
+import MediaEngine
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+let benchmarks: @Sendable () -> Void = {
+    // CPU time of this thread, in nanoseconds, in place of cpuTotal (see README.md).
+    let threadCPU = BenchmarkMetric.custom("CPU time, this thread (ns)")
+    let metrics: [BenchmarkMetric] = [.wallClock, .throughput, .mallocCountTotal, threadCPU]
+
+    // Iteration counts, not durations, bound every run, so that both sides of a pair
+    // process exactly the same packets; maxDuration is only a safety net.
+    let rtp = Benchmark.Configuration(metrics: metrics, timeUnits: .nanoseconds, warmupIterations: 10,
+                                      scalingFactor: .kilo, maxDuration: .seconds(30), maxIterations: 2_000)
+    let srtp = Benchmark.Configuration(metrics: metrics, timeUnits: .nanoseconds, warmupIterations: 2,
+                                       scalingFactor: .kilo, maxDuration: .seconds(30), maxIterations: 200)
+
+    /// Runs `operation` once per scaled iteration inside the measured window, then
+    /// records this thread's CPU time for the sample.
+    @inline(__always)
+    func measure<Result>(_ benchmark: Benchmark, _ operation: () throws -> Result) rethrows {
+        benchmark.startMeasurement()
+        let cpuStart = threadCPUNanoseconds()
+        for _ in benchmark.scaledIterations {
+            blackHole(try operation())
+        }
+        let cpuUsed = threadCPUNanoseconds() - cpuStart
+        benchmark.stopMeasurement()
+        benchmark.measurement(threadCPU, cpuUsed)
+    }
+
+    // MARK: RTP: a 200-byte packet with audio level (ID 1) and transport-wide sequence (ID 3)
+
+    Benchmark("RTP parse + serialize (Swift)", configuration: rtp) { (benchmark: Benchmark, fixture: RTPForwarding) throws in
+        try measure(benchmark) { try fixture.forwardNext() }
+    } setup: {
+        let fixture = try RTPForwarding()
+        try checkRTPForwarding()
+        return fixture
+    }
+
+    // MARK: SRTP: protect + unprotect of one RTP packet, per profile and size
+
+    for profile in WireSettings.srtpProfiles {
+        for size in WireSettings.srtpPacketSizes {
+            let name = "SRTP \(profile) \(size) B"
+            Benchmark("\(name) (Swift)", configuration: srtp) { (benchmark: Benchmark, fixture: SwiftSRTPRoundTrip) throws in
+                try measure(benchmark) { try fixture.roundTripNext() }
+            } setup: {
+                try SwiftSRTPRoundTrip(profile: profile, size: size)
+            }
+
+            Benchmark("\(name) (C)", configuration: srtp) { (benchmark: Benchmark, fixture: BaselineSRTPRoundTrip) throws in
+                try measure(benchmark) { try fixture.roundTripNext() }
+            } setup: {
+                try checkSRTPAgreement(profile: profile, size: size)
+                return try BaselineSRTPRoundTrip(profile: profile, size: size)
+            }
+        }
+    }
+}
+
+/// CPU time consumed by the calling thread.
+func threadCPUNanoseconds() -> Int {
+    var time = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+    return time.tv_sec * 1_000_000_000 + time.tv_nsec
+}
+
+/// Why a fixture could not be built, or a call failed during a run.
+struct BenchmarkFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// The settings the wire benchmarks use.
+enum WireSettings {
+    /// The extension IDs of RTPExtensionMap.standard.
+    static let audioLevelID: UInt8 = 1
+    static let transportSequenceID: UInt8 = 3
+
+    /// RTP packets parsed in turn: one second of 20 ms packets.
+    static let rtpPacketCount = 50
+    /// Total size of each RTP packet: 24-byte header (12 fixed, 4 extension header,
+    /// 8 extension data) and a 176-byte payload.
+    static let rtpPacketSize = 200
+
+    static let srtpProfiles: [SRTPProfile] = [.aesCM128HMACSHA1_80, .aeadAES128GCM]
+    /// Whole RTP packets: a 12-byte header and the rest payload.
+    static let srtpPacketSizes = [200, 1_200]
+
+    static let ssrc: UInt32 = 0x1234_5678
+}
+
+/// Deterministic bytes that look random (a 32-bit LCG), so payloads are not all zero.
+func pseudoRandomBytes(count: Int, seed: UInt32) -> [UInt8] {
+    var state = seed
+    return (0..<count).map { _ in
+        state = state &* 1_664_525 &+ 1_013_904_223
+        return UInt8(truncatingIfNeeded: state >> 24)
+    }
+}
