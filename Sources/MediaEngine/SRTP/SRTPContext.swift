@@ -37,7 +37,7 @@ public final class SRTPContext {
     public let profile: SRTPProfile
     public let direction: Direction
     public private(set) var statistics = Statistics()
-    private var session: srtp_t?
+    private let session: srtp_t
 
     /// The status of the process's one `srtp_init` call, made under a lock on first use.
     /// libsrtp accepts a single initialisation per process (a second call fails with
@@ -86,7 +86,7 @@ public final class SRTPContext {
     }
 
     deinit {
-        if let session { srtp_dealloc(session) }
+        srtp_dealloc(session)
     }
 
     /// Encrypts and tags the RTP packet in `buffer[0..<length]` in place.
@@ -115,8 +115,8 @@ public final class SRTPContext {
     }
 
     private func run(_ buffer: UnsafeMutableRawBufferPointer, _ length: Int, rtcp: Bool, protect: Bool) throws(SRTPError) -> Int {
-        guard let session, let base = buffer.baseAddress else {
-            throw SRTPError(.libraryFailure, "srtp: session is closed")
+        guard let base = buffer.baseAddress else {
+            throw SRTPError(.bufferTooSmall, "srtp: buffer is empty")
         }
         precondition(protect == (direction == .outbound), "srtp: this context only \(direction == .outbound ? "protects" : "unprotects")")
         guard length >= (rtcp ? 8 : 12), length <= buffer.count else {
