@@ -14,6 +14,12 @@ let package = Package(
         .package(name: "MediaEngine", path: ".."),
     ],
     targets: [
+        // Metrics, the measured loop and packet storage shared by the executables below.
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: [.product(name: "Benchmark", package: "benchmark")],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         // The same libopus/libvpx/libyuv calls the Swift wrappers make, written in C,
         // as the baseline the wrappers are measured against.
         .target(
@@ -25,6 +31,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "MediaEngine", package: "MediaEngine"),
+                "BenchmarkSupport",
                 "CodecBaseline",
             ],
             path: "Benchmarks/CodecBenchmarks",
@@ -42,6 +49,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "MediaEngine", package: "MediaEngine"),
+                "BenchmarkSupport",
                 "SRTPBaseline",
             ],
             path: "Benchmarks/WireBenchmarks",

@@ -7,20 +7,11 @@
 // the same rate-control history. See README.md for how to run and read the results.
 
 import Benchmark
+import BenchmarkSupport
 import MediaEngine
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 let benchmarks: @Sendable () -> Void = {
-    // CPU time of this thread, in nanoseconds, in place of cpuTotal: cpuTotal is read from
-    // /proc in 10 ms scheduler ticks, too coarse for one frame, and the framework reads
-    // it inside its malloc window, adding 16 mallocs to every sample (README.md).
-    let threadCPU = BenchmarkMetric.custom("CPU time, this thread (ns)")
-    let metrics: [BenchmarkMetric] = [.wallClock, .throughput, .mallocCountTotal, threadCPU]
+    let metrics = standardMetrics
 
     // Iteration counts, not durations, bound every run, so that both sides of a pair
     // encode exactly the same frames; maxDuration is only a safety net.
@@ -30,20 +21,6 @@ let benchmarks: @Sendable () -> Void = {
                                             scalingFactor: .one, maxDuration: .seconds(30), maxIterations: 900)
     let vp8Decode = Benchmark.Configuration(metrics: metrics, timeUnits: .nanoseconds, warmupIterations: 30,
                                             scalingFactor: .one, maxDuration: .seconds(30), maxIterations: 1_500)
-
-    /// Runs `operation` once per scaled iteration inside the measured window, then
-    /// records this thread's CPU time for the sample.
-    @inline(__always)
-    func measure<Result>(_ benchmark: Benchmark, _ operation: () throws -> Result) rethrows {
-        benchmark.startMeasurement()
-        let cpuStart = threadCPUNanoseconds()
-        for _ in benchmark.scaledIterations {
-            blackHole(try operation())
-        }
-        let cpuUsed = threadCPUNanoseconds() - cpuStart
-        benchmark.stopMeasurement()
-        benchmark.measurement(threadCPU, cpuUsed)
-    }
 
     // MARK: Opus: 20 ms mono, 32 kb/s, complexity 9, VoIP
 
@@ -111,9 +88,3 @@ func testPattern() -> [VideoFrame] {
     renderTestPattern(count: Settings.vp8FrameCount, width: Settings.vp8().width, height: Settings.vp8().height)
 }
 
-/// CPU time consumed by the calling thread.
-func threadCPUNanoseconds() -> Int {
-    var time = timespec()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
-    return time.tv_sec * 1_000_000_000 + time.tv_nsec
-}

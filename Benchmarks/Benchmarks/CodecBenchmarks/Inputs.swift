@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import MediaEngine
 
 /// Why a fixture could not be built, or a codec call failed during a run.
@@ -58,30 +59,6 @@ final class PCMClip {
     func frame(_ index: Int) -> UnsafeBufferPointer<Int16> {
         UnsafeBufferPointer(rebasing: samples[index * samplesPerFrame..<(index + 1) * samplesPerFrame])
     }
-}
-
-/// Compressed packets back to back in one block, so both sides read the same memory.
-final class PacketSequence {
-    private let bytes: UnsafeMutableRawBufferPointer
-    private let ranges: [Range<Int>]
-
-    init(_ packets: [[UInt8]]) {
-        bytes = .allocate(byteCount: max(1, packets.reduce(0) { $0 + $1.count }), alignment: 16)
-        var ranges: [Range<Int>] = []
-        var offset = 0
-        for packet in packets {
-            bytes.baseAddress!.advanced(by: offset).copyMemory(from: packet, byteCount: packet.count)
-            ranges.append(offset..<offset + packet.count)
-            offset += packet.count
-        }
-        self.ranges = ranges
-    }
-
-    deinit { bytes.deallocate() }
-
-    var count: Int { ranges.count }
-
-    subscript(index: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[ranges[index]]) }
 }
 
 /// Test pattern frames rendered once. Timestamps are zero so that `VP8.Encoder` stamps

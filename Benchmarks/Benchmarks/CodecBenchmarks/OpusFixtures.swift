@@ -1,3 +1,4 @@
+import BenchmarkSupport
 import CodecBaseline
 import MediaEngine
 

@@ -1,28 +1,5 @@
+import BenchmarkSupport
 import MediaEngine
-
-/// RTP packets back to back in one block that never moves.
-final class PacketSequence {
-    private let bytes: UnsafeMutableRawBufferPointer
-    private let ranges: [Range<Int>]
-
-    init(_ packets: [[UInt8]]) {
-        bytes = .allocate(byteCount: max(1, packets.reduce(0) { $0 + $1.count }), alignment: 16)
-        var ranges: [Range<Int>] = []
-        var offset = 0
-        for packet in packets {
-            bytes.baseAddress!.advanced(by: offset).copyMemory(from: packet, byteCount: packet.count)
-            ranges.append(offset..<offset + packet.count)
-            offset += packet.count
-        }
-        self.ranges = ranges
-    }
-
-    deinit { bytes.deallocate() }
-
-    var count: Int { ranges.count }
-
-    subscript(index: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[ranges[index]]) }
-}
 
 /// One audio level byte and one transport-wide sequence number, as the sender writes them.
 struct RTPExtensionValues: Equatable {

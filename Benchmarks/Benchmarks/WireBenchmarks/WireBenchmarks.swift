@@ -8,18 +8,11 @@
 // per-packet values, `--scale` per-sample values. See README.md.
 
 import Benchmark
+import BenchmarkSupport
 import MediaEngine
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 let benchmarks: @Sendable () -> Void = {
-    // CPU time of this thread, in nanoseconds, in place of cpuTotal (see README.md).
-    let threadCPU = BenchmarkMetric.custom("CPU time, this thread (ns)")
-    let metrics: [BenchmarkMetric] = [.wallClock, .throughput, .mallocCountTotal, threadCPU]
+    let metrics = standardMetrics
 
     // Iteration counts, not durations, bound every run, so that both sides of a pair
     // process exactly the same packets; maxDuration is only a safety net.
@@ -27,20 +20,6 @@ let benchmarks: @Sendable () -> Void = {
                                       scalingFactor: .kilo, maxDuration: .seconds(30), maxIterations: 2_000)
     let srtp = Benchmark.Configuration(metrics: metrics, timeUnits: .nanoseconds, warmupIterations: 2,
                                        scalingFactor: .kilo, maxDuration: .seconds(30), maxIterations: 200)
-
-    /// Runs `operation` once per scaled iteration inside the measured window, then
-    /// records this thread's CPU time for the sample.
-    @inline(__always)
-    func measure<Result>(_ benchmark: Benchmark, _ operation: () throws -> Result) rethrows {
-        benchmark.startMeasurement()
-        let cpuStart = threadCPUNanoseconds()
-        for _ in benchmark.scaledIterations {
-            blackHole(try operation())
-        }
-        let cpuUsed = threadCPUNanoseconds() - cpuStart
-        benchmark.stopMeasurement()
-        benchmark.measurement(threadCPU, cpuUsed)
-    }
 
     // MARK: RTP: a 200-byte packet with audio level (ID 1) and transport-wide sequence (ID 3)
 
@@ -73,12 +52,6 @@ let benchmarks: @Sendable () -> Void = {
     }
 }
 
-/// CPU time consumed by the calling thread.
-func threadCPUNanoseconds() -> Int {
-    var time = timespec()
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
-    return time.tv_sec * 1_000_000_000 + time.tv_nsec
-}
 
 /// Why a fixture could not be built, or a call failed during a run.
 struct BenchmarkFailure: Error, CustomStringConvertible {
