@@ -68,7 +68,8 @@ import Testing
             "-hide_banner", "-loglevel", "error", "-protocol_whitelist", "file,udp,rtp,srtp", "-i", sdp,
             "-map", "0:a", "-c:a", "pcm_s16le", "-y", wav, "-map", "0:v", "-pix_fmt", "yuv420p", "-f", "yuv4mpegpipe", "-y", y4m,
         ])
-        Thread.sleep(forTimeInterval: 1.5)
+        #expect(waitUntilUDPPortIsBound(port, timeout: 20) && waitUntilUDPPortIsBound(port + 2, timeout: 20),
+                 "ffmpeg listens on the SDP's ports")
         let sent = try CLI.run(arguments + ["--duration", "3"])
         #expect(sent.status == 0, "\(sent.stderr)")
         Thread.sleep(forTimeInterval: 1)

@@ -82,7 +82,8 @@ import Testing
             "caps=application/x-srtp,media=(string)video,clock-rate=(int)90000,encoding-name=(string)VP8,payload=(int)96,ssrc=(uint)2222,\(srtpCaps(key.hex))",
             "!", "srtpdec", "!", "rtpvp8depay", "!", "vp8dec", "!", "y4menc", "!", "filesink", "location=\(y4m)",
         ])
-        #expect(receiver.waitForOutput(containing: "PLAYING", timeout: 10))
+        #expect(receiver.waitForOutput(containing: "PLAYING", timeout: 20))
+        #expect(waitUntilUDPPortIsBound(port, timeout: 10) && waitUntilUDPPortIsBound(port + 2, timeout: 10))
         let sent = try CLI.run(["send", "--to", "127.0.0.1:\(port)", "--audio", "sine:440", "--video", "testsrc:320x240@30",
                                 "--audio-ssrc", "1111", "--video-ssrc", "2222", "--srtp-key", key.base64, "--duration", "3"])
         #expect(sent.status == 0, "\(sent.stderr)")

@@ -50,3 +50,22 @@ func sentVideoFrames(_ output: String) -> Int? {
     guard let range = output.range(of: "frames=") else { return nil }
     return Int(output[range.upperBound...].prefix { $0.isNumber })
 }
+
+/// Waits until some process has bound UDP `port` (read from /proc/net/udp and udp6), so a
+/// test can start sending only when the receiver listens.
+/// - Returns: false on timeout.
+func waitUntilUDPPortIsBound(_ port: Int, timeout: Double) -> Bool {
+    let needle = ":" + String(format: "%04X", port) + " "
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        for table in ["/proc/net/udp", "/proc/net/udp6"] {
+            // Each row's second column is local_address as HEXADDR:HEXPORT.
+            let rows = ((try? String(contentsOfFile: table, encoding: .utf8)) ?? "").split(separator: "\n").dropFirst()
+            if rows.contains(where: { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.map { "\($0) ".hasSuffix(needle) } ?? false }) {
+                return true
+            }
+        }
+        Thread.sleep(forTimeInterval: 0.05)
+    }
+    return false
+}
