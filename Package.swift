@@ -29,10 +29,12 @@ let package = Package(
         systemLibrary("CSndFile", pkgConfig: "sndfile", apt: ["libsndfile1-dev"]),
         // Debian's libyuv ships no .pc file; the module map links it by name.
         systemLibrary("CYUV", pkgConfig: nil, apt: ["libyuv-dev"]),
+        systemLibrary("CTurboJPEG", pkgConfig: "libturbojpeg", apt: ["libturbojpeg0-dev"]),
+        systemLibrary("CSoxr", pkgConfig: "soxr", apt: ["libsoxr-dev"]),
 
         .target(
             name: "MediaEngine",
-            dependencies: ["COpus", "CVpx", "CSRTP", "CSndFile", "CYUV"],
+            dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2", "CSndFile", "CYUV", "CTurboJPEG", "CSoxr"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(
