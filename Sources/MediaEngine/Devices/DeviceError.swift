@@ -1,0 +1,72 @@
+/// A capture or playback device failed: it does not exist, is busy, refuses access,
+/// cannot do any format the engine takes, or went away mid-stream. The message names
+/// the device and the reason.
+public struct DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable {
+            case notFound = "not found"
+            case busy = "busy"
+            case permissionDenied = "permission denied"
+            case unsupportedFormat = "unsupported format"
+            case disconnected = "disconnected"
+            case ioFailed = "I/O failed"
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// No such device (unknown ALSA name, missing /dev/videoN).
+        public static let notFound = Code(.notFound)
+        /// Another program holds the device (EBUSY).
+        public static let busy = Code(.busy)
+        /// The user may not open the device (EACCES, EPERM).
+        public static let permissionDenied = Code(.permissionDenied)
+        /// The device offers no format, rate or channel count the engine can take.
+        public static let unsupportedFormat = Code(.unsupportedFormat)
+        /// The device went away mid-stream (ENODEV, unplugged).
+        public static let disconnected = Code(.disconnected)
+        /// Any other failure of a device call.
+        public static let ioFailed = Code(.ioFailed)
+
+        public var description: String { base.rawValue }
+    }
+
+    public let code: Code
+    /// The device as the user named it (`default`, `hw:1,0`, `/dev/video0`).
+    public let device: String
+    /// "DEVICE: reason".
+    public let message: String
+
+    public init(_ code: Code, device: String, _ reason: String) {
+        self.code = code
+        self.device = device
+        self.message = "\(device): \(reason)"
+    }
+
+    public var description: String { message }
+}
+
+/// Where decoded or captured audio goes: a playback device, a file, or nowhere.
+public protocol AudioSink: AnyObject {
+    /// Mono or stereo.
+    var layout: ChannelLayout { get }
+    /// What the sink is, for logs and errors.
+    var name: String { get }
+    /// Plays or stores interleaved 48 kHz samples.
+    func write(_ samples: UnsafeBufferPointer<Int16>) throws
+    /// Flushes and releases the sink.
+    func close() throws
+}
+
+/// Discards audio, for headless runs.
+public final class NullAudioSink: AudioSink {
+    public let layout: ChannelLayout
+    public let name = "null"
+    /// Samples per channel written.
+    public private(set) var samplesWritten = 0
+
+    public init(layout: ChannelLayout = .mono) { self.layout = layout }
+
+    public func write(_ samples: UnsafeBufferPointer<Int16>) throws { samplesWritten += samples.count / layout.count }
+    public func close() throws {}
+}
