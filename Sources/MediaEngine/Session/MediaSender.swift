@@ -63,6 +63,10 @@ public final class MediaSender {
         public var audioReport: RemoteReport?
         /// The receiver's latest report on the video stream, if it sent one.
         public var videoReport: RemoteReport?
+        /// Why the audio source stopped early (a device that failed), if it did.
+        public var audioFailure: String?
+        /// Why the video source stopped early, if it did.
+        public var videoFailure: String?
     }
 
     /// What a receiver's RTCP report block said.
@@ -154,15 +158,17 @@ public final class MediaSender {
                 continue
             }
             if audioLive && nextAudio <= elapsed, let source = configuration.audio, let opus, let stream = audioStream {
-                if try source.read(into: &audioFrame) {
+                if readAudio(source, into: &audioFrame) {
                     try sendAudio(audioFrame, index: audioIndex, encoder: opus, stream: stream, now: elapsed)
                     audioIndex += 1
                 } else {
+                    // A source that ends or fails ends only its own track.
                     audioLive = false
+                    try sendReports(for: [stream], now: elapsed, goodbye: true)
                 }
             }
             if videoLive && nextVideo <= elapsed, let source = configuration.video, let vp8, let stream = videoStream {
-                if try source.read(into: &videoFrame) {
+                if readVideo(source, into: &videoFrame) {
                     let keyframe = forceKeyframe || videoIndex == 0
                     forceKeyframe = false
                     try sendVideo(videoFrame, index: videoIndex, keyframe: keyframe, encoder: vp8, stream: stream,
@@ -170,15 +176,41 @@ public final class MediaSender {
                     videoIndex += 1
                 } else {
                     videoLive = false
+                    try sendReports(for: [stream], now: elapsed, goodbye: true)
                 }
             }
             if nextReport <= elapsed {
-                try sendReports(now: elapsed, goodbye: false)
+                try sendReports(for: liveStreams(audio: audioLive, video: videoLive), now: elapsed, goodbye: false)
                 nextReport = elapsed + .seconds(1)
             }
         }
-        try sendReports(now: clock.now - start, goodbye: true)
+        try sendReports(for: liveStreams(audio: audioLive, video: videoLive), now: clock.now - start, goodbye: true)
         return statistics
+    }
+
+    private func liveStreams(audio: Bool, video: Bool) -> [RTPSendStream] {
+        (audio ? [audioStream] : []).compactMap { $0 } + (video ? [videoStream] : []).compactMap { $0 }
+    }
+
+    /// Reads the next audio frame; false at the end of the source or when it failed,
+    /// with the failure recorded in `statistics`.
+    private func readAudio(_ source: any AudioSource, into frame: inout AudioFrame) -> Bool {
+        do {
+            return try source.read(into: &frame)
+        } catch {
+            statistics.audioFailure = "\(error)"
+            return false
+        }
+    }
+
+    /// Reads the next picture; false at the end of the source or when it failed.
+    private func readVideo(_ source: any VideoSource, into frame: inout VideoFrame) -> Bool {
+        do {
+            return try source.read(into: &frame)
+        } catch {
+            statistics.videoFailure = "\(error)"
+            return false
+        }
     }
 
     private func sendAudio(_ frame: AudioFrame, index: Int, encoder: Opus.Encoder, stream: RTPSendStream, now: Duration) throws {
@@ -218,9 +250,9 @@ public final class MediaSender {
         if info.isKeyframe { statistics.keyframes += 1 }
     }
 
-    private func sendReports(now: Duration, goodbye: Bool) throws {
+    private func sendReports(for streams: [RTPSendStream], now: Duration, goodbye: Bool) throws {
         let ntp = NTPTime.now()
-        for stream in [audioStream, videoStream].compactMap({ $0 }) where stream.packetsSent > 0 || goodbye {
+        for stream in streams where stream.packetsSent > 0 || goodbye {
             var packets: [RTCPPacket] = [.senderReport(stream.senderReport(ntp: ntp, now: now)),
                                          .sourceDescription(SourceDescription(ssrc: stream.ssrc, cname: configuration.cname))]
             if goodbye { packets.append(.goodbye(Goodbye(sources: [stream.ssrc]))) }

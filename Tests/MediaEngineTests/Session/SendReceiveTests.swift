@@ -106,3 +106,33 @@ final class Background<T: Sendable>: Sendable {
         #expect(outcome.frames == sent.videoFrames)
     }
 }
+
+/// A camera that works for `frames` frames, then is unplugged.
+private final class FailingCamera: VideoSource {
+    let width = 160, height = 120, frameRate = 30, name = "/dev/video9"
+    var remaining: Int
+    var pattern = TestPattern(width: 160, height: 120)
+    init(frames: Int) { remaining = frames }
+    func read(into frame: inout VideoFrame) throws -> Bool {
+        guard remaining > 0 else { throw DeviceError(.disconnected, device: name, "device was unplugged") }
+        remaining -= 1
+        pattern.render(into: &frame)
+        return true
+    }
+}
+
+@Suite struct TrackFailure {
+    @Test func aCameraThatFailsEndsOnlyTheVideoTrack() throws {
+        let receiver = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
+        var configuration = MediaSender.Configuration(audio: try MediaSources.audio("sine:440"), video: FailingCamera(frames: 10),
+                                                      audioDestination: receiver.localAddress,
+                                                      videoDestination: receiver.localAddress)
+        configuration.rtcpMux = true
+        let sender = try MediaSender(configuration: configuration)
+        let statistics = try sender.run(duration: .seconds(1))
+        #expect(statistics.videoFrames == 10)
+        #expect(statistics.videoFailure == "/dev/video9: device was unplugged")
+        #expect(statistics.audioFrames >= 48, "audio kept going for the whole second: \(statistics.audioFrames)")
+        #expect(statistics.audioFailure == nil)
+    }
+}
