@@ -110,6 +110,8 @@ struct SendCommand: ParsableCommand {
         printError("sending to \(destination)\(bundle ? " (bundled)" : "") from \(sender.transport.socket.localAddress)"
             + (configuration.keying.map { ", SRTP \($0.profile)" } ?? ", plain RTP"))
         let statistics = try sender.run(duration: duration.map { .milliseconds(Int64($0 * 1_000)) }, stop: { Interruption.requested })
+        if let failure = statistics.audioFailure { printError("audio stopped: \(failure)") }
+        if let failure = statistics.videoFailure { printError("video stopped: \(failure)") }
         print(Self.summary(statistics))
     }
 
