@@ -1,0 +1,104 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A lock with a condition variable on the monotonic clock, guarding one value: what a
+/// capture thread and its reader share. `Synchronization.Mutex` has no way to wait, and
+/// a reader must wait (with a timeout) for the next frame.
+final class V4L2Monitor<State: Sendable>: @unchecked Sendable {
+    // @unchecked: `state` is only touched between pthread_mutex_lock and unlock below,
+    // and State is Sendable, so handing it between threads under the lock is safe. The
+    // mutex and condition live on the heap at fixed addresses, as pthread requires.
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private var state: State
+
+    init(_ state: State) {
+        self.state = state
+        pthread_mutex_init(mutex, nil)
+        var attributes = pthread_condattr_t()
+        pthread_condattr_init(&attributes)
+        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
+        pthread_cond_init(condition, &attributes)
+        pthread_condattr_destroy(&attributes)
+    }
+
+    deinit {
+        pthread_cond_destroy(condition)
+        pthread_mutex_destroy(mutex)
+        condition.deallocate()
+        mutex.deallocate()
+    }
+
+    /// Runs `body` with the lock held.
+    func withLock<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure) -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return try body(&state)
+    }
+
+    /// Runs `body` with the lock held, then wakes every waiter.
+    func withLockWaking<Result>(_ body: (inout State) -> Result) -> Result {
+        pthread_mutex_lock(mutex)
+        defer {
+            pthread_cond_broadcast(condition)
+            pthread_mutex_unlock(mutex)
+        }
+        return body(&state)
+    }
+
+    /// Waits until `ready` holds or `timeout` passes, then runs `body` with the lock
+    /// held (whether or not `ready` came true; `body` can check).
+    func withLock<Result, Failure: Error>(
+        waitingUpTo timeout: Duration, until ready: (State) -> Bool,
+        _ body: (inout State) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        var deadline = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &deadline)
+        let (seconds, attoseconds) = max(timeout, .zero).components
+        let nanoseconds = Int(deadline.tv_nsec) + Int(attoseconds / 1_000_000_000)
+        deadline.tv_sec += Int(seconds) + nanoseconds / 1_000_000_000
+        deadline.tv_nsec = nanoseconds % 1_000_000_000
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while !ready(state) {
+            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT { break }
+        }
+        return try body(&state)
+    }
+}
+
+/// A joinable thread running one closure (Foundation's `Thread` cannot be joined).
+final class V4L2Thread {
+    private var thread: pthread_t?
+
+    /// Starts `body` on a new thread.
+    /// - Parameter name: the device the thread serves, for the error.
+    init(name: String, _ body: @escaping @Sendable () -> Void) throws(DeviceError) {
+        final class Start: Sendable {
+            let body: @Sendable () -> Void
+            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        }
+        let start = Unmanaged.passRetained(Start(body)).toOpaque()
+        var thread = pthread_t()
+        let status = pthread_create(&thread, nil, { context in
+            let start = Unmanaged<Start>.fromOpaque(context!).takeRetainedValue()
+            start.body()
+            return nil
+        }, start)
+        guard status == 0 else {
+            Unmanaged<Start>.fromOpaque(start).release()
+            throw DeviceError(.ioFailed, device: name, "cannot start the capture thread (errno \(status))")
+        }
+        self.thread = thread
+    }
+
+    /// Waits for the closure to return; later calls return at once.
+    func join() {
+        guard let thread else { return }
+        pthread_join(thread, nil)
+        self.thread = nil
+    }
+
+    deinit { join() }
+}
