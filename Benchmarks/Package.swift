@@ -56,5 +56,23 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // The libyuv and TurboJPEG calls V4L2FrameConverter makes, written in C.
+        .target(
+            name: "DeviceBaseline",
+            linkerSettings: [.linkedLibrary("yuv"), .linkedLibrary("turbojpeg")]
+        ),
+        // Camera frame conversion (YUYV, MJPEG to I420) against DeviceBaseline.
+        .executableTarget(
+            name: "DeviceBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "MediaEngine", package: "MediaEngine"),
+                "BenchmarkSupport",
+                "DeviceBaseline",
+            ],
+            path: "Benchmarks/DeviceBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ]
 )
