@@ -86,7 +86,7 @@ struct SendCommand: ParsableCommand {
         let destination = try SocketAddress(parsing: to)
         let profile = SRTPProfile(rawValue: srtpProfile)!
         var configuration = MediaSender.Configuration(
-            audio: try audio.map(MediaSources.audio), video: try video.map(MediaSources.video),
+            audio: try audio.map(MediaSources.audio), video: try video.map { try MediaSources.video($0) },
             audioDestination: destination, videoDestination: bundle ? destination : destination.with(port: destination.port + 2))
         configuration.rtcpMux = bundle
         configuration.audioSSRC = audioSsrc

@@ -57,29 +57,40 @@ public enum MediaSources {
         }
     }
 
-    /// `testsrc`, `testsrc:WxH`, `testsrc:WxH@FPS` or `file:PATH.y4m`.
-    public static func video(_ spec: String) throws -> any VideoSource {
+    /// `testsrc[:WxH[@FPS]]`, `v4l2:/dev/videoN[:WxH[@FPS]]` or `file:PATH.y4m`.
+    /// - Parameter io: the V4L2 ioctl layer (tests pass a scripted device).
+    public static func video(_ spec: String, io: any V4L2DeviceIO = SystemV4L2IO()) throws -> any VideoSource {
         let (kind, argument) = split(spec)
         switch kind {
         case "testsrc":
-            var (width, height, rate) = (640, 480, 30)
-            if let argument {
-                let parts = argument.split(separator: "@", omittingEmptySubsequences: false)
-                guard parts.count <= 2, let size = BenchValue.resolution(String(parts[0])),
-                      size.width % 2 == 0, size.height % 2 == 0, size.width <= 4_096, size.height <= 4_096,
-                      parts.count == 1 || Int(parts[1]).map({ (1...120).contains($0) }) == true else {
-                    throw SourceError("video source '\(spec)': use testsrc:WxH@FPS with even sizes up to 4096 and 1 to 120 fps, as in testsrc:640x480@30")
-                }
-                (width, height) = size
-                if parts.count == 2 { rate = Int(parts[1])! }
-            }
+            let (width, height, rate) = try sizeAndRate(argument, spec: spec, example: "testsrc:640x480@30")
             return TestPatternSource(TestPattern(width: width, height: height, frameRate: rate), name: spec)
+        case "v4l2":
+            guard let argument, argument.hasPrefix("/") else {
+                throw SourceError("video source '\(spec)': v4l2 needs a device path, as in v4l2:/dev/video0:1280x720@30")
+            }
+            let path = argument.split(separator: ":", maxSplits: 1).first.map(String.init) ?? argument
+            let size = argument.count > path.count ? String(argument.dropFirst(path.count + 1)) : nil
+            let (width, height, rate) = try sizeAndRate(size, spec: spec, example: "v4l2:/dev/video0:1280x720@30")
+            return try V4L2Capture(path: path, width: width, height: height, frameRate: rate, io: io)
         case "file":
             guard let argument, !argument.isEmpty else { throw SourceError("video source '\(spec)': file needs a path") }
             return try Y4MFileSource(path: argument)
         default:
-            throw SourceError("video source '\(spec)' is not one of testsrc[:WxH[@FPS]], file:PATH.y4m")
+            throw SourceError("video source '\(spec)' is not one of testsrc[:WxH[@FPS]], v4l2:/dev/videoN[:WxH[@FPS]], file:PATH.y4m")
         }
+    }
+
+    /// `WxH` or `WxH@FPS` (default 640x480@30).
+    private static func sizeAndRate(_ text: String?, spec: String, example: String) throws -> (Int, Int, Int) {
+        guard let text else { return (640, 480, 30) }
+        let parts = text.split(separator: "@", omittingEmptySubsequences: false)
+        guard parts.count <= 2, let size = BenchValue.resolution(String(parts[0])),
+              size.width % 2 == 0, size.height % 2 == 0, size.width <= 4_096, size.height <= 4_096,
+              parts.count == 1 || Int(parts[1]).map({ (1...120).contains($0) }) == true else {
+            throw SourceError("video source '\(spec)': use WxH@FPS with even sizes up to 4096 and 1 to 120 fps, as in \(example)")
+        }
+        return (size.width, size.height, parts.count == 2 ? Int(parts[1])! : 30)
     }
 
     private static func split(_ spec: String) -> (String, String?) {
