@@ -52,7 +52,7 @@ import Testing
                                                       audioDestination: peer.localAddress, videoDestination: peer.localAddress)
         configuration.rtcpMux = true
         let statistics = try MediaSender(configuration: configuration).run(duration: .seconds(1))
-        // The fake serves its frames at once, so the sender may see only the newest before the failure.
+        // The fake serves its frames at once, so the sender sees the newest one before the failure.
         #expect(statistics.videoFrames >= 1 && statistics.videoFrames <= 30)
         #expect(statistics.videoFailure?.contains("/dev/video0") == true, "\(statistics.videoFailure ?? "no failure")")
         #expect(statistics.videoFailure?.contains("unplugged") == true)

@@ -103,7 +103,8 @@ public final class V4L2Capture: VideoSource {
     /// clock (the driver's buffer timestamp when it gives one).
     /// - Returns: false once `stop()` has been called.
     /// - Throws: the `DeviceError` that ended capture (`disconnected` when unplugged),
-    ///   or `ioFailed` when no frame at all came within `firstFrameTimeout`.
+    ///   once the last frame captured before it has been read; or `ioFailed` when no
+    ///   frame at all came within `firstFrameTimeout`.
     public func read(into frame: inout VideoFrame) throws(DeviceError) -> Bool {
         let started = shared.withLock { $0.hasFrame }
         let timeout = started ? format.framePeriod * 2 : firstFrameTimeout
@@ -116,6 +117,13 @@ public final class V4L2Capture: VideoSource {
     public func read(into frame: inout VideoFrame, timeout: Duration) throws(DeviceError) -> Delivery {
         try shared.withLock(waitingUpTo: timeout, until: { $0.isFresh || $0.failure != nil || $0.isStopping }) {
             (state) throws(DeviceError) -> Delivery in
+            // A frame captured before the device failed is still handed out; the failure
+            // comes with the next read.
+            if state.failure != nil && state.isFresh && !state.isStopping {
+                Self.copy(state.frame, into: &frame)
+                state.isFresh = false
+                return .newFrame
+            }
             if let failure = state.failure { throw failure }
             if state.isStopping { return .stopped }
             guard state.hasFrame else {
