@@ -19,15 +19,15 @@ public enum CLI {
         return directory.appendingPathComponent("mediaengine")
     }
 
-    /// Runs `mediaengine arguments...` to completion.
-    public static func run(_ arguments: [String]) throws -> CLIRun {
-        let process = try BackgroundProcess(executable: executable, arguments: arguments)
+    /// Runs `mediaengine arguments...` to completion, with `environment` added to ours.
+    public static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> CLIRun {
+        let process = try BackgroundProcess(executable: executable, arguments: arguments, environment: environment)
         return try process.wait(timeout: 600)
     }
 
     /// Starts `mediaengine arguments...` without waiting.
-    public static func start(_ arguments: [String]) throws -> BackgroundProcess {
-        try BackgroundProcess(executable: executable, arguments: arguments)
+    public static func start(_ arguments: [String], environment: [String: String] = [:]) throws -> BackgroundProcess {
+        try BackgroundProcess(executable: executable, arguments: arguments, environment: environment)
     }
 }
 
@@ -45,8 +45,8 @@ public final class BackgroundProcess: @unchecked Sendable {
     private let errURL: URL
     private var status: Int32?
 
-    /// Starts `executable` with `arguments`.
-    public init(executable: URL, arguments: [String]) throws {
+    /// Starts `executable` with `arguments`, and `environment` added to this process's.
+    public init(executable: URL, arguments: [String], environment: [String: String] = [:]) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("proc-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         outURL = directory.appendingPathComponent("stdout")
@@ -75,8 +75,11 @@ public final class BackgroundProcess: @unchecked Sendable {
 
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable.path] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
+        let variables = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let envp: [UnsafeMutablePointer<CChar>?] = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in envp { free(pointer) } }
         var child: pid_t = 0
-        let result = posix_spawn(&child, executable.path, &actions, &attributes, argv, environ)
+        let result = posix_spawn(&child, executable.path, &actions, &attributes, argv, envp)
         guard result == 0 else {
             throw CocoaError(.fileNoSuchFile, userInfo: [NSLocalizedDescriptionKey: "cannot start \(executable.path): \(String(cString: strerror(result)))"])
         }

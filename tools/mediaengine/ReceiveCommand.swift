@@ -22,6 +22,9 @@ struct ReceiveCommand: ParsableCommand {
     @Option(help: "Seconds to receive (default: until BYE or Ctrl-C).")
     var duration: Double?
 
+    @Option(help: "Play the audio: alsa:NAME (a playback PCM, e.g. alsa:default) or null.")
+    var play: String?
+
     func validate() throws {
         for path in record where !(path.hasSuffix(".wav") || path.hasSuffix(".y4m")) {
             throw ValidationError("--record \(path): use a .wav (audio) or .y4m (video) file")
@@ -31,6 +34,9 @@ struct ReceiveCommand: ParsableCommand {
         }
         if let duration, !(duration > 0 && duration <= 86_400) {
             throw ValidationError("--duration \(duration) must be more than 0 and at most 86400 seconds")
+        }
+        if let play, play != "null" && !play.hasPrefix("alsa:") {
+            throw ValidationError("--play: audio sink '\(play)' is not one of null, alsa:NAME")
         }
     }
 
@@ -61,6 +67,7 @@ struct ReceiveCommand: ParsableCommand {
         let y4mPath = record.first { $0.hasSuffix(".y4m") }
         let audioLayout = plan.streams.first { $0.kind == .audio }?.layout ?? .mono
         let wav = try wavPath.map { try WAVWriter(path: $0, layout: audioLayout) }
+        let speaker = try play.map { try MediaSources.audioSink($0, layout: audioLayout) }
         var y4m: Y4M.Writer?
         var scaled: VideoFrame?
         let videoRate = 30
@@ -72,7 +79,10 @@ struct ReceiveCommand: ParsableCommand {
         Interruption.install()
         let statistics = try receiver.run(duration: duration.map { .milliseconds(Int64($0 * 1_000)) },
                                           stop: { Interruption.requested },
-                                          audio: { samples in try wav?.write(samples) },
+                                          audio: { samples in
+            try wav?.write(samples)
+            try speaker?.write(samples)
+        },
                                           video: { frame in
             guard let y4mPath else { return }
             if y4m == nil {
@@ -90,6 +100,7 @@ struct ReceiveCommand: ParsableCommand {
         })
         try wav?.close()
         try y4m?.close()
+        try speaker?.close()
         for line in Self.summary(statistics) { print(line) }
     }
 

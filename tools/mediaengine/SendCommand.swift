@@ -11,8 +11,9 @@ struct SendCommand: ParsableCommand {
         --bundle sends both to PORT with RTCP muxed (for `mediaengine receive`). Open the SDP with \
         `ffmpeg -protocol_whitelist file,udp,rtp,srtp -i OUT.sdp ...`. The SDP holds the SRTP key: keep it private.
 
-        Sources: sine:FREQ, tones:F1,F2, silence, file:PATH (48 kHz WAV/FLAC) for audio; \
-        testsrc[:WxH[@FPS]] or file:PATH.y4m for video.
+        Sources: sine:FREQ, tones:F1,F2, silence, file:PATH (48 kHz WAV/FLAC) or alsa:NAME (a microphone) for audio; \
+        testsrc[:WxH[@FPS]], v4l2:/dev/videoN[:WxH[@FPS]] (a webcam) or file:PATH.y4m for video. \
+        `mediaengine devices` lists the devices.
         """
     )
 
@@ -86,7 +87,7 @@ struct SendCommand: ParsableCommand {
         let destination = try SocketAddress(parsing: to)
         let profile = SRTPProfile(rawValue: srtpProfile)!
         var configuration = MediaSender.Configuration(
-            audio: try audio.map(MediaSources.audio), video: try video.map { try MediaSources.video($0) },
+            audio: try audio.map { try MediaSources.audio($0) }, video: try video.map { try MediaSources.video($0) },
             audioDestination: destination, videoDestination: bundle ? destination : destination.with(port: destination.port + 2))
         configuration.rtcpMux = bundle
         configuration.audioSSRC = audioSsrc

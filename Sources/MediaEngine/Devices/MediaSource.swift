@@ -31,10 +31,19 @@ public struct SourceError: Error, Sendable, Hashable, CustomStringConvertible {
 
 /// Builds sources from the spellings the CLI takes.
 public enum MediaSources {
-    /// `sine:FREQ`, `tones:F1,F2,...`, `silence`, or `file:PATH` (48 kHz WAV, FLAC, ...).
-    public static func audio(_ spec: String) throws -> any AudioSource {
+    /// `sine:FREQ`, `tones:F1,F2,...`, `silence`, `file:PATH` (48 kHz WAV, FLAC, ...) or
+    /// `alsa:NAME` (a capture PCM: `default`, `hw:1,0`, `plughw:CARD=x`, a name from
+    /// asound.conf), captured in 20 ms frames.
+    public static func audio(_ spec: String, layout: ChannelLayout = .mono) throws -> any AudioSource {
         let (kind, argument) = split(spec)
         switch kind {
+        case "alsa":
+            guard let argument, !argument.isEmpty else {
+                throw SourceError("audio source '\(spec)': alsa needs a PCM name, as in alsa:default or alsa:hw:1,0")
+            }
+            var options = ALSACapture.Options()
+            options.layout = layout
+            return try ALSACapture(name: argument, options: options)
         case "sine":
             guard let argument, let frequency = Double(argument), (1...20_000).contains(frequency) else {
                 throw SourceError("audio source '\(spec)': sine needs a frequency of 1 to 20000 Hz, as in sine:440")
@@ -53,7 +62,25 @@ public enum MediaSources {
             guard let argument, !argument.isEmpty else { throw SourceError("audio source '\(spec)': file needs a path") }
             return try AudioFileSource(path: argument)
         default:
-            throw SourceError("audio source '\(spec)' is not one of sine:FREQ, tones:F1,F2, silence, file:PATH")
+            throw SourceError("audio source '\(spec)' is not one of sine:FREQ, tones:F1,F2, silence, file:PATH, alsa:NAME")
+        }
+    }
+
+    /// `null` (discard) or `alsa:NAME` (a playback PCM), for decoded audio.
+    public static func audioSink(_ spec: String, layout: ChannelLayout = .mono) throws -> any AudioSink {
+        let (kind, argument) = split(spec)
+        switch kind {
+        case "null" where argument == nil:
+            return NullAudioSink(layout: layout)
+        case "alsa":
+            guard let argument, !argument.isEmpty else {
+                throw SourceError("audio sink '\(spec)': alsa needs a PCM name, as in alsa:default")
+            }
+            var options = ALSAPlayback.Options()
+            options.layout = layout
+            return try ALSAPlayback(name: argument, options: options)
+        default:
+            throw SourceError("audio sink '\(spec)' is not one of null, alsa:NAME")
         }
     }
 

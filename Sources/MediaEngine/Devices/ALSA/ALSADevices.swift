@@ -75,6 +75,7 @@ public enum ALSADevices {
     /// - Throws: `DeviceError.ioFailed` when ALSA cannot build the hints.
     public static func pcms() throws(DeviceError) -> [ALSAPCMDescription] {
         var hints: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+        ALSAPCM.quietLibrary()
         let status = snd_device_name_hint(-1, "pcm", &hints)
         guard status >= 0, let hints else { throw ALSAStatus.error(status, device: "pcm", doing: "listing PCMs") }
         defer { snd_device_name_free_hint(hints) }

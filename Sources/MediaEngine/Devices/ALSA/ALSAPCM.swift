@@ -28,6 +28,13 @@ public struct ALSAStreamFormat: Sendable, Hashable, Codable {
 ///
 /// Not thread-safe: one thread drives the PCM at a time.
 final class ALSAPCM {
+    /// alsa-lib prints its own error lines to stderr ("ALSA lib ... Unknown PCM"); the
+    /// engine reports every failure as a typed error instead, so those lines are muted
+    /// once per process before the first use.
+    private static let quiet: Void = CALSA_silence_library_errors()
+
+    static func quietLibrary() { _ = quiet }
+
     let handle: OpaquePointer
     /// The PCM as the user named it.
     let name: String
@@ -39,6 +46,7 @@ final class ALSAPCM {
     /// Opened non-blocking so a device another program holds answers EBUSY instead of
     /// waiting, then switched to blocking I/O.
     init(name: String, stream: snd_pcm_stream_t, configuration: String?) throws(DeviceError) {
+        ALSAPCM.quietLibrary()
         var pcm: OpaquePointer?
         var status: Int32
         if let configuration {
