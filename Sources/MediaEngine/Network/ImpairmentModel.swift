@@ -4,7 +4,7 @@ public struct ImpairmentSettings: Sendable, Hashable, Codable {
     /// Share of packets lost, 0...100 %.
     public var lossPercent: Double = 0
     /// Mean length of a loss burst in packets (Gilbert-Elliott); 1 or less means
-    /// independent losses.
+    /// independent losses. A loss above N/(N+1) needs longer bursts than N, and gets them.
     public var burstLength: Double = 1
     /// One-way delay added to every packet.
     public var delay: Duration = .zero
@@ -159,8 +159,15 @@ public struct ImpairmentModel: Sendable {
         guard settings.burstLength > 1 else { return random.chance(loss) }
         // Gilbert-Elliott with a lossless good state and an all-loss bad state: bursts
         // last `burstLength` packets on average, and the stationary loss is `loss`.
-        let leave = 1 / settings.burstLength
-        let enter = loss >= 1 ? 1 : loss * leave / (1 - loss)
+        guard loss < 1 else { return true }
+        var leave = 1 / settings.burstLength
+        var enter = loss * leave / (1 - loss)
+        if enter > 1 {
+            // A good run lasts at least one packet, so a loss above N/(N+1) cannot come
+            // from bursts of N: lengthen them to loss/(1-loss) and keep the loss.
+            enter = 1
+            leave = (1 - loss) / loss
+        }
         if inBurst {
             if random.chance(leave) { inBurst = false }
         } else if random.chance(enter) {
