@@ -109,7 +109,14 @@ struct ReceiveCommand: ParsableCommand {
             var line = "received \(s.kind): packets=\(s.packetsReceived) bytes=\(s.bytesReceived) lost=\(s.packetsLost)"
                 + " auth_failures=\(s.authenticationFailures) jitter=\(milliseconds(s.jitter))"
                 + " frames=\(s.framesDecoded)"
-            if s.kind == .audio { line += " concealed=\(s.concealedFrames)" } else { line += " keyframes=\(s.keyFramesDecoded)" }
+            if s.kind == .audio {
+                let concealed = s.totalSamplesReceived > 0 ? Double(s.concealedSamples) * 100 / Double(s.totalSamplesReceived) : 0
+                line = line.replacingOccurrences(of: " frames=\(s.framesDecoded)", with: "")
+                line += " concealed=\(String(format: "%.1f", concealed))% fec_recovered=\(s.fecRecoveredFrames)"
+                    + " playout_delay=\(milliseconds(s.meanJitterBufferDelay))"
+            } else {
+                line += " keyframes=\(s.keyFramesDecoded)"
+            }
             line += " replays=\(s.replays) malformed=\(s.malformedPackets) discarded=\(s.packetsDiscarded)"
             return line
         } + (statistics.unknownDatagrams + statistics.malformedRTCP + statistics.unknownStreamPackets > 0

@@ -53,7 +53,20 @@ public final class MediaReceiver {
         public var packetsDiscarded = 0
         public var framesDecoded = 0
         public var keyFramesDecoded = 0
-        public var concealedFrames = 0
+        /// Audio samples (per channel) played out, concealment included.
+        public var totalSamplesReceived = 0
+        /// Audio samples made up by packet loss concealment.
+        public var concealedSamples = 0
+        public var concealmentEvents = 0
+        public var insertedSamplesForDeceleration = 0
+        public var removedSamplesForAcceleration = 0
+        /// Frames recovered from the next packet's in-band FEC.
+        public var fecRecoveredFrames = 0
+        /// Mean time an audio sample spent in the jitter buffer (jitterBufferDelay /
+        /// jitterBufferEmittedCount), seconds.
+        public var meanJitterBufferDelay = 0.0
+        /// The jitter buffer's current target delay, seconds.
+        public var jitterBufferTargetDelay = 0.0
         public var decodeErrors = 0
         public var pliSent = 0
         public var rtcpReceived = 0
@@ -77,10 +90,10 @@ public final class MediaReceiver {
         let rtcpSocket: Int
         var statistics: StreamStatistics
         var reception: RTPReceiveStatistics
-        var unwrapper = SequenceNumberUnwrapper()
-        var lastSequence: Int64?
-        var lastFrameSamples = 960
-        var opus: Opus.Decoder?
+        var jitter: AudioJitterBuffer?
+        /// Playout time of the next audio frame; nil while the stream is idle.
+        var nextPull: Duration?
+        var lastArrival: Duration = .zero
         var vp8: VP8.Decoder?
         var assembler = VP8FrameAssembler()
         var source: SocketAddress?
@@ -98,7 +111,10 @@ public final class MediaReceiver {
             statistics = StreamStatistics(kind: description.kind)
             reception = RTPReceiveStatistics(clockRate: description.clockRate)
             switch description.kind {
-            case .audio: opus = try Opus.Decoder(layout: description.layout)
+            case .audio:
+                var configuration = AudioJitterBuffer.Configuration()
+                configuration.layout = description.layout
+                jitter = try AudioJitterBuffer(configuration: configuration)
             case .video: vp8 = try VP8.Decoder()
             }
         }
@@ -139,6 +155,19 @@ public final class MediaReceiver {
             statistics.bytesReceived = stream.reception.bytesReceived
             statistics.packetsLost = stream.reception.packetsLost
             statistics.jitter = stream.reception.jitter
+            if let jitter = stream.jitter {
+                let audio = jitter.statistics
+                statistics.packetsDiscarded = audio.packetsDiscarded
+                statistics.malformedPackets += audio.packetsMalformed
+                statistics.totalSamplesReceived = audio.totalSamplesReceived
+                statistics.concealedSamples = audio.concealedSamples
+                statistics.concealmentEvents = audio.concealmentEvents
+                statistics.insertedSamplesForDeceleration = audio.insertedSamplesForDeceleration
+                statistics.removedSamplesForAcceleration = audio.removedSamplesForAcceleration
+                statistics.fecRecoveredFrames = audio.fecRecoveredFrames
+                statistics.meanJitterBufferDelay = audio.meanPlayoutDelay
+                statistics.jitterBufferTargetDelay = jitter.targetDelay / .seconds(1)
+            }
             if let protection = stream.protection {
                 statistics.authenticationFailures = protection.statistics.authenticationFailures
                 statistics.replays = protection.statistics.replays + protection.statistics.tooOld
@@ -170,8 +199,11 @@ public final class MediaReceiver {
                 sendReceiverReports(now: elapsed)
                 nextReport = elapsed + .seconds(1)
             }
+            try playAudio(now: elapsed, pcm: &pcm, sink: audio)
             if streams.allSatisfy(\.statistics.endedByGoodbye) { break }
-            guard let index = try poller.wait(timeout: .milliseconds(50)) else { continue }
+            // Wake for the next audio frame due, or in 50 ms at the latest.
+            let nextFrame = streams.compactMap(\.nextPull).min().map { max(.zero, $0 - elapsed) } ?? .milliseconds(50)
+            guard let index = try poller.wait(timeout: min(nextFrame, .milliseconds(50))) else { continue }
             // Drain the ready socket before polling again.
             while let (count, sender) = try buffer.withUnsafeMutableBytes({ try sockets[index].receiveNow(into: $0) }) {
                 try buffer.withUnsafeMutableBytes { bytes in
@@ -188,6 +220,7 @@ public final class MediaReceiver {
                 }
             }
         }
+        try drainAudio(pcm: &pcm, sink: audio)
         return statistics
     }
 
@@ -223,55 +256,60 @@ public final class MediaReceiver {
         stream.reception.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
                                 payloadBytes: packet.payloadRange.count, arrival: now)
         switch stream.description.kind {
-        case .audio: try receiveAudio(packet, stream: stream, pcm: &pcm, sink: audio)
+        case .audio: receiveAudio(packet, stream: stream, now: now)
         case .video: try receiveVideo(packet, stream: stream, picture: &picture, now: now, sink: video)
         }
     }
 
-    private func receiveAudio(_ packet: RTPPacketView, stream: Stream, pcm: inout [Int16],
-                              sink: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
-        guard let decoder = stream.opus else { return }
-        guard (try? OpusDepayloader.samples(in: packet.payload)) != nil else {
-            stream.statistics.malformedPackets += 1
-            return
-        }
-        let sequence = stream.unwrapper.unwrap(packet.sequenceNumber)
-        if let last = stream.lastSequence, sequence <= last {
-            stream.statistics.packetsDiscarded += 1
-            return
-        }
-        let channels = stream.description.layout.count
-        if let last = stream.lastSequence, sequence > last + 1 {
-            // Keep the timeline: conceal each missing frame (up to a second of them); the
-            // frame right before this packet comes from its FEC data when present.
-            let missing = Int(min(sequence - last - 1, 50))
-            for gap in 0..<missing {
-                let count: Int
-                do {
-                    count = try pcm.withUnsafeMutableBufferPointer { out in
-                        gap == missing - 1
-                            ? try decoder.decodeFEC(from: packet.payload, samplesPerChannel: stream.lastFrameSamples, into: out)
-                            : try decoder.decodeLost(samplesPerChannel: stream.lastFrameSamples, into: out)
-                    }
-                } catch {
-                    stream.statistics.decodeErrors += 1
+    private func receiveAudio(_ packet: RTPPacketView, stream: Stream, now: Duration) {
+        guard let jitter = stream.jitter else { return }
+        let outcome = jitter.insert(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
+                                    payload: packet.payload, arrival: now)
+        guard outcome == .accepted || outcome == .restarted else { return }
+        stream.lastArrival = now
+        // The playout clock starts (or restarts after an idle spell) with the first packet.
+        if stream.nextPull == nil { stream.nextPull = now }
+    }
+
+    /// Plays every audio frame due by `now` from each stream's jitter buffer. A stream
+    /// whose buffer ran dry with no packet for three frames goes idle (no output) until
+    /// packets come again, so a paused sender does not fill recordings with concealment.
+    private func playAudio(now: Duration, pcm: inout [Int16], sink: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
+        for stream in streams {
+            guard let jitter = stream.jitter else { continue }
+            let frame = jitter.configuration.frameDuration.samplesPerChannel()
+            let period = AudioFrame.duration(samplesPerChannel: frame)
+            while let due = stream.nextPull, due <= now {
+                if jitter.packetsHeld == 0 && now - stream.lastArrival > period * 3 {
+                    stream.nextPull = nil
                     break
                 }
-                stream.statistics.concealedFrames += 1
-                try pcm.withUnsafeBufferPointer { try sink(UnsafeBufferPointer(rebasing: $0[0..<(count * channels)])) }
+                let result = pcm.withUnsafeMutableBufferPointer { jitter.pull(now: due, into: $0) }
+                try pcm.withUnsafeBufferPointer {
+                    try sink(UnsafeBufferPointer(rebasing: $0[0..<(result.samplesPerChannel * stream.description.layout.count)]))
+                }
+                stream.nextPull = due + period
             }
         }
-        stream.lastSequence = sequence
-        let count: Int
-        do {
-            count = try pcm.withUnsafeMutableBufferPointer { try decoder.decode(packet.payload, into: $0) }
-        } catch {
-            stream.statistics.decodeErrors += 1
-            return
+    }
+
+    /// Plays out what the jitter buffers still hold, so the end of a stream is not lost.
+    private func drainAudio(pcm: inout [Int16], sink: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
+        for stream in streams {
+            guard let jitter = stream.jitter, var due = stream.nextPull else { continue }
+            let frame = jitter.configuration.frameDuration.samplesPerChannel()
+            let period = AudioFrame.duration(samplesPerChannel: frame)
+            var frames = 0
+            while jitter.packetsHeld > 0 && frames < 500 {
+                let result = pcm.withUnsafeMutableBufferPointer { jitter.pull(now: due, into: $0) }
+                try pcm.withUnsafeBufferPointer {
+                    try sink(UnsafeBufferPointer(rebasing: $0[0..<(result.samplesPerChannel * stream.description.layout.count)]))
+                }
+                due += period
+                frames += 1
+            }
+            stream.nextPull = nil
         }
-        stream.lastFrameSamples = count
-        stream.statistics.framesDecoded += 1
-        try pcm.withUnsafeBufferPointer { try sink(UnsafeBufferPointer(rebasing: $0[0..<(count * channels)])) }
     }
 
     private func receiveVideo(_ packet: RTPPacketView, stream: Stream, picture: inout VideoFrame, now: Duration,

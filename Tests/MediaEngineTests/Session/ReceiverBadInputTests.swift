@@ -51,12 +51,15 @@ import Testing
             case 10: try send(try packet(700, ssrc: 43))                     // an SSRC the SDP does not name
             default: break
             }
-            Thread.sleep(forTimeInterval: 0.005)
+            Thread.sleep(forTimeInterval: 0.02)  // real time, so the jitter buffer need not speed up
         }
         let (statistics, samples) = try receiving.wait()
         let audio = statistics.streams[0]
-        #expect(audio.framesDecoded == 20)
-        #expect(samples == 20 * 960)
+        // All 20 frames play; the jitter buffer adds lead-in silence and at most three
+        // concealed frames before the idle stream stops playing.
+        #expect(samples >= 20 * 960)
+        #expect(audio.totalSamplesReceived - audio.concealedSamples >= 20 * 960)
+        #expect(audio.concealedSamples <= 3 * 960)
         #expect(audio.replays == 1)
         #expect(audio.authenticationFailures == 1, "the tampered packet")
         #expect(audio.malformedPackets == 1, "the CSRC count past the end")
