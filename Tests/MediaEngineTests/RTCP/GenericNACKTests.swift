@@ -125,17 +125,10 @@ extension RTCPTests {
         }
 
         @Test func otherFeedbackIsNotANACK() throws {
-            // Transport-wide congestion control feedback (RTPFB FMT 15) is not modelled.
-            let twcc: [UInt8] = [
-                0x8F, 0xCD, 0x00, 0x03,  // V=2 P=0 FMT=15, RTPFB, length 3 (16 bytes)
-                0x00, 0x00, 0x00, 0x01,  // SSRC of packet sender
-                0x7E, 0x55, 0x00, 0x01,  // SSRC of media source
-                0x00, 0x01, 0x00, 0x00,  // base sequence 1, status count 0
-            ]
-            checkRejects(GenericNACK.self, ErrorRow("TWCC", twcc, .badField, mentions: ["205", "15"]))
-            #expect(try RTCPPacket.parseCompound(twcc) == [
-                .unknown(type: .transportLayerFeedback, count: 15, body: Array(twcc[4...]), paddingSize: 0),
-            ])
+            // Transport-wide congestion control feedback (RTPFB FMT 15) has its own type.
+            let twcc = TransportFeedbackTests.valid[0]
+            checkRejects(GenericNACK.self, ErrorRow("TWCC", twcc.bytes, .badField, mentions: ["205", "15"]))
+            #expect(try RTCPPacket.parseCompound(twcc.bytes) == [.transportFeedback(twcc.packet)])
         }
 
         @Test func aNACKWithoutEntriesCannotBeSerialized() {

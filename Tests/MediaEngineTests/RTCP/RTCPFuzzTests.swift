@@ -10,7 +10,8 @@ extension RTCPTests {
         static var corpus: [[UInt8]] {
             SenderReportTests.valid.map(\.bytes) + ReceiverReportTests.valid.map(\.bytes)
                 + SourceDescriptionTests.valid.map(\.bytes) + GoodbyeTests.valid.map(\.bytes)
-                + GenericNACKTests.valid.map(\.bytes) + PictureLossIndicationTests.valid.map(\.bytes)
+                + GenericNACKTests.valid.map(\.bytes) + TransportFeedbackTests.valid.map(\.bytes)
+                + PictureLossIndicationTests.valid.map(\.bytes)
                 + FullIntraRequestTests.valid.map(\.bytes) + ReceiverEstimatedMaxBitrateTests.valid.map(\.bytes)
                 + RTCPCompoundTests.valid.map(\.bytes)
         }
@@ -53,6 +54,7 @@ extension RTCPTests {
             case .sourceDescription(let p): p.paddingSize != 0
             case .goodbye(let p): p.paddingSize != 0
             case .genericNACK(let p): p.paddingSize != 0
+            case .transportFeedback(let p): p.paddingSize != 0
             case .pictureLossIndication(let p): p.paddingSize != 0
             case .receiverEstimatedMaxBitrate(let p): p.paddingSize != 0
             case .unknown(_, _, _, let paddingSize): paddingSize != 0

@@ -1,7 +1,7 @@
 /// One RTCP packet of any type: the unit a compound RTCP datagram (RFC 3550 section
 /// 6.1) is made of.
 ///
-/// Types and feedback messages this module does not model (APP, XR, TWCC, SLI, other
+/// Types and feedback messages this module does not model (APP, XR, SLI, other
 /// application-layer feedback, ...) parse as `.unknown` when their header and length are
 /// well formed, so the rest of a compound datagram is not lost with them.
 public enum RTCPPacket: Sendable, Hashable {
@@ -15,6 +15,8 @@ public enum RTCPPacket: Sendable, Hashable {
     case goodbye(Goodbye)
     /// Generic NACK, type 205 FMT 1.
     case genericNACK(GenericNACK)
+    /// Transport-wide congestion control feedback, type 205 FMT 15.
+    case transportFeedback(TransportFeedback)
     /// PLI, type 206 FMT 1.
     case pictureLossIndication(PictureLossIndication)
     /// FIR, type 206 FMT 4.
@@ -43,6 +45,8 @@ public enum RTCPPacket: Sendable, Hashable {
             self = .goodbye(try Goodbye(parsing: bytes))
         case (GenericNACK.packetType, GenericNACK.format):
             self = .genericNACK(try GenericNACK(parsing: bytes))
+        case (TransportFeedback.packetType, TransportFeedback.format):
+            self = .transportFeedback(try TransportFeedback(parsing: bytes))
         case (PictureLossIndication.packetType, PictureLossIndication.format):
             self = .pictureLossIndication(try PictureLossIndication(parsing: bytes))
         case (FullIntraRequest.packetType, FullIntraRequest.format):
@@ -78,6 +82,7 @@ public enum RTCPPacket: Sendable, Hashable {
         case .sourceDescription(let packet): packet.serializedSize
         case .goodbye(let packet): packet.serializedSize
         case .genericNACK(let packet): packet.serializedSize
+        case .transportFeedback(let packet): packet.serializedSize
         case .pictureLossIndication(let packet): packet.serializedSize
         case .fullIntraRequest(let packet): packet.serializedSize
         case .receiverEstimatedMaxBitrate(let packet): packet.serializedSize
@@ -98,6 +103,7 @@ public enum RTCPPacket: Sendable, Hashable {
         case .sourceDescription(let packet): return try packet.serialize(into: buffer)
         case .goodbye(let packet): return try packet.serialize(into: buffer)
         case .genericNACK(let packet): return try packet.serialize(into: buffer)
+        case .transportFeedback(let packet): return try packet.serialize(into: buffer)
         case .pictureLossIndication(let packet): return try packet.serialize(into: buffer)
         case .fullIntraRequest(let packet): return try packet.serialize(into: buffer)
         case .receiverEstimatedMaxBitrate(let packet): return try packet.serialize(into: buffer)
