@@ -69,6 +69,11 @@ public final class MediaReceiver {
         public var jitterBufferTargetDelay = 0.0
         public var decodeErrors = 0
         public var pliSent = 0
+        public var firSent = 0
+        /// NACK packets sent (each may list several sequence numbers).
+        public var nackSent = 0
+        /// Video packets that arrived after being NACKed.
+        public var packetsRecovered = 0
         public var rtcpReceived = 0
         public var endedByGoodbye = false
     }
@@ -95,9 +100,8 @@ public final class MediaReceiver {
         var nextPull: Duration?
         var lastArrival: Duration = .zero
         var vp8: VP8.Decoder?
-        var assembler = VP8FrameAssembler()
+        var video: VideoReceiveStream?
         var source: SocketAddress?
-        var lastPLI: Duration = .seconds(-10)
         /// Compact NTP time of the last SR and when it arrived, for LSR/DLSR.
         var lastSenderReport: (ntp: UInt32, arrival: Duration)?
 
@@ -115,7 +119,9 @@ public final class MediaReceiver {
                 var configuration = AudioJitterBuffer.Configuration()
                 configuration.layout = description.layout
                 jitter = try AudioJitterBuffer(configuration: configuration)
-            case .video: vp8 = try VP8.Decoder()
+            case .video:
+                vp8 = try VP8.Decoder()
+                video = VideoReceiveStream()
             }
         }
     }
@@ -155,6 +161,12 @@ public final class MediaReceiver {
             statistics.bytesReceived = stream.reception.bytesReceived
             statistics.packetsLost = stream.reception.packetsLost
             statistics.jitter = stream.reception.jitter
+            if let video = stream.video {
+                statistics.packetsDiscarded = video.statistics.packetsDiscarded + video.statistics.latePackets
+                    + video.statistics.duplicatePackets
+                statistics.malformedPackets += video.statistics.malformedPackets + video.statistics.oversizedPackets
+                statistics.packetsRecovered = video.statistics.packetsRecovered
+            }
             if let jitter = stream.jitter {
                 let audio = jitter.statistics
                 statistics.packetsDiscarded = audio.packetsDiscarded
@@ -200,9 +212,13 @@ public final class MediaReceiver {
                 nextReport = elapsed + .seconds(1)
             }
             try playAudio(now: elapsed, pcm: &pcm, sink: audio)
+            for stream in streams where stream.video?.nextProcessTime().map({ $0 <= elapsed }) == true {
+                try processVideo(stream, picture: &picture, now: elapsed, sink: video)
+            }
             if streams.allSatisfy(\.statistics.endedByGoodbye) { break }
             // Wake for the next audio frame due, or in 50 ms at the latest.
-            let nextFrame = streams.compactMap(\.nextPull).min().map { max(.zero, $0 - elapsed) } ?? .milliseconds(50)
+            let nextDue = (streams.compactMap(\.nextPull) + streams.compactMap { $0.video?.nextProcessTime() }).min()
+            let nextFrame = nextDue.map { max(.zero, $0 - elapsed) } ?? .milliseconds(50)
             guard let index = try poller.wait(timeout: min(nextFrame, .milliseconds(50))) else { continue }
             // Drain the ready socket before polling again.
             while let (count, sender) = try buffer.withUnsafeMutableBytes({ try sockets[index].receiveNow(into: $0) }) {
@@ -314,43 +330,60 @@ public final class MediaReceiver {
 
     private func receiveVideo(_ packet: RTPPacketView, stream: Stream, picture: inout VideoFrame, now: Duration,
                               sink: (VideoFrame) throws -> Void) throws {
-        guard let decoder = stream.vp8 else { return }
-        let latePackets = stream.assembler.statistics.latePackets + stream.assembler.statistics.duplicatePackets
-        var failure: Error?
-        stream.assembler.insert(packet) { frame in
-            do {
-                if try decoder.decode(frame.data, timestamp: .zero, into: &picture) {
-                    stream.statistics.framesDecoded += 1
-                    if frame.isKeyframe { stream.statistics.keyFramesDecoded += 1 }
-                    try sink(picture)
+        _ = stream.video?.insert(packet, arrival: now)
+        try processVideo(stream, picture: &picture, now: now, sink: sink)
+    }
+
+    /// Runs a video stream's recovery logic: decodes the frames it releases (in order,
+    /// references complete) and sends the NACK, PLI and FIR it asks for.
+    private func processVideo(_ stream: Stream, picture: inout VideoFrame, now: Duration,
+                              sink: (VideoFrame) throws -> Void) throws {
+        guard let decoder = stream.vp8, let actions = stream.video?.process(now: now) else { return }
+        for action in actions {
+            switch action {
+            case .decode(let frame):
+                do {
+                    let shown = try frame.data.withUnsafeBufferPointer {
+                        try decoder.decode(UnsafeRawBufferPointer($0), timestamp: .zero, into: &picture)
+                    }
+                    if shown {
+                        stream.statistics.framesDecoded += 1
+                        if frame.isKeyframe { stream.statistics.keyFramesDecoded += 1 }
+                        try sink(picture)
+                    }
+                } catch is CodecError {
+                    stream.statistics.decodeErrors += 1
+                    stream.video?.decoderReportedCorruption(now: now)
                 }
-            } catch let error as CodecError {
-                _ = error
-                stream.statistics.decodeErrors += 1
-            } catch {
-                failure = error
+            case .sendNACK(let sequenceNumbers):
+                guard let media = stream.statistics.ssrc else { continue }
+                if sendFeedback(.genericNACK(GenericNACK(senderSSRC: ssrc, mediaSSRC: media, lostSequenceNumbers: sequenceNumbers)),
+                                for: stream) {
+                    stream.statistics.nackSent += 1
+                }
+            case .sendPLI:
+                guard let media = stream.statistics.ssrc else { continue }
+                if sendFeedback(.pictureLossIndication(PictureLossIndication(senderSSRC: ssrc, mediaSSRC: media)), for: stream) {
+                    stream.statistics.pliSent += 1
+                }
+            case .sendFIR(let sequenceNumber):
+                guard let media = stream.statistics.ssrc else { continue }
+                let fir = FullIntraRequest(senderSSRC: ssrc, entries: [FullIntraRequest.Entry(ssrc: media, sequenceNumber: sequenceNumber)])
+                if sendFeedback(.fullIntraRequest(fir), for: stream) { stream.statistics.firSent += 1 }
             }
-        }
-        if let failure { throw failure }
-        stream.statistics.packetsDiscarded += stream.assembler.statistics.latePackets
-            + stream.assembler.statistics.duplicatePackets - latePackets
-        stream.statistics.malformedPackets = stream.assembler.statistics.malformedPackets
-        if stream.assembler.isAwaitingKeyframe, now - stream.lastPLI >= .milliseconds(500), let source = stream.source {
-            requestKeyframe(stream, to: source)
-            stream.lastPLI = now
         }
     }
 
-    /// Sends a plain-RTCP PLI to the sender's RTP address (symmetric RTP). Under SDES
+    /// Sends plain RTCP feedback to the sender's RTP address (symmetric RTP). Under SDES
     /// this side holds no key of its own; senders built on this engine read plain RTCP.
-    private func requestKeyframe(_ stream: Stream, to address: SocketAddress) {
-        guard let ssrc = stream.statistics.ssrc else { return }
-        let pli = RTCPPacket.serializedCompound([.pictureLossIndication(PictureLossIndication(senderSSRC: self.ssrc, mediaSSRC: ssrc))])
+    private func sendFeedback(_ packet: RTCPPacket, for stream: Stream) -> Bool {
+        guard let source = stream.source else { return false }
+        let bytes = RTCPPacket.serializedCompound([packet])
         do {
-            try pli.withUnsafeBytes { try sockets[stream.rtpSocket].send($0, to: address) }
-            stream.statistics.pliSent += 1
+            try bytes.withUnsafeBytes { try sockets[stream.rtpSocket].send($0, to: source) }
+            return true
         } catch {
-            // Feedback is best effort; the next PLI follows in 500 ms.
+            return false  // feedback is best effort; the stream asks again
         }
     }
 
@@ -364,7 +397,7 @@ public final class MediaReceiver {
             }
             let block = stream.reception.receptionReport(ssrc: ssrc, lastSenderReport: stream.lastSenderReport?.ntp ?? 0,
                                                          delaySinceLastSenderReport: delay)
-            let report = RTCPPacket.serializedCompound([.receiverReport(ReceiverReport(ssrc: ssrc, reports: [block]))])
+            let report = RTCPPacket.serializedCompound([.receiverReport(ReceiverReport(ssrc: self.ssrc, reports: [block]))])
             try? report.withUnsafeBytes { try sockets[stream.rtpSocket].send($0, to: source) }
         }
     }
