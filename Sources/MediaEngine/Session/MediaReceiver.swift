@@ -22,10 +22,14 @@ public final class MediaReceiver {
         /// The sender's SSRC when the SDP names it (`a=ssrc`); packets from others are
         /// refused. Nil takes any SSRC with the payload type.
         public var ssrc: UInt32?
+        /// The local ID of the transport-wide sequence number extension, when the SDP
+        /// maps it (`a=extmap`): the receiver then sends transport-wide feedback.
+        public var transportSequenceExtensionID: UInt8?
 
         public init(kind: Kind, payloadType: UInt8, clockRate: Int, layout: ChannelLayout = .mono, port: Int, rtcpPort: Int,
-                    keying: SRTPKeyingMaterial?, ssrc: UInt32? = nil) {
+                    keying: SRTPKeyingMaterial?, ssrc: UInt32? = nil, transportSequenceExtensionID: UInt8? = nil) {
             self.ssrc = ssrc
+            self.transportSequenceExtensionID = transportSequenceExtensionID
             self.kind = kind
             self.payloadType = payloadType
             self.clockRate = clockRate
@@ -130,6 +134,14 @@ public final class MediaReceiver {
     /// The SSRC this side's RTCP (reports, PLI) carries.
     public let ssrc = UInt32.random(in: 1 ... .max)
     private let streams: [Stream]
+    /// Transport-wide feedback for the sender's bandwidth estimate (one sequence space
+    /// per sender socket, as the engine's sender uses).
+    private var feedback: TransportFeedbackGenerator
+    private var feedbackDestination: (socket: Int, address: SocketAddress)?
+    private var reportInterval = RTCPInterval(sessionBandwidth: 1_000_000, weSent: false)
+    private var random = SystemRandomNumberGenerator()
+    /// Transport-wide feedback packets sent.
+    public private(set) var transportFeedbackSent = 0
     private var unknownDatagrams = 0
     private var malformedRTCP = 0
     private var unknownStreamPackets = 0
@@ -151,6 +163,7 @@ public final class MediaReceiver {
         }
         self.sockets = sockets
         self.streams = streams
+        feedback = TransportFeedbackGenerator(configuration: TransportFeedbackGenerator.Configuration(senderSSRC: ssrc))
     }
 
     /// The statistics so far.
@@ -209,8 +222,9 @@ public final class MediaReceiver {
             if let duration, elapsed >= duration { break }
             if elapsed >= nextReport {
                 sendReceiverReports(now: elapsed)
-                nextReport = elapsed + .seconds(1)
+                nextReport = elapsed + reportInterval.nextInterval(using: &random)
             }
+            sendTransportFeedback(now: elapsed)
             try playAudio(now: elapsed, pcm: &pcm, sink: audio)
             for stream in streams where stream.video?.nextProcessTime().map({ $0 <= elapsed }) == true {
                 try processVideo(stream, picture: &picture, now: elapsed, sink: video)
@@ -269,6 +283,10 @@ public final class MediaReceiver {
         }
         stream.statistics.ssrc = packet.ssrc
         stream.source = sender
+        if let id = stream.description.transportSequenceExtensionID, let value = packet.extensionValue(id: id), value.count == 2 {
+            feedback.packetReceived(transportSequenceNumber: value.uint16(at: 0), now: now)
+            feedbackDestination = (stream.rtpSocket, sender)
+        }
         stream.reception.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
                                 payloadBytes: packet.payloadRange.count, arrival: now)
         switch stream.description.kind {
@@ -387,6 +405,17 @@ public final class MediaReceiver {
         }
     }
 
+    /// Sends the transport-wide feedback that is due, in plain RTCP, to the sender.
+    private func sendTransportFeedback(now: Duration) {
+        guard let destination = feedbackDestination else { return }
+        for packet in feedback.feedback(now: now) {
+            let bytes = RTCPPacket.serializedCompound([.transportFeedback(packet)])
+            if (try? bytes.withUnsafeBytes({ try sockets[destination.socket].send($0, to: destination.address) })) != nil {
+                transportFeedbackSent += 1
+            }
+        }
+    }
+
     /// Sends each stream's reception report, in plain RTCP, to where its RTP comes from.
     private func sendReceiverReports(now: Duration) {
         for stream in streams {
@@ -399,6 +428,7 @@ public final class MediaReceiver {
                                                          delaySinceLastSenderReport: delay)
             let report = RTCPPacket.serializedCompound([.receiverReport(ReceiverReport(ssrc: self.ssrc, reports: [block]))])
             try? report.withUnsafeBytes { try sockets[stream.rtpSocket].send($0, to: source) }
+            reportInterval.reportSent(size: report.count)
         }
     }
 

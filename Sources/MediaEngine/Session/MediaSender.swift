@@ -67,6 +67,17 @@ public final class MediaSender {
         public var audioFailure: String?
         /// Why the video source stopped early, if it did.
         public var videoFailure: String?
+        /// Video packets sent again in answer to NACKs.
+        public var retransmissions = 0
+        /// NACK packets received.
+        public var nacksReceived = 0
+        /// Transport-wide feedback packets received (bandwidth estimation is active once
+        /// the first arrives).
+        public var transportFeedbackReceived = 0
+        /// The bandwidth estimate the encoders last followed, b/s (nil without feedback).
+        public var targetBitrate: Int?
+        /// The VP8 target bitrate in force at the end, b/s.
+        public var videoBitrate = 0
     }
 
     /// What a receiver's RTCP report block said.
@@ -86,6 +97,16 @@ public final class MediaSender {
     private let opus: Opus.Encoder?
     private var opusPayloader = OpusPayloader()
     private let vp8: VP8.Encoder?
+    /// Answers NACK (from the retransmission history), PLI and FIR for the video stream.
+    private var responder: VideoFeedbackResponder?
+    /// GCC-style estimate from transport-wide feedback and receiver reports.
+    private var estimator: SendSideBandwidthEstimator
+    /// Follow the estimate only once the receiver sends transport-wide feedback: peers
+    /// that give none (ffmpeg, GStreamer) get the configured bitrate.
+    private var followsEstimate = false
+    private var roundTripTime: Duration = .milliseconds(100)
+    private var reportInterval: RTCPInterval
+    private var random = SystemRandomNumberGenerator()
 
     public init(configuration: Configuration) throws {
         self.configuration = configuration
@@ -125,6 +146,25 @@ public final class MediaSender {
             vp8 = nil
             videoStream = nil
         }
+        let audioRate = configuration.audio != nil ? configuration.audioBitrate : 0
+        let videoRate = configuration.video != nil ? configuration.videoBitrate : 0
+        estimator = SendSideBandwidthEstimator(configuration: SendSideBandwidthEstimator.Configuration(
+            startBitrate: audioRate + videoRate, minimumBitrate: audioRate + (videoRate > 0 ? 50_000 : 0),
+            maximumBitrate: audioRate + videoRate))
+        // The SDP profile is RTP/SAVP, not AVPF: RFC 3550's 5 s minimum applies. (ffmpeg
+        // also re-derives its timing from every SR, and SRs a few hundred ms apart make its
+        // frame-rate guess wrong.) Feedback travels separately (NACK, PLI, transport-wide).
+        reportInterval = RTCPInterval(sessionBandwidth: max(audioRate + videoRate, 8_000), weSent: true, reducedMinimum: false)
+        responder = videoStream.map { VideoFeedbackResponder(ssrc: $0.ssrc) }
+        statistics.videoBitrate = videoRate
+        let observe: (UInt16?, UnsafeRawBufferPointer, Duration) -> Void = { [unowned self] sequence, bytes, now in
+            if let sequence { self.estimator.packetSent(transportSequenceNumber: sequence, size: bytes.count, now: now) }
+        }
+        audioStream?.packetSent = observe
+        videoStream?.packetSent = { [unowned self] sequence, bytes, now in
+            observe(sequence, bytes, now)
+            _ = self.responder?.packetSent(bytes, now: now)
+        }
     }
 
     /// Sends until `duration` has passed (nil: until the sources end) or `stop()`.
@@ -153,13 +193,16 @@ public final class MediaSender {
             let due = min(nextAudio, nextVideo, nextReport)
             if due > elapsed {
                 // Sleep in short steps so PLI is answered promptly and stop() is honoured.
-                forceKeyframe = try pollFeedback(buffer: &receiveBuffer) || forceKeyframe
+                forceKeyframe = try pollFeedback(buffer: &receiveBuffer, now: elapsed) || forceKeyframe
                 Self.sleep(min(due - elapsed, .milliseconds(5)))
                 continue
             }
             if audioLive && nextAudio <= elapsed, let source = configuration.audio, let opus, let stream = audioStream {
                 if readAudio(source, into: &audioFrame) {
                     try sendAudio(audioFrame, index: audioIndex, encoder: opus, stream: stream, now: elapsed)
+                    // A sender report right behind the first packet gives receivers the
+                    // RTP/NTP mapping from the start (ffmpeg derives timing from it).
+                    if audioIndex == 0 { try sendReports(for: [stream], now: elapsed, goodbye: false) }
                     audioIndex += 1
                 } else {
                     // A source that ends or fails ends only its own track.
@@ -171,8 +214,10 @@ public final class MediaSender {
                 if readVideo(source, into: &videoFrame) {
                     let keyframe = forceKeyframe || videoIndex == 0
                     forceKeyframe = false
+                    if keyframe { responder?.keyframeSent(now: elapsed) }
                     try sendVideo(videoFrame, index: videoIndex, keyframe: keyframe, encoder: vp8, stream: stream,
                                   buffer: &encoded, now: elapsed)
+                    if videoIndex == 0 { try sendReports(for: [stream], now: elapsed, goodbye: false) }
                     videoIndex += 1
                 } else {
                     videoLive = false
@@ -181,7 +226,8 @@ public final class MediaSender {
             }
             if nextReport <= elapsed {
                 try sendReports(for: liveStreams(audio: audioLive, video: videoLive), now: elapsed, goodbye: false)
-                nextReport = elapsed + .seconds(1)
+                nextReport = elapsed + reportInterval.nextInterval(using: &random)
+                try followEstimate()
             }
         }
         try sendReports(for: liveStreams(audio: audioLive, video: videoLive), now: clock.now - start, goodbye: true)
@@ -253,17 +299,38 @@ public final class MediaSender {
     private func sendReports(for streams: [RTPSendStream], now: Duration, goodbye: Bool) throws {
         let ntp = NTPTime.now()
         for stream in streams where stream.packetsSent > 0 || goodbye {
-            var packets: [RTCPPacket] = [.senderReport(stream.senderReport(ntp: ntp, now: now)),
+            var packets: [RTCPPacket] = [.senderReport(stream.senderReport(ntp: ntp, mediaTime: now)),
                                          .sourceDescription(SourceDescription(ssrc: stream.ssrc, cname: configuration.cname))]
             if goodbye { packets.append(.goodbye(Goodbye(sources: [stream.ssrc]))) }
             try transport.sendRTCP(packets, to: stream.rtcpDestination)
+            reportInterval.reportSent(size: RTCPPacket.compoundSize(of: packets))
             statistics.rtcpSent += 1
         }
     }
 
-    /// Reads RTCP the receivers sent back; true when one asked for a keyframe.
-    private func pollFeedback(buffer: inout [UInt8]) throws -> Bool {
-        var wantsKeyframe = false
+    /// Sets the encoders to the bandwidth estimate: VP8 gets what audio leaves (changed
+    /// only when it moves by 5 % or more), Opus the loss to plan FEC for.
+    private func followEstimate() throws {
+        guard followsEstimate else { return }
+        let target = estimator.targetBitrate
+        statistics.targetBitrate = target
+        let audioRate = configuration.audio != nil ? configuration.audioBitrate : 0
+        if let vp8 {
+            let video = min(configuration.videoBitrate, max(50_000, target - audioRate))
+            if abs(video - vp8.configuration.bitrate) * 20 >= vp8.configuration.bitrate {
+                try vp8.setBitrate(video)
+            }
+            statistics.videoBitrate = vp8.configuration.bitrate
+        }
+        if let opus {
+            try opus.setExpectedPacketLoss(percent: estimator.opusExpectedLossPercent)
+        }
+    }
+
+    /// Reads RTCP the receivers sent back: reports (loss, jitter, round trip), transport
+    /// feedback (bandwidth estimate), NACK (retransmissions from the history), PLI and
+    /// FIR. Returns true when a keyframe is due.
+    private func pollFeedback(buffer: inout [UInt8], now: Duration) throws -> Bool {
         while let (count, _) = try buffer.withUnsafeMutableBytes({ try transport.socket.receiveNow(into: $0) }) {
             // Only plain RTCP can be read: a peer protecting its RTCP uses its own SDES key,
             // which this one-way session never learns. Anything unreadable is ignored.
@@ -271,28 +338,55 @@ public final class MediaSender {
                 try? RTCPPacket.parseCompound(UnsafeRawBufferPointer(rebasing: bytes[0..<count]))
             }
             for packet in packets ?? [] {
-                if case .receiverReport(let report) = packet { record(report.reports) }
-                if case .senderReport(let report) = packet { record(report.reports) }
                 switch packet {
-                case .pictureLossIndication(let pli) where pli.mediaSSRC == videoStream?.ssrc:
-                    wantsKeyframe = true
-                case .fullIntraRequest(let fir) where fir.entries.contains(where: { $0.ssrc == videoStream?.ssrc }):
-                    wantsKeyframe = true
-                default: break
+                case .receiverReport(let report):
+                    record(report.reports, now: now)
+                case .senderReport(let report):
+                    record(report.reports, now: now)
+                case .transportFeedback(let feedback):
+                    statistics.transportFeedbackReceived += 1
+                    followsEstimate = true
+                    _ = estimator.handle(feedback, now: now)
+                case .genericNACK, .pictureLossIndication, .fullIntraRequest:
+                    if case .genericNACK = packet { statistics.nacksReceived += 1 }
+                    guard var responder, let destination = videoStream?.destination else { continue }
+                    responder.handle(packet, now: now, rtt: roundTripTime) { bytes in
+                        do {
+                            try transport.sendRaw(bytes, to: destination)
+                            statistics.retransmissions += 1
+                        } catch {
+                            // A retransmission that cannot be sent is as good as lost; the receiver asks again.
+                        }
+                    }
+                    self.responder = responder
+                default:
+                    break
                 }
             }
         }
-        if wantsKeyframe { statistics.keyframeRequests += 1 }
-        return wantsKeyframe
+        guard var responder else { return false }
+        defer { self.responder = responder }
+        if responder.shouldForceKeyframe(now: now) {
+            statistics.keyframeRequests += 1
+            return true
+        }
+        return false
     }
 
-    private func record(_ blocks: [ReceptionReport]) {
+    private func record(_ blocks: [ReceptionReport], now elapsed: Duration) {
         let now = NTPTime.compact(NTPTime.now())
         for block in blocks {
             var rtt: Double?
             if block.lastSenderReport != 0 {
                 let units = now &- block.lastSenderReport &- block.delaySinceLastSenderReport
                 rtt = Double(units) / 65_536
+                if let rtt, rtt >= 0, rtt < 10 {
+                    roundTripTime = .nanoseconds(Int64(rtt * 1e9))
+                    estimator.setRoundTripTime(roundTripTime)
+                }
+            }
+            if block.ssrc == videoStream?.ssrc || block.ssrc == audioStream?.ssrc {
+                _ = estimator.handleReceiverReport(fractionLost: block.fractionLost, now: elapsed)
             }
             if let audio = audioStream, block.ssrc == audio.ssrc {
                 statistics.audioReport = RemoteReport(packetsLost: Int(block.cumulativeLost), jitter: Double(block.jitter) / 48_000,

@@ -15,13 +15,16 @@ public final class RTPSendStream {
     public private(set) var packetsSent: UInt32 = 0
     /// Payload octets sent, as RTCP SR counts them.
     public private(set) var octetsSent: UInt32 = 0
-    private var lastTimestamp: UInt32 = 0
-    private var lastSendTime: Duration = .zero
     private var sequenceNumber: UInt16
     private var header: RTPHeader
     private let audioLevelID: UInt8?
     private let transportSequenceID: UInt8?
     private var buffer = [UInt8](repeating: 0, count: 1_500 + SRTPContext.trailerCapacity)
+    /// Called after each packet leaves, with its transport-wide sequence number (if
+    /// stamped), its bytes as sent (SRTP applied) and the send time: feeds the
+    /// retransmission history and the bandwidth estimator. Set once; allocates nothing
+    /// per call.
+    public var packetSent: ((_ transportSequence: UInt16?, _ bytes: UnsafeRawBufferPointer, _ now: Duration) -> Void)?
     /// Largest RTP packet written, before SRTP.
     public static let maximumPacketSize = 1_500 - 28 - 16
 
@@ -60,9 +63,11 @@ public final class RTPSendStream {
         if let audioLevelID, let audioLevel {
             withUnsafeBytes(of: audioLevel.byte) { _ = header.extensionBlock?.overwrite(id: audioLevelID, with: $0) }
         }
+        var transportSequence: UInt16?
         if let transportSequenceID {
-            let wide = transport.takeTransportSequence().bigEndian
-            withUnsafeBytes(of: wide) { _ = header.extensionBlock?.overwrite(id: transportSequenceID, with: $0) }
+            let number = transport.takeTransportSequence()
+            transportSequence = number
+            withUnsafeBytes(of: number.bigEndian) { _ = header.extensionBlock?.overwrite(id: transportSequenceID, with: $0) }
         }
         let headerSize = header.size
         var timestamp: UInt32 = 0
@@ -74,20 +79,21 @@ public final class RTPSendStream {
             header.sequenceNumber = sequenceNumber
             header.timestamp = timestamp
             _ = try header.serialize(into: bytes)
-            try transport.sendRTP(bytes, length: headerSize + payloadSize, to: destination)
+            let size = try transport.sendRTP(bytes, length: headerSize + payloadSize, to: destination)
             octetsSent &+= UInt32(truncatingIfNeeded: payloadSize)
+            packetSent?(transportSequence, UnsafeRawBufferPointer(rebasing: bytes[0..<size]), now)
         }
         sequenceNumber &+= 1
         packetsSent &+= 1
-        lastTimestamp = timestamp
-        lastSendTime = now
     }
 
-    /// A sender report for now: the RTP timestamp is extrapolated from the last packet
-    /// sent, so receivers can map it to the NTP time for lip sync.
-    public func senderReport(ntp: UInt64, now: Duration) -> SenderReport {
-        let elapsed = (now - lastSendTime) / .seconds(1)
-        let rtp = lastTimestamp &+ UInt32(truncatingIfNeeded: Int64(elapsed * Double(clockRate)))
+    /// A sender report: `mediaTime` is the stream's media clock now (the time since the
+    /// stream's media timestamp 0, which is what the sender's schedule counts), so the RTP
+    /// timestamp comes from the same clock as the packets' and receivers get an exact
+    /// NTP/RTP mapping for lip sync — not one that wobbles with encoding and send delays.
+    public func senderReport(ntp: UInt64, mediaTime: Duration) -> SenderReport {
+        let ticks = Int64(mediaTime / .seconds(1) * Double(clockRate))
+        let rtp = timestampOffset &+ UInt32(truncatingIfNeeded: ticks)
         return SenderReport(ssrc: ssrc, ntpTimestamp: ntp, rtpTimestamp: rtp, packetCount: packetsSent,
                             octetCount: octetsSent)
     }

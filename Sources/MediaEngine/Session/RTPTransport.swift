@@ -25,11 +25,21 @@ public final class RTPTransport {
     }
 
     /// Protects the RTP packet in `buffer[0..<length]` in place and sends it.
-    func sendRTP(_ buffer: UnsafeMutableRawBufferPointer, length: Int, to address: SocketAddress) throws {
+    /// - Returns: the size on the wire (after SRTP).
+    @discardableResult
+    func sendRTP(_ buffer: UnsafeMutableRawBufferPointer, length: Int, to address: SocketAddress) throws -> Int {
         let size = try protection?.protect(buffer, length: length) ?? length
         try socket.send(UnsafeRawBufferPointer(rebasing: buffer[0..<size]), to: address)
         datagramsSent += 1
         bytesSent += size
+        return size
+    }
+
+    /// Sends bytes already on their final form (a stored SRTP packet being retransmitted).
+    func sendRaw(_ bytes: UnsafeRawBufferPointer, to address: SocketAddress) throws {
+        try socket.send(bytes, to: address)
+        datagramsSent += 1
+        bytesSent += bytes.count
     }
 
     /// Serializes `packets` as one compound packet, protects it and sends it.

@@ -111,7 +111,8 @@ extension MediaReceiver {
             let rtcpPort = media.rtcpMux ? port : Int(media.rtcp?.port ?? UInt16(truncatingIfNeeded: port + 1))
             host = host ?? connection.address
             streams.append(StreamDescription(kind: kind, payloadType: map.payloadType, clockRate: Int(map.clockRate), layout: layout,
-                                             port: port, rtcpPort: rtcpPort, keying: keying, ssrc: media.ssrcs.first))
+                                             port: port, rtcpPort: rtcpPort, keying: keying, ssrc: media.ssrcs.first,
+                                             transportSequenceExtensionID: media.extensionID(for: RTPExtensionMap.transportSequenceNumberURI)))
         }
         guard let host, !streams.isEmpty else {
             throw SDPError(.unsupported, "the SDP describes no audio or video section the engine can receive")
