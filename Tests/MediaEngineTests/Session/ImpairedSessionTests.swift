@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+@testable import MediaEngine
+
+/// The whole sender and receiver over a real impaired path (the impairment proxy on
+/// loopback, in real time): proves that NACK and retransmission, transport-wide feedback
+/// and the bandwidth estimate are wired end to end. The quality figures themselves are
+/// measured deterministically by the simulations in Jitter/ and Feedback/.
+@Suite(.serialized) struct ImpairedSessions {
+    struct Outcome: Sendable {
+        var received: [MediaReceiver.StreamStatistics]
+        var feedbackSent: Int
+    }
+
+    func run(_ settings: ImpairmentSettings, seconds: Double, videoBitrate: Int)
+        throws -> (sent: MediaSender.Statistics, received: Outcome) {
+        // Audio and video bundled on one port, RTCP muxed, as the sender sends them.
+        nonisolated(unsafe) let receiver = try MediaReceiver(streams: [
+            MediaReceiver.StreamDescription(kind: .audio, payloadType: 111, clockRate: 48_000, port: 0, rtcpPort: 0,
+                                            keying: nil, transportSequenceExtensionID: 3),
+            MediaReceiver.StreamDescription(kind: .video, payloadType: 96, clockRate: 90_000, port: 0, rtcpPort: 0,
+                                            keying: nil, transportSequenceExtensionID: 3),
+        ], host: "127.0.0.1")
+        let proxy = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0),
+                                           forward: receiver.sockets[0].localAddress, settings: settings)
+        try proxy.start()
+        defer { proxy.stop() }
+        let limit = Duration.seconds(seconds + 3)
+        let receiving = Background { () throws -> Outcome in
+            let statistics = try receiver.run(duration: limit, audio: { _ in }, video: { _ in })
+            return Outcome(received: statistics.streams, feedbackSent: receiver.transportFeedbackSent)
+        }
+        var configuration = MediaSender.Configuration(audio: try MediaSources.audio("sine:440"),
+                                                      video: try MediaSources.video("testsrc:640x480@30"),
+                                                      audioDestination: proxy.localAddress, videoDestination: proxy.localAddress)
+        configuration.rtcpMux = true
+        configuration.videoBitrate = videoBitrate
+        let sent = try MediaSender(configuration: configuration).run(duration: .seconds(seconds))
+        return (sent, try receiving.wait())
+    }
+
+    @Test func lostVideoPacketsAreRetransmittedOnNACK() throws {
+        var settings = ImpairmentSettings()
+        settings.lossPercent = 5
+        settings.delay = .milliseconds(20)
+        settings.seed = 11
+        let (sent, received) = try run(settings, seconds: 4, videoBitrate: 800_000)
+        let video = received.received[1]
+        print("impaired 5 %: NACKs \(sent.nacksReceived), retransmissions \(sent.retransmissions), recovered \(video.packetsRecovered), frames \(video.framesDecoded)/\(sent.videoFrames)")
+        #expect(sent.nacksReceived > 0)
+        #expect(sent.retransmissions > 0)
+        #expect(video.packetsRecovered > 0)
+        #expect(Double(video.framesDecoded) >= Double(sent.videoFrames) * 0.8)
+        let audio = received.received[0]
+        #expect(Double(audio.concealedSamples) < Double(audio.totalSamplesReceived) * 0.15)
+    }
+
+    @Test func theSenderFollowsTheEstimateUnderARateCap() throws {
+        var settings = ImpairmentSettings()
+        settings.rateKbps = 600
+        settings.delay = .milliseconds(10)
+        let (sent, received) = try run(settings, seconds: 6, videoBitrate: 1_500_000)
+        print("rate cap 600 kb/s: feedback \(received.feedbackSent)/\(sent.transportFeedbackReceived), target \(sent.targetBitrate ?? 0), video \(sent.videoBitrate)")
+        #expect(received.feedbackSent > 10)
+        #expect(sent.transportFeedbackReceived > 10)
+        #expect((sent.targetBitrate ?? .max) < 600_000, "target \(sent.targetBitrate ?? 0)")
+        #expect(sent.videoBitrate < 600_000)
+    }
+}
