@@ -61,6 +61,10 @@ public final class AudioJitterBuffer {
     var activeLevel = 0.0
     var fadeOutRemaining = 0
     var targetSeconds: Double
+    /// Extra delay lip sync asks for, on top of the jitter-driven target.
+    public var synchronizationDelay: Duration = .zero {
+        didSet { applySynchronizationDelay() }
+    }
     var delaySeconds = 0.0
     var fecUsedSequence: Int64?
     /// Most packets held at once since creation.
@@ -295,6 +299,20 @@ public final class AudioJitterBuffer {
     private func clampedTarget(_ seconds: Double) -> Double {
         let ringSpan = Double(ring.capacity * lastPacketSamples) / Double(Self.sampleRate) * 2 / 3
         let ceiling = min(configuration.maximumTargetDelay / .seconds(1), ringSpan)
-        return max(configuration.minimumTargetDelay / .seconds(1), min(ceiling, seconds))
+        // Lip sync may ask for more delay than jitter needs; it raises the floor.
+        let floor = min(ceiling, configuration.minimumTargetDelay / .seconds(1) + synchronizationDelay / .seconds(1))
+        return max(floor, min(ceiling, seconds))
+    }
+
+    /// The RTP timestamp of the next sample `pull` emits while playing (nil while
+    /// buffering or idle): what lip sync compares with the sender's clock.
+    public var playoutTimestamp: UInt32? {
+        guard phase == .playing else { return nil }
+        return UInt32(truncatingIfNeeded: decodeTimestamp - Int64(queue.count) - timestampOffset)
+    }
+
+    /// Re-applies the target bounds after `synchronizationDelay` changed.
+    func applySynchronizationDelay() {
+        targetSeconds = clampedTarget(targetSeconds)
     }
 }

@@ -84,6 +84,11 @@ public final class MediaReceiver {
 
     public struct Statistics: Sendable {
         public var streams: [StreamStatistics]
+        /// How far video plays behind audio (positive: video late), seconds, once both
+        /// streams' sender reports and playout have been seen.
+        public var audioVideoOffset: Double?
+        /// Extra delay lip sync gives audio and video, seconds.
+        public var synchronizationDelays = (audio: 0.0, video: 0.0)
         /// Datagrams that are neither RTP nor RTCP.
         public var unknownDatagrams = 0
         /// RTCP that failed SRTCP or did not parse.
@@ -142,6 +147,11 @@ public final class MediaReceiver {
     private var random = SystemRandomNumberGenerator()
     /// Transport-wide feedback packets sent.
     public private(set) var transportFeedbackSent = 0
+    /// Lip sync between the first audio and the first video stream, from their SRs.
+    private var lipSync = LipSync()
+    /// Decoded pictures held back so video plays no earlier than its audio.
+    private var heldFrames: [(frame: VideoFrame, release: Duration)] = []
+    private var videoHold: Duration = .zero
     private var unknownDatagrams = 0
     private var malformedRTCP = 0
     private var unknownStreamPackets = 0
@@ -200,7 +210,9 @@ public final class MediaReceiver {
                 statistics.malformedPackets += protection.statistics.otherFailures
             }
             return statistics
-        }, unknownDatagrams: unknownDatagrams, malformedRTCP: malformedRTCP, unknownStreamPackets: unknownStreamPackets)
+        }, audioVideoOffset: lipSync.offset.map { $0 / .seconds(1) },
+           synchronizationDelays: (lipSync.audioExtraDelay / .seconds(1), lipSync.videoExtraDelay / .seconds(1)),
+           unknownDatagrams: unknownDatagrams, malformedRTCP: malformedRTCP, unknownStreamPackets: unknownStreamPackets)
     }
 
     /// Receives until `duration` passes, every stream has said BYE, or `stop()`.
@@ -217,12 +229,21 @@ public final class MediaReceiver {
         var pcm = [Int16](repeating: 0, count: Opus.maxSamplesPerPacket * 2)
         var picture = VideoFrame(width: 2, height: 2)
         var nextReport = Duration.seconds(1)
+        var nextSync = Duration.seconds(1)
         while !stop() {
             let elapsed = clock.now - start
             if let duration, elapsed >= duration { break }
             if elapsed >= nextReport {
                 sendReceiverReports(now: elapsed)
                 nextReport = elapsed + reportInterval.nextInterval(using: &random)
+            }
+            if elapsed >= nextSync {
+                synchronize()
+                nextSync = elapsed + .seconds(1)
+            }
+            while let first = heldFrames.first, first.release <= elapsed {
+                heldFrames.removeFirst()
+                try video(first.frame)
             }
             sendTransportFeedback(now: elapsed)
             try playAudio(now: elapsed, pcm: &pcm, sink: audio)
@@ -231,7 +252,8 @@ public final class MediaReceiver {
             }
             if streams.allSatisfy(\.statistics.endedByGoodbye) { break }
             // Wake for the next audio frame due, or in 50 ms at the latest.
-            let nextDue = (streams.compactMap(\.nextPull) + streams.compactMap { $0.video?.nextProcessTime() }).min()
+            let nextDue = (streams.compactMap(\.nextPull) + streams.compactMap { $0.video?.nextProcessTime() }
+                + heldFrames.prefix(1).map(\.release)).min()
             let nextFrame = nextDue.map { max(.zero, $0 - elapsed) } ?? .milliseconds(50)
             guard let index = try poller.wait(timeout: min(nextFrame, .milliseconds(50))) else { continue }
             // Drain the ready socket before polling again.
@@ -251,7 +273,21 @@ public final class MediaReceiver {
             }
         }
         try drainAudio(pcm: &pcm, sink: audio)
+        for held in heldFrames { try video(held.frame) }
+        heldFrames.removeAll()
         return statistics
+    }
+
+    private var firstAudio: Stream? { streams.first { $0.description.kind == .audio } }
+    private var firstVideo: Stream? { streams.first { $0.description.kind == .video } }
+
+    /// Moves lip sync one step: audio gets extra jitter-buffer delay when video lags,
+    /// video is held back when audio lags.
+    private func synchronize() {
+        guard firstAudio != nil, firstVideo != nil else { return }
+        let (audioDelay, videoDelay) = lipSync.update()
+        firstAudio?.jitter?.synchronizationDelay = audioDelay
+        videoHold = videoDelay
     }
 
     private func handleRTP(_ datagram: UnsafeMutableRawBufferPointer, socket: Int, from sender: SocketAddress, now: Duration,
@@ -318,6 +354,9 @@ public final class MediaReceiver {
                     stream.nextPull = nil
                     break
                 }
+                if stream === firstAudio, let timestamp = jitter.playoutTimestamp {
+                    lipSync.audioPlayed(timestamp: timestamp, localTime: due / .seconds(1))
+                }
                 let result = pcm.withUnsafeMutableBufferPointer { jitter.pull(now: due, into: $0) }
                 try pcm.withUnsafeBufferPointer {
                     try sink(UnsafeBufferPointer(rebasing: $0[0..<(result.samplesPerChannel * stream.description.layout.count)]))
@@ -367,7 +406,14 @@ public final class MediaReceiver {
                     if shown {
                         stream.statistics.framesDecoded += 1
                         if frame.isKeyframe { stream.statistics.keyFramesDecoded += 1 }
-                        try sink(picture)
+                        if stream === firstVideo {
+                            lipSync.videoShown(timestamp: frame.timestamp, localTime: (now + videoHold) / .seconds(1))
+                        }
+                        if videoHold > .zero {
+                            heldFrames.append((picture, now + videoHold))
+                        } else {
+                            try sink(picture)
+                        }
                     }
                 } catch is CodecError {
                     stream.statistics.decodeErrors += 1
@@ -458,6 +504,10 @@ public final class MediaReceiver {
                 case .senderReport(let report):
                     for reported in streams where reported.statistics.ssrc == report.ssrc {
                         reported.lastSenderReport = (NTPTime.compact(report.ntpTimestamp), now)
+                        let mapping = SenderClockMapping(ntp: report.ntpTimestamp, rtpTimestamp: report.rtpTimestamp,
+                                                         clockRate: reported.description.clockRate)
+                        if reported === firstAudio { lipSync.audioSenderReport(mapping) }
+                        if reported === firstVideo { lipSync.videoSenderReport(mapping) }
                     }
                 default: break
                 }

@@ -31,6 +31,8 @@ final class Background<T: Sendable>: Sendable {
         var lastFrameSize: (Int, Int)
         var statistics: [MediaReceiver.StreamStatistics]
         var unknown: Int
+        var audioVideoOffset: Double?
+        var synchronizationDelays: (audio: Double, video: Double)
     }
 
     /// Sends `seconds` of a 440 Hz tone and 320x240 video at 30 fps from one engine to another.
@@ -57,7 +59,8 @@ final class Background<T: Sendable>: Sendable {
                 size = (frame.width, frame.height)
             })
             return Outcome(samples: samples, frames: frames, lastFrameSize: size, statistics: statistics.streams,
-                           unknown: statistics.unknownDatagrams)
+                           unknown: statistics.unknownDatagrams, audioVideoOffset: statistics.audioVideoOffset,
+                           synchronizationDelays: statistics.synchronizationDelays)
         }
         var configuration = MediaSender.Configuration(
             audio: try MediaSources.audio("sine:440"), video: try MediaSources.video("testsrc:320x240@30"),
@@ -91,6 +94,13 @@ final class Background<T: Sendable>: Sendable {
         #expect(report.packetsLost == 0)
         #expect((report.roundTripTime ?? 1) < 0.1)
         print("loopback \(bundle ? "bundled" : "separate ports"): audio \(audio.packetsReceived) packets, video \(video.framesDecoded) frames, tone \(frequency ?? 0) Hz, jitter \(audio.jitter * 1000) ms")
+    }
+
+    @Test func audioAndVideoPlayInSync() throws {
+        let (outcome, _) = try exchange(keying: nil, receiverKey: nil, seconds: 5, bundle: true)
+        let offset = try #require(outcome.audioVideoOffset, "both streams' SRs and playout were seen")
+        print("lip sync after 5 s: offset \(offset * 1000) ms, extra delay audio \(outcome.synchronizationDelays.audio * 1000) ms, video \(outcome.synchronizationDelays.video * 1000) ms")
+        #expect(abs(offset) < 0.060)
     }
 
     @Test func wrongKeyIsCountedAsAuthenticationFailuresAndNothingDecodes() throws {
