@@ -22,7 +22,7 @@ import Testing
         let text = try String(contentsOfFile: sdp, encoding: .utf8)
         #expect(text.contains("a=crypto:1 AEAD_AES_128_GCM inline:") && text.contains("a=rtcp-mux"))
 
-        let listening = try CLI.start(["receive", "--sdp", sdp, "--record", wav, "--duration", "20"])
+        let listening = try CLI.start(["receive", "--sdp", sdp, "--record", wav, "--duration", "20", "--stats"])
         #expect(listening.waitForOutput(containing: "for video", timeout: 10))
         let run = try CLI.run(arguments + ["--srtp-profile", "AEAD_AES_128_GCM", "--srtp-key", key, "--duration", "1.5"])
         #expect(run.status == 0, "\(run.stderr)")
@@ -31,6 +31,14 @@ import Testing
         #expect(received.status == 0, "\(received.stderr)")
         #expect(received.stdout.contains("received audio: packets=75"), "\(received.stdout)")
         #expect(received.stdout.contains("lost=0 auth_failures=0"))
+        // --stats: a line per stream each second, with W3C webrtc-stats names.
+        let audioStats = received.stdout.split(separator: "\n").filter { $0.hasPrefix("stats ") && $0.contains(" audio: ") }
+        #expect(!audioStats.isEmpty, "\(received.stdout)")
+        for name in ["jitterBufferDelay=", "jitterBufferEmittedCount=", "concealedSamples=", "concealmentEvents=",
+                     "insertedSamplesForDeceleration=", "removedSamplesForAcceleration=", "packetsLost=",
+                     "packetsDiscarded=", "jitter="] {
+            #expect(audioStats.first?.contains(name) == true, "\(name) in \(audioStats.first ?? "")")
+        }
         let audio = try AudioFile.read(path: wav)
         let frequency = audio.samples.dropFirst(4_800).withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
         #expect(abs((frequency ?? 0) - 1_000) < 2)

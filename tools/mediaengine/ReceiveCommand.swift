@@ -25,6 +25,9 @@ struct ReceiveCommand: ParsableCommand {
     @Option(help: "Play the audio: alsa:NAME (a playback PCM, e.g. alsa:default) or null.")
     var play: String?
 
+    @Flag(help: "Print the statistics (W3C webrtc-stats names) once a second.")
+    var stats = false
+
     func validate() throws {
         for path in record where !(path.hasSuffix(".wav") || path.hasSuffix(".y4m")) {
             throw ValidationError("--record \(path): use a .wav (audio) or .y4m (video) file")
@@ -97,11 +100,45 @@ struct ReceiveCommand: ParsableCommand {
                 frame.scale(into: &scaled!)
                 try writer.write(scaled!)
             }
-        })
+        }, report: stats ? { elapsed, statistics in
+            // Written at once (not through print's buffer) so a pipe sees each second live.
+            let text = Self.statisticsLines(statistics, at: elapsed).joined(separator: "\n") + "\n"
+            FileHandle.standardOutput.write(Data(text.utf8))
+        } : nil)
         try wav?.close()
         try y4m?.close()
         try speaker?.close()
         for line in Self.summary(statistics) { print(line) }
+    }
+
+    /// One line per stream with the W3C webrtc-stats names, for `--stats`.
+    static func statisticsLines(_ statistics: MediaReceiver.Statistics, at elapsed: Duration) -> [String] {
+        let time = String(format: "%.1f", elapsed / .seconds(1))
+        var lines = statistics.streams.map { s in
+            var fields = ["packetsReceived=\(s.packetsReceived)", "packetsLost=\(s.packetsLost)",
+                          "packetsDiscarded=\(s.packetsDiscarded)", "jitter=\(String(format: "%.4f", s.jitter))"]
+            if s.kind == .audio {
+                fields += ["jitterBufferDelay=\(String(format: "%.3f", s.jitterBufferDelay))",
+                           "jitterBufferEmittedCount=\(s.jitterBufferEmittedCount)",
+                           "jitterBufferTargetDelay=\(String(format: "%.3f", s.jitterBufferTargetDelay))",
+                           "totalSamplesReceived=\(s.totalSamplesReceived)", "concealedSamples=\(s.concealedSamples)",
+                           "concealmentEvents=\(s.concealmentEvents)",
+                           "insertedSamplesForDeceleration=\(s.insertedSamplesForDeceleration)",
+                           "removedSamplesForAcceleration=\(s.removedSamplesForAcceleration)",
+                           "fecRecoveredFrames=\(s.fecRecoveredFrames)"]
+            } else {
+                fields += ["framesDecoded=\(s.framesDecoded)", "keyFramesDecoded=\(s.keyFramesDecoded)",
+                           "nackCount=\(s.nackSent)", "pliCount=\(s.pliSent)", "firCount=\(s.firSent)",
+                           "retransmittedPacketsReceived=\(s.packetsRecovered)"]
+            }
+            return "stats \(time)s \(s.kind): " + fields.joined(separator: " ")
+        }
+        if let offset = statistics.audioVideoOffset {
+            lines.append("stats \(time)s sync: audioVideoOffset=\(String(format: "%.3f", offset))"
+                + " audioDelay=\(String(format: "%.3f", statistics.synchronizationDelays.audio))"
+                + " videoDelay=\(String(format: "%.3f", statistics.synchronizationDelays.video))")
+        }
+        return lines
     }
 
     static func summary(_ statistics: MediaReceiver.Statistics) -> [String] {

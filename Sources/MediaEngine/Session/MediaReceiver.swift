@@ -66,6 +66,10 @@ public final class MediaReceiver {
         public var removedSamplesForAcceleration = 0
         /// Frames recovered from the next packet's in-band FEC.
         public var fecRecoveredFrames = 0
+        /// Total seconds emitted audio samples spent in the jitter buffer (W3C).
+        public var jitterBufferDelay = 0.0
+        /// Samples emitted by the jitter buffer (W3C).
+        public var jitterBufferEmittedCount = 0
         /// Mean time an audio sample spent in the jitter buffer (jitterBufferDelay /
         /// jitterBufferEmittedCount), seconds.
         public var meanJitterBufferDelay = 0.0
@@ -201,6 +205,8 @@ public final class MediaReceiver {
                 statistics.removedSamplesForAcceleration = audio.removedSamplesForAcceleration
                 statistics.fecRecoveredFrames = audio.fecRecoveredFrames
                 statistics.meanJitterBufferDelay = audio.meanPlayoutDelay
+                statistics.jitterBufferDelay = audio.jitterBufferDelay
+                statistics.jitterBufferEmittedCount = audio.jitterBufferEmittedCount
                 statistics.jitterBufferTargetDelay = jitter.targetDelay / .seconds(1)
             }
             if let protection = stream.protection {
@@ -219,9 +225,11 @@ public final class MediaReceiver {
     /// - Parameters:
     ///   - audio: gets decoded audio (interleaved Int16 at 48 kHz) in order, concealment included.
     ///   - video: gets each decoded picture.
+    ///   - report: when given, gets the statistics once a second (`receive --stats`).
     public func run(duration: Duration?, stop: () -> Bool = { false },
                     audio: (UnsafeBufferPointer<Int16>) throws -> Void,
-                    video: (VideoFrame) throws -> Void) throws -> Statistics {
+                    video: (VideoFrame) throws -> Void,
+                    report: ((Duration, Statistics) -> Void)? = nil) throws -> Statistics {
         let clock = ContinuousClock()
         let start = clock.now
         var poller = SocketPoller(sockets: sockets)
@@ -239,6 +247,7 @@ public final class MediaReceiver {
             }
             if elapsed >= nextSync {
                 synchronize()
+                report?(elapsed, statistics)
                 nextSync = elapsed + .seconds(1)
             }
             while let first = heldFrames.first, first.release <= elapsed {
