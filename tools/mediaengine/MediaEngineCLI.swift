@@ -6,6 +6,6 @@ struct MediaEngineCLI: ParsableCommand {
         commandName: "mediaengine",
         abstract: "MediaEngine, a real-time media engine for Linux (Opus, VP8): command-line tools.",
         version: "0.1.0",
-        subcommands: [BenchCommand.self, SendCommand.self, ReceiveCommand.self, DevicesCommand.self, NetemCommand.self]
+        subcommands: [BenchCommand.self, SendCommand.self, ReceiveCommand.self, DevicesCommand.self, NetsimCommand.self, NetemCommand.self]
     )
 }
