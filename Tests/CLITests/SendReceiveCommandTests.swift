@@ -27,6 +27,9 @@ import Testing
         let run = try CLI.run(arguments + ["--srtp-profile", "AEAD_AES_128_GCM", "--srtp-key", key, "--duration", "1.5"])
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.hasPrefix("sent: audio packets=75"), "\(run.stdout)")
+        // A clean path: nothing asked for again, and the receiver's transport-wide feedback
+        // reached the bandwidth estimator.
+        #expect(run.stdout.contains("nacks=0 retransmitted=0") && run.stdout.contains("estimate="), "\(run.stdout)")
         let received = try listening.wait(timeout: 15)
         #expect(received.status == 0, "\(received.stderr)")
         #expect(received.stdout.contains("received audio: packets=75"), "\(received.stdout)")

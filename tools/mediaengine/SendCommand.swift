@@ -127,8 +127,10 @@ struct SendCommand: ParsableCommand {
             parts.append("audio packets=\(s.audioPackets) bytes=\(s.audioBytes) \(remote(s.audioReport))")
         }
         if s.videoFrames > 0 || s.videoPackets > 0 {
-            parts.append("video packets=\(s.videoPackets) bytes=\(s.videoBytes) frames=\(s.videoFrames) keyframes=\(s.keyframes) \(remote(s.videoReport))")
+            parts.append("video packets=\(s.videoPackets) bytes=\(s.videoBytes) frames=\(s.videoFrames) keyframes=\(s.keyframes) "
+                + "nacks=\(s.nacksReceived) retransmitted=\(s.retransmissions) bitrate=\(s.videoBitrate / 1_000)k \(remote(s.videoReport))")
         }
+        if let target = s.targetBitrate { parts.append("estimate=\(target / 1_000)k") }
         return "sent: " + (parts.isEmpty ? "nothing" : parts.joined(separator: " | "))
     }
 }

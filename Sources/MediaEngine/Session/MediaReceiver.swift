@@ -1,6 +1,9 @@
 /// Receives (S)RTP audio and video described by the caller (usually from an SDP file),
-/// decodes it and hands PCM and pictures to sinks: Opus with packet loss concealment for
-/// gaps, VP8 through the frame assembler with PLI when a keyframe is needed.
+/// decodes it and hands PCM and pictures to sinks: Opus through the adaptive
+/// `AudioJitterBuffer` (FEC, concealment, delay convergence) on a playout clock, VP8
+/// through `VideoReceiveStream` (frames in order, NACK, PLI/FIR). It sends transport-wide
+/// feedback and receiver reports at the RFC 3550 interval, and plays audio and video in
+/// sync from the senders' SR mappings (`LipSync`).
 ///
 /// Every bad datagram (unknown kind, failed SRTP, malformed RTP or RTCP, undecodable
 /// payload) is counted and dropped. Runs on the calling thread; allocates nothing per

@@ -3,8 +3,10 @@ import Glibc
 #endif
 
 /// Sends synthetic, file or device media as (S)RTP to a peer, paced to the wall clock:
-/// Opus audio in 20 ms frames and VP8 video at the source's rate, RTCP sender reports
-/// about once a second, BYE at the end. Answers PLI and FIR with a keyframe.
+/// Opus audio in 20 ms frames and VP8 video at the source's rate, RTCP sender reports at
+/// the RFC 3550 interval, BYE at the end. Answers NACK from a retransmission history and
+/// PLI/FIR with a keyframe; once transport-wide feedback arrives, follows the
+/// `SendSideBandwidthEstimator` (VP8 bitrate, Opus expected loss) within the set maximum.
 ///
 /// Runs on the calling thread until the duration passes, the sources end or `stop`
 /// returns true. Per packet it allocates nothing.
@@ -104,6 +106,8 @@ public final class MediaSender {
     /// Follow the estimate only once the receiver sends transport-wide feedback: peers
     /// that give none (ffmpeg, GStreamer) get the configured bitrate.
     private var followsEstimate = false
+    /// Feedback changed the estimate since the encoders last followed it.
+    private var estimateUpdated = false
     private var roundTripTime: Duration = .milliseconds(100)
     private var reportInterval: RTCPInterval
     private var random = SystemRandomNumberGenerator()
@@ -227,7 +231,6 @@ public final class MediaSender {
             if nextReport <= elapsed {
                 try sendReports(for: liveStreams(audio: audioLive, video: videoLive), now: elapsed, goodbye: false)
                 nextReport = elapsed + reportInterval.nextInterval(using: &random)
-                try followEstimate()
             }
         }
         try sendReports(for: liveStreams(audio: audioLive, video: videoLive), now: clock.now - start, goodbye: true)
@@ -347,6 +350,7 @@ public final class MediaSender {
                     statistics.transportFeedbackReceived += 1
                     followsEstimate = true
                     _ = estimator.handle(feedback, now: now)
+                    estimateUpdated = true
                 case .genericNACK, .pictureLossIndication, .fullIntraRequest:
                     if case .genericNACK = packet { statistics.nacksReceived += 1 }
                     guard var responder, let destination = videoStream?.destination else { continue }
@@ -363,6 +367,12 @@ public final class MediaSender {
                     break
                 }
             }
+        }
+        // The encoders follow each new estimate at once, not at the next report: a queue
+        // building up at a bottleneck must be relieved within a round trip or two.
+        if estimateUpdated {
+            estimateUpdated = false
+            try followEstimate()
         }
         guard var responder else { return false }
         defer { self.responder = responder }
@@ -385,8 +395,12 @@ public final class MediaSender {
                     estimator.setRoundTripTime(roundTripTime)
                 }
             }
-            if block.ssrc == videoStream?.ssrc || block.ssrc == audioStream?.ssrc {
+            // Loss from reports only while no transport-wide feedback has come: that feedback
+            // carries the same losses per packet, and the estimator takes one source.
+            if statistics.transportFeedbackReceived == 0, block.ssrc == videoStream?.ssrc || block.ssrc == audioStream?.ssrc {
                 _ = estimator.handleReceiverReport(fractionLost: block.fractionLost, now: elapsed)
+                followsEstimate = true
+                estimateUpdated = true
             }
             if let audio = audioStream, block.ssrc == audio.ssrc {
                 statistics.audioReport = RemoteReport(packetsLost: Int(block.cumulativeLost), jitter: Double(block.jitter) / 48_000,

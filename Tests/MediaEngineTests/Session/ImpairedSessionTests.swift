@@ -60,7 +60,10 @@ import Testing
         settings.rateKbps = 600
         settings.delay = .milliseconds(10)
         let (sent, received) = try run(settings, seconds: 6, videoBitrate: 1_500_000)
-        print("rate cap 600 kb/s: feedback \(received.feedbackSent)/\(sent.transportFeedbackReceived), target \(sent.targetBitrate ?? 0), video \(sent.videoBitrate)")
+        let video = received.received[1]
+        let lossPercent = Double(video.packetsLost) * 100 / Double(max(1, sent.videoPackets))
+        print("rate cap 600 kb/s: feedback \(received.feedbackSent)/\(sent.transportFeedbackReceived), target \(sent.targetBitrate ?? 0), "
+              + "video \(sent.videoBitrate), video received \(video.bytesReceived * 8 / 6_000) kb/s, lost \(video.packetsLost) (\(lossPercent) %)")
         #expect(received.feedbackSent > 10)
         #expect(sent.transportFeedbackReceived > 10)
         #expect((sent.targetBitrate ?? .max) < 600_000, "target \(sent.targetBitrate ?? 0)")
