@@ -7,6 +7,8 @@ public struct SignalingError: Error, Sendable, Hashable, CustomStringConvertible
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         /// The number carried on the wire.
         public let rawValue: Int
+        /// Wraps a number from the wire, known here or not.
+        public init(rawValue: Int) { self.rawValue = rawValue }
         private init(_ rawValue: Int) { self.rawValue = rawValue }
 
         /// The message is not JSON or not a valid envelope.
@@ -17,6 +19,24 @@ public struct SignalingError: Error, Sendable, Hashable, CustomStringConvertible
         public static let unsupportedVersion = Code(426)
         /// The sender exceeded its message rate.
         public static let rateLimited = Code(429)
+        /// No valid login: missing, forged or expired token, or a request before `login`.
+        public static let unauthorized = Code(401)
+        /// The request concerns a call this device is not part of.
+        public static let forbidden = Code(403)
+        /// No such call (unknown or already ended).
+        public static let callNotFound = Code(404)
+        /// The request id was already used on this connection.
+        public static let duplicateRequest = Code(409)
+        /// A well-formed envelope whose body or type is not a valid request.
+        public static let invalidRequest = Code(422)
+        /// The server is shutting down or failed internally.
+        public static let serverUnavailable = Code(503)
+        /// The caller or callee is in another call (NIM 10012).
+        public static let busy = Code(10_012)
+        /// Another device of the account already answered (NIM 10013).
+        public static let handledElsewhere = Code(10_013)
+        /// The callee has no device online (NIM 11001).
+        public static let calleeOffline = Code(11_001)
 
         public var description: String {
             switch rawValue {
@@ -24,6 +44,15 @@ public struct SignalingError: Error, Sendable, Hashable, CustomStringConvertible
             case 413: "message too large"
             case 426: "unsupported version"
             case 429: "rate limited"
+            case 401: "unauthorized"
+            case 403: "forbidden"
+            case 404: "call not found"
+            case 409: "duplicate request"
+            case 422: "invalid request"
+            case 503: "server unavailable"
+            case 10_012: "busy"
+            case 10_013: "handled elsewhere"
+            case 11_001: "callee offline"
             default: "error \(rawValue)"
             }
         }

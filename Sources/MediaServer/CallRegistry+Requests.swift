@@ -1,0 +1,209 @@
+import Foundation
+import Signaling
+
+extension CallRegistry {
+    /// Handles one request from a logged-in connection.
+    ///
+    /// - Parameters:
+    ///   - requestID: The envelope id, repeated in the reply.
+    ///   - type: The envelope type.
+    ///   - message: The whole message, for decoding the typed body.
+    /// - Returns: The reply (first) and the events it caused, in order. Failures are
+    ///   `error` replies: the connection stays up.
+    public mutating func handle(_ connection: ConnectionID, requestID: UInt64, type: String, message: Data,
+                                at time: ServerTime) -> [Output] {
+        do throws(SignalingError) {
+            guard let key = connections[connection] else {
+                throw SignalingError(.unauthorized, "\(type): log in first")
+            }
+            switch type {
+            case MessageType.start:
+                return try start(key, connection, requestID, try Envelope.decodeBody(Request.Start.self, from: message, messageType: type), time)
+            case MessageType.response:
+                return try respond(key, connection, requestID, try Envelope.decodeBody(Request.Response.self, from: message, messageType: type), time)
+            case MessageType.control:
+                return try control(key, connection, requestID, try Envelope.decodeBody(Request.Control.self, from: message, messageType: type))
+            case MessageType.hangup:
+                return try hangup(key, connection, requestID, try Envelope.decodeBody(Request.Hangup.self, from: message, messageType: type), time)
+            case MessageType.mediaStatus:
+                return try mediaStatus(key, connection, requestID, try Envelope.decodeBody(Request.MediaStatus.self, from: message, messageType: type), time)
+            case MessageType.login:
+                throw SignalingError(.invalidRequest, "login: this connection is already logged in")
+            default:
+                throw SignalingError(.invalidRequest, "unknown request type '\(type)'")
+            }
+        } catch {
+            return [Self.errorReply(connection, requestID, error)]
+        }
+    }
+
+    /// An `error` reply.
+    public static func errorReply(_ connection: ConnectionID, _ requestID: UInt64?, _ error: SignalingError) -> Output {
+        .send(connection, TypedEnvelope(id: requestID, type: MessageType.error, body: ErrorBody(error)).encoded())
+    }
+
+    /// An `ok` reply.
+    public static func okReply<Body: Encodable & Sendable>(_ connection: ConnectionID, _ requestID: UInt64, _ body: Body) -> Output {
+        .send(connection, TypedEnvelope(id: requestID, type: MessageType.ok, body: body).encoded())
+    }
+
+    private mutating func start(_ key: DeviceKey, _ connection: ConnectionID, _ requestID: UInt64, _ request: Request.Start,
+                                _ time: ServerTime) throws(SignalingError) -> [Output] {
+        guard request.callee != key.account else {
+            throw SignalingError(.invalidRequest, "start: you cannot call yourself")
+        }
+        guard !request.callee.isEmpty, request.callee.utf8.count <= 128 else {
+            throw SignalingError(.invalidRequest, "start: callee must be 1 to 128 bytes")
+        }
+        try Self.check(request.media, in: "start")
+        guard accountCall[key.account] == nil else {
+            throw SignalingError(.busy, "start: you are already in call \(accountCall[key.account]!)")
+        }
+        let invited = devices.keys.filter { $0.account == request.callee && devices[$0]?.connection != nil }.sorted()
+        guard !invited.isEmpty else {
+            throw SignalingError(.calleeOffline, "start: \(request.callee) has no device online")
+        }
+        guard calls.count < configuration.maximumCalls else {
+            throw SignalingError(.serverUnavailable, "start: the server holds its maximum of \(configuration.maximumCalls) calls")
+        }
+        let id = nextCallID(at: time)
+        var outputs = [Self.okReply(connection, requestID, Reply.Start(callID: id))]
+        let busy = accountCall[request.callee] != nil
+        calls[id] = Call(id: id, type: request.type, option: request.option, caller: key, callee: request.callee,
+                         invited: busy ? [] : invited, answeredBy: nil, callerMedia: request.media, phase: .ringing,
+                         deadline: time.monotonic + configuration.ringTimeout, startedAt: time.epochMilliseconds)
+        accountCall[key.account] = id
+        if busy {
+            outputs += send(key, MessageType.control, Event.Control(callID: id, from: request.callee, control: .busyLine))
+            return outputs + end(id, reason: .busy, by: nil, at: time)
+        }
+        accountCall[request.callee] = id
+        let invitation = Event.Receive(callID: id, from: key.account, type: request.type, option: request.option)
+        for device in invited { outputs += send(device, MessageType.receive, invitation) }
+        return outputs
+    }
+
+    private mutating func respond(_ key: DeviceKey, _ connection: ConnectionID, _ requestID: UInt64,
+                                  _ request: Request.Response, _ time: ServerTime) throws(SignalingError) -> [Output] {
+        guard var call = calls[request.callID] else {
+            throw SignalingError(.callNotFound, "response: call \(request.callID) does not exist or has ended")
+        }
+        guard call.invited.contains(key) else {
+            throw SignalingError(.forbidden, "response: call \(request.callID) did not invite this device")
+        }
+        guard call.phase == .ringing else {
+            throw SignalingError(.handledElsewhere, "response: call \(request.callID) was answered on another device")
+        }
+        let others = call.invited.filter { $0 != key }
+        guard request.accept else {
+            return [Self.okReply(connection, requestID, Reply.Response(media: nil))] + reject(call, by: key, at: time)
+        }
+        guard let media = request.media else {
+            throw SignalingError(.invalidRequest, "response: accepting needs 'media'")
+        }
+        try Self.check(media, in: "response")
+        call.answeredBy = key
+        call.phase = .accepted
+        call.deadline = time.monotonic + configuration.connectTimeout
+        calls[call.id] = call
+        var outputs = [Self.okReply(connection, requestID, Reply.Response(media: call.callerMedia))]
+        outputs += send(call.caller, MessageType.response,
+                        Event.Response(callID: call.id, from: key.account, accepted: true, media: media))
+        for other in others {
+            outputs += send(other, MessageType.responsedByOther, Event.ResponsedByOther(callID: call.id, accepted: true))
+        }
+        return outputs
+    }
+
+    private mutating func control(_ key: DeviceKey, _ connection: ConnectionID, _ requestID: UInt64,
+                                  _ request: Request.Control) throws(SignalingError) -> [Output] {
+        let call = try party(key, of: request.callID, in: "control")
+        var outputs = [Self.okReply(connection, requestID, Reply.Empty())]
+        let event = Event.Control(callID: call.id, from: key.account, control: request.control)
+        if key == call.caller {
+            for device in call.answeredBy.map({ [$0] }) ?? call.invited { outputs += send(device, MessageType.control, event) }
+        } else {
+            outputs += send(call.caller, MessageType.control, event)
+        }
+        return outputs
+    }
+
+    private mutating func hangup(_ key: DeviceKey, _ connection: ConnectionID, _ requestID: UInt64,
+                                 _ request: Request.Hangup, _ time: ServerTime) throws(SignalingError) -> [Output] {
+        var id = request.callID
+        if id == 0 {
+            guard let current = accountCall[key.account], let call = calls[current],
+                  call.caller == key || call.answeredBy == key || call.invited.contains(key) else {
+                throw SignalingError(.callNotFound, "hangup: this device is in no call")
+            }
+            id = current
+        }
+        let call = try party(key, of: id, in: "hangup")
+        let reply = Self.okReply(connection, requestID, Reply.Empty())
+        switch call.phase {
+        case .ringing where key != call.caller:
+            return [reply] + reject(call, by: key, at: time)
+        case .ringing:
+            return [reply] + end(id, reason: .cancelled, by: key, at: time)
+        case .accepted, .connected:
+            return [reply] + end(id, reason: .completed, by: key, at: time)
+        }
+    }
+
+    /// A callee device declines a ringing call: the caller gets `response(accepted: false)`,
+    /// the callee's other devices `responsedByOther`, and the call ends as `rejected`.
+    private mutating func reject(_ call: Call, by key: DeviceKey, at time: ServerTime) -> [Output] {
+        var call = call
+        var outputs = send(call.caller, MessageType.response,
+                           Event.Response(callID: call.id, from: key.account, accepted: false, media: nil))
+        for other in call.invited where other != key {
+            outputs += send(other, MessageType.responsedByOther, Event.ResponsedByOther(callID: call.id, accepted: false))
+        }
+        call.answeredBy = key
+        calls[call.id] = call
+        return outputs + end(call.id, reason: .rejected, by: key, at: time, skipHangupTo: [call.caller])
+    }
+
+    private mutating func mediaStatus(_ key: DeviceKey, _ connection: ConnectionID, _ requestID: UInt64,
+                                      _ request: Request.MediaStatus, _ time: ServerTime) throws(SignalingError) -> [Output] {
+        var call = try party(key, of: request.callID, in: "mediaStatus")
+        guard key == call.caller || key == call.answeredBy, call.phase != .ringing else {
+            throw SignalingError(.invalidRequest, "mediaStatus: call \(call.id) has not been answered")
+        }
+        let reply = Self.okReply(connection, requestID, Reply.Empty())
+        guard request.connected else { return [reply] + end(call.id, reason: .failed, by: key, at: time) }
+        if call.phase == .accepted {
+            call.phase = .connected(since: time.monotonic)
+            call.deadline = nil
+            calls[call.id] = call
+        }
+        return [reply]
+    }
+
+    /// The call `id` if this device takes part in it (caller, answering or invited device).
+    private func party(_ key: DeviceKey, of id: UInt64, in request: String) throws(SignalingError) -> Call {
+        guard let call = calls[id] else {
+            throw SignalingError(.callNotFound, "\(request): call \(id) does not exist or has ended")
+        }
+        let onCalleeSide = call.answeredBy.map { $0 == key } ?? call.invited.contains(key)
+        guard key == call.caller || onCalleeSide else {
+            throw SignalingError(.forbidden, "\(request): call \(id) is not yours")
+        }
+        return call
+    }
+
+    /// Bounds on what a peer may announce.
+    static func check(_ media: MediaEndpoint, in request: String) throws(SignalingError) {
+        guard (1...16).contains(media.candidates.count) else {
+            throw SignalingError(.invalidRequest, "\(request): media needs 1 to 16 candidates, got \(media.candidates.count)")
+        }
+        for candidate in media.candidates {
+            guard (1...65_535).contains(candidate.port), !candidate.host.isEmpty, candidate.host.utf8.count <= 255 else {
+                throw SignalingError(.invalidRequest, "\(request): candidate port \(candidate.port) or host is invalid")
+            }
+        }
+        guard media.srtpKey.utf8.count <= 128, media.srtpProfile.utf8.count <= 64, media.checkToken.utf8.count <= 128 else {
+            throw SignalingError(.invalidRequest, "\(request): media key, profile or check token is too long")
+        }
+    }
+}

@@ -1,0 +1,270 @@
+import Foundation
+
+/// Message types and bodies of the call protocol (DESIGN.md section 6).
+///
+/// Requests carry an envelope `id` and get exactly one reply with the same id: type `ok`
+/// with the request's result body, or type `error` with a `SignalingError` body. Events
+/// (pushed by the server) carry no id.
+public enum MessageType {
+    // Requests (client -> server).
+    public static let login = "login"
+    public static let start = "start"
+    public static let response = "response"
+    public static let control = "control"
+    public static let hangup = "hangup"
+    /// The client reports media connected or lost.
+    public static let mediaStatus = "mediaStatus"
+    // Replies.
+    public static let ok = "ok"
+    public static let error = "error"
+    // Events (server -> client). `response`, `control` and `hangup` are also event types.
+    public static let receive = "receive"
+    public static let responsedByOther = "responsedByOther"
+    public static let callRecord = "callRecord"
+}
+
+/// Request bodies.
+public enum Request {
+    /// First message on a connection: a JWT from `mediaengine token` or an app server.
+    /// `device` names this device of the account (one account may log in on several);
+    /// logging in again with the same device replaces the old connection (a reconnect).
+    public struct Login: Sendable, Hashable, Codable {
+        public var token: String
+        public var device: String
+
+        public init(token: String, device: String) {
+            self.token = token
+            self.device = device
+        }
+    }
+
+    public struct Start: Sendable, Hashable, Codable {
+        public var callee: String
+        public var type: CallType
+        public var option: CallOption
+        public var media: MediaEndpoint
+
+        public init(callee: String, type: CallType, option: CallOption = CallOption(), media: MediaEndpoint) {
+            self.callee = callee
+            self.type = type
+            self.option = option
+            self.media = media
+        }
+    }
+
+    /// The callee's answer; `media` is required when accepting.
+    public struct Response: Sendable, Hashable, Codable {
+        public var callID: UInt64
+        public var accept: Bool
+        public var media: MediaEndpoint?
+
+        public init(callID: UInt64, accept: Bool, media: MediaEndpoint?) {
+            self.callID = callID
+            self.accept = accept
+            self.media = media
+        }
+    }
+
+    public struct Control: Sendable, Hashable, Codable {
+        public var callID: UInt64
+        public var control: CallControl
+
+        public init(callID: UInt64, control: CallControl) {
+            self.callID = callID
+            self.control = control
+        }
+    }
+
+    /// Ends a call. `callID` 0 ends this device's call whatever its ID (one whose `start`
+    /// reply has not come back yet).
+    public struct Hangup: Sendable, Hashable, Codable {
+        public var callID: UInt64
+
+        public init(callID: UInt64) { self.callID = callID }
+    }
+
+    public struct MediaStatus: Sendable, Hashable, Codable {
+        public var callID: UInt64
+        public var connected: Bool
+
+        public init(callID: UInt64, connected: Bool) {
+            self.callID = callID
+            self.connected = connected
+        }
+    }
+}
+
+/// Bodies of `ok` replies.
+public enum Reply {
+    public struct Login: Sendable, Hashable, Codable {
+        public var account: String
+        public var device: String
+        /// Calls this device was in when it reconnected (their IDs).
+        public var activeCalls: [UInt64]
+
+        public init(account: String, device: String, activeCalls: [UInt64]) {
+            self.account = account
+            self.device = device
+            self.activeCalls = activeCalls
+        }
+    }
+
+    public struct Start: Sendable, Hashable, Codable {
+        public var callID: UInt64
+
+        public init(callID: UInt64) { self.callID = callID }
+    }
+
+    /// To the accepting device: where the caller receives media.
+    public struct Response: Sendable, Hashable, Codable {
+        public var media: MediaEndpoint?
+
+        public init(media: MediaEndpoint?) { self.media = media }
+    }
+
+    /// For requests whose success says it all.
+    public struct Empty: Sendable, Hashable, Codable {
+        public init() {}
+    }
+}
+
+/// Bodies of events.
+public enum Event {
+    /// An invitation, to every online device of the callee.
+    public struct Receive: Sendable, Hashable, Codable {
+        public var callID: UInt64
+        public var from: String
+        public var type: CallType
+        public var option: CallOption
+
+        public init(callID: UInt64, from: String, type: CallType, option: CallOption) {
+            self.callID = callID
+            self.from = from
+            self.type = type
+            self.option = option
+        }
+    }
+
+    /// The callee's answer, to the caller; with the callee's media when accepted.
+    public struct Response: Sendable, Hashable, Codable {
+        public var callID: UInt64
+        public var from: String
+        public var accepted: Bool
+        public var media: MediaEndpoint?
+
+        public init(callID: UInt64, from: String, accepted: Bool, media: MediaEndpoint?) {
+            self.callID = callID
+            self.from = from
+            self.accepted = accepted
+            self.media = media
+        }
+    }
+
+    /// Another device of this account answered the invitation.
+    public struct ResponsedByOther: Sendable, Hashable, Codable {
+        public var callID: UInt64
+        public var accepted: Bool
+
+        public init(callID: UInt64, accepted: Bool) {
+            self.callID = callID
+            self.accepted = accepted
+        }
+    }
+
+    public struct Control: Sendable, Hashable, Codable {
+        public var callID: UInt64
+        public var from: String
+        public var control: CallControl
+
+        public init(callID: UInt64, from: String, control: CallControl) {
+            self.callID = callID
+            self.from = from
+            self.control = control
+        }
+    }
+
+    /// The call ended: hung up by `by` (an account), or by the server (`by` nil) for `reason`.
+    public struct Hangup: Sendable, Hashable, Codable {
+        public var callID: UInt64
+        public var by: String?
+        public var reason: CallEndReason
+
+        public init(callID: UInt64, by: String?, reason: CallEndReason) {
+            self.callID = callID
+            self.by = by
+            self.reason = reason
+        }
+    }
+
+    public struct Record: Sendable, Hashable, Codable {
+        public var record: CallRecord
+
+        public init(record: CallRecord) { self.record = record }
+    }
+}
+
+/// The wire form of an `error` reply body.
+public struct ErrorBody: Sendable, Hashable, Codable {
+    public var code: Int
+    public var message: String
+
+    public init(_ error: SignalingError) {
+        code = error.code.rawValue
+        message = error.message
+    }
+
+    public var error: SignalingError { SignalingError(SignalingError.Code(rawValue: code), message) }
+}
+
+/// One message with a typed body, for encoding (the envelope's fields, in order).
+public struct TypedEnvelope<Body: Encodable & Sendable>: Encodable, Sendable {
+    public var v = Envelope.version
+    public var id: UInt64?
+    public var type: String
+    public var body: Body
+
+    public init(id: UInt64?, type: String, body: Body) {
+        self.id = id
+        self.type = type
+        self.body = body
+    }
+
+    /// Compact JSON. Bodies here hold strings, integers and booleans only, which always encode.
+    public func encoded() -> Data {
+        (try? JSONEncoder().encode(self)) ?? Data()
+    }
+}
+
+extension Envelope {
+    private struct BodyOnly<Body: Decodable>: Decodable {
+        var body: Body
+    }
+
+    /// Decodes the body of a message already accepted by `decode(_:maximumSize:)` as `Body`,
+    /// from the original bytes (so 64-bit integers keep every digit).
+    ///
+    /// - Throws: `SignalingError` `.invalidRequest` naming the field that is missing or wrong.
+    public static func decodeBody<Body: Decodable>(_ type: Body.Type, from data: Data, messageType: String)
+        throws(SignalingError) -> Body {
+        do {
+            return try JSONDecoder().decode(BodyOnly<Body>.self, from: data).body
+        } catch let error as DecodingError {
+            throw SignalingError(.invalidRequest, "\(messageType): \(explainBody(error))")
+        } catch {
+            throw SignalingError(.invalidRequest, "\(messageType): body is not valid")
+        }
+    }
+
+    static func explainBody(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            context.codingPath.dropFirst().map(\.stringValue).joined(separator: ".")
+        }
+        return switch error {
+        case .keyNotFound(let key, let context):
+            "missing field '\((context.codingPath.dropFirst().map(\.stringValue) + [key.stringValue]).joined(separator: "."))'"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context): "field '\(path(context))' has the wrong type"
+        case .dataCorrupted(let context): "field '\(path(context))' has an invalid value"
+        @unknown default: "body is not valid"
+        }
+    }
+}
