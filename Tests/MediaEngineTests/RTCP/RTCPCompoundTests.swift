@@ -58,11 +58,11 @@ extension RTCPTests {
                 packets: [.genericNACK(nack.packet), .receiverEstimatedMaxBitrate(remb.packet)]
             ),
             Compound(
-                name: "APP and XR kept as unknown packets", bytes: emptyReceiverReport.bytes + app + extendedReport + cname.bytes,
+                name: "APP kept as an unknown packet, XR parsed", bytes: emptyReceiverReport.bytes + app + extendedReport + cname.bytes,
                 packets: [
                     .receiverReport(emptyReceiverReport.packet),
                     .unknown(type: .applicationDefined, count: 1, body: Array(app[4...]), paddingSize: 0),
-                    .unknown(type: .extendedReport, count: 0, body: Array(extendedReport[4...]), paddingSize: 0),
+                    .extendedReport(ExtendedReport(senderSSRC: 0x0BAD_F00D, blocks: [.receiverReferenceTime(ntp: 0xE98C_3B2F_4000_0000)])),
                     .sourceDescription(cname.packet),
                 ]
             ),

@@ -13,15 +13,15 @@ extension RTCPTests {
                 + GenericNACKTests.valid.map(\.bytes) + TransportFeedbackTests.valid.map(\.bytes)
                 + PictureLossIndicationTests.valid.map(\.bytes)
                 + FullIntraRequestTests.valid.map(\.bytes) + ReceiverEstimatedMaxBitrateTests.valid.map(\.bytes)
-                + RTCPCompoundTests.valid.map(\.bytes)
+                + ExtendedReportTests.valid.map(\.bytes) + RTCPCompoundTests.valid.map(\.bytes)
         }
 
         /// What one input did.
         enum Outcome { case parsed, rejected }
 
         /// Parses `input`; when it parses, the packets must serialize to as many bytes, parse
-        /// back to the same values, and (without padding or FIR reserved bits, which are not
-        /// kept) give the input back byte for byte.
+        /// back to the same values, and (without padding or FIR and XR reserved bits, which
+        /// are not kept) give the input back byte for byte.
         static func exercise(_ input: [UInt8]) -> Outcome {
             // The single-packet entry point must be as robust as the compound one.
             if let single = try? RTCPPacket(parsing: input) {
@@ -48,7 +48,7 @@ extension RTCPTests {
 
         private static func keepsLessThanItsBytes(_ packet: RTCPPacket) -> Bool {
             switch packet {
-            case .fullIntraRequest: true
+            case .fullIntraRequest, .extendedReport: true
             case .senderReport(let p): p.paddingSize != 0
             case .receiverReport(let p): p.paddingSize != 0
             case .sourceDescription(let p): p.paddingSize != 0

@@ -1,7 +1,7 @@
 /// One RTCP packet of any type: the unit a compound RTCP datagram (RFC 3550 section
 /// 6.1) is made of.
 ///
-/// Types and feedback messages this module does not model (APP, XR, SLI, other
+/// Types and feedback messages this module does not model (APP, SLI, other
 /// application-layer feedback, ...) parse as `.unknown` when their header and length are
 /// well formed, so the rest of a compound datagram is not lost with them.
 public enum RTCPPacket: Sendable, Hashable {
@@ -23,6 +23,8 @@ public enum RTCPPacket: Sendable, Hashable {
     case fullIntraRequest(FullIntraRequest)
     /// REMB, type 206 FMT 15 with the "REMB" identifier.
     case receiverEstimatedMaxBitrate(ReceiverEstimatedMaxBitrate)
+    /// XR, type 207.
+    case extendedReport(ExtendedReport)
     /// A well-formed packet of another type or FMT: its header fields, the bytes between
     /// header and padding (a multiple of 4), and the padding octet count (0 for none).
     case unknown(type: RTCPHeader.PacketType, count: UInt8, body: [UInt8], paddingSize: UInt8)
@@ -54,6 +56,8 @@ public enum RTCPPacket: Sendable, Hashable {
         case (ReceiverEstimatedMaxBitrate.packetType, ReceiverEstimatedMaxBitrate.format)
         where ReceiverEstimatedMaxBitrate.hasIdentifier(UnsafeRawBufferPointer(rebasing: bytes[RTCPHeader.size...])):
             self = .receiverEstimatedMaxBitrate(try ReceiverEstimatedMaxBitrate(parsing: bytes))
+        case (.extendedReport, _):
+            self = .extendedReport(try ExtendedReport(parsing: bytes))
         default:
             guard header.packetSize == bytes.count else {
                 throw PacketError(
@@ -86,6 +90,7 @@ public enum RTCPPacket: Sendable, Hashable {
         case .pictureLossIndication(let packet): packet.serializedSize
         case .fullIntraRequest(let packet): packet.serializedSize
         case .receiverEstimatedMaxBitrate(let packet): packet.serializedSize
+        case .extendedReport(let packet): packet.serializedSize
         case .unknown(_, _, let body, let paddingSize): RTCPHeader.size + body.count + Int(paddingSize)
         }
     }
@@ -107,6 +112,7 @@ public enum RTCPPacket: Sendable, Hashable {
         case .pictureLossIndication(let packet): return try packet.serialize(into: buffer)
         case .fullIntraRequest(let packet): return try packet.serialize(into: buffer)
         case .receiverEstimatedMaxBitrate(let packet): return try packet.serialize(into: buffer)
+        case .extendedReport(let packet): return try packet.serialize(into: buffer)
         case .unknown(let type, let count, let body, let paddingSize):
             let size = serializedSize
             try RTCPHeader.writePacket(

@@ -26,7 +26,7 @@ public struct RTCPHeader: Sendable, Hashable {
         public static let transportLayerFeedback = PacketType(rawValue: 205)
         /// PSFB, payload-specific feedback (RFC 4585 section 6.3).
         public static let payloadSpecificFeedback = PacketType(rawValue: 206)
-        /// XR, extended report (RFC 3611); parsed only as an unknown packet.
+        /// XR, extended report (RFC 3611); see `ExtendedReport`.
         public static let extendedReport = PacketType(rawValue: 207)
 
         /// The decimal octet, as RFCs and packet captures print it.
