@@ -130,6 +130,7 @@ struct ReceiveCommand: ParsableCommand {
                 fields += ["framesDecoded=\(s.framesDecoded)", "keyFramesDecoded=\(s.keyFramesDecoded)",
                            "nackCount=\(s.nackSent)", "pliCount=\(s.pliSent)", "firCount=\(s.firSent)",
                            "retransmittedPacketsReceived=\(s.packetsRecovered)"]
+                if let rtt = statistics.roundTripTime { fields.append("roundTripTime=\(String(format: "%.3f", rtt))") }
             }
             return "stats \(time)s \(s.kind): " + fields.joined(separator: " ")
         }

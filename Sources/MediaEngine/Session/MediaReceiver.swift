@@ -102,6 +102,8 @@ public final class MediaReceiver {
         public var malformedRTCP = 0
         /// RTP whose payload type or SSRC matches no described stream.
         public var unknownStreamPackets = 0
+        /// Round trip to the sender, seconds (RRTR/DLRR), once measured.
+        public var roundTripTime: Double?
     }
 
     private final class Stream {
@@ -152,6 +154,8 @@ public final class MediaReceiver {
     private var feedbackDestination: (socket: Int, address: SocketAddress)?
     private var reportInterval = RTCPInterval(sessionBandwidth: 1_000_000, weSent: false)
     private var random = SystemRandomNumberGenerator()
+    /// Round trip to the sender, from DLRR answers to this side's RRTRs; nil until one arrives.
+    public private(set) var roundTripTime: Duration?
     /// Transport-wide feedback packets sent.
     public private(set) var transportFeedbackSent = 0
     /// Lip sync between the first audio and the first video stream, from their SRs.
@@ -221,7 +225,8 @@ public final class MediaReceiver {
             return statistics
         }, audioVideoOffset: lipSync.offset.map { $0 / .seconds(1) },
            synchronizationDelays: (lipSync.audioExtraDelay / .seconds(1), lipSync.videoExtraDelay / .seconds(1)),
-           unknownDatagrams: unknownDatagrams, malformedRTCP: malformedRTCP, unknownStreamPackets: unknownStreamPackets)
+           unknownDatagrams: unknownDatagrams, malformedRTCP: malformedRTCP, unknownStreamPackets: unknownStreamPackets,
+           roundTripTime: roundTripTime.map { $0 / .seconds(1) })
     }
 
     /// Receives until `duration` passes, every stream has said BYE, or `stop()`.
@@ -484,9 +489,29 @@ public final class MediaReceiver {
             }
             let block = stream.reception.receptionReport(ssrc: ssrc, lastSenderReport: stream.lastSenderReport?.ntp ?? 0,
                                                          delaySinceLastSenderReport: delay)
-            let report = RTCPPacket.serializedCompound([.receiverReport(ReceiverReport(ssrc: self.ssrc, reports: [block]))])
+            // RRTR (RFC 3611 4.4): the sender answers with DLRR, which gives this side,
+            // which sends no media and so gets no report blocks, its round-trip time.
+            let reference = ExtendedReport(senderSSRC: self.ssrc, blocks: [.receiverReferenceTime(ntp: NTPTime.now())])
+            let report = RTCPPacket.serializedCompound([.receiverReport(ReceiverReport(ssrc: self.ssrc, reports: [block])),
+                                                        .extendedReport(reference)])
             try? report.withUnsafeBytes { try sockets[stream.rtpSocket].send($0, to: source) }
             reportInterval.reportSent(size: report.count)
+        }
+    }
+
+    /// RTT from a DLRR answering one of this side's RRTRs: now - LRR - DLRR (RFC 3611 4.5),
+    /// given to the video streams' NACK and keyframe timing.
+    private func measureRoundTrip(_ report: ExtendedReport) {
+        let now = NTPTime.compact(NTPTime.now())
+        for case .dlrr(let entries) in report.blocks {
+            for entry in entries where entry.ssrc == ssrc && entry.lastReceiverReport != 0 {
+                let units = now &- entry.lastReceiverReport &- entry.delaySinceLastReceiverReport
+                let seconds = Double(units) / 65_536
+                guard seconds >= 0, seconds < 10 else { continue }
+                let rtt = Duration.nanoseconds(Int64(seconds * 1e9))
+                roundTripTime = rtt
+                for stream in streams { stream.video?.roundTripTime = max(rtt, .milliseconds(1)) }
+            }
         }
     }
 
@@ -521,6 +546,8 @@ public final class MediaReceiver {
                         if reported === firstAudio { lipSync.audioSenderReport(mapping) }
                         if reported === firstVideo { lipSync.videoSenderReport(mapping) }
                     }
+                case .extendedReport(let report):
+                    measureRoundTrip(report)
                 default: break
                 }
             }

@@ -71,6 +71,8 @@ public final class MediaSender {
         public var videoFailure: String?
         /// Video packets sent again in answer to NACKs.
         public var retransmissions = 0
+        /// RRTR blocks answered with DLRR (the receiver's round-trip measurement).
+        public var referenceTimesAnswered = 0
         /// NACK packets received.
         public var nacksReceived = 0
         /// Transport-wide feedback packets received (bandwidth estimation is active once
@@ -346,6 +348,8 @@ public final class MediaSender {
                     record(report.reports, now: now)
                 case .senderReport(let report):
                     record(report.reports, now: now)
+                case .extendedReport(let report):
+                    try answerReferenceTimes(report)
                 case .transportFeedback(let feedback):
                     statistics.transportFeedbackReceived += 1
                     followsEstimate = true
@@ -381,6 +385,19 @@ public final class MediaSender {
             return true
         }
         return false
+    }
+
+    /// Answers each RRTR block (RFC 3611 4.4) at once with a DLRR whose delay is zero, so
+    /// the receiver, which sends no media and so gets no report blocks, learns its RTT.
+    /// Sent alone (reduced-size RTCP, RFC 5506) to where that side's RTCP goes.
+    private func answerReferenceTimes(_ report: ExtendedReport) throws {
+        for case .receiverReferenceTime(let ntp) in report.blocks {
+            guard let stream = videoStream ?? audioStream else { return }
+            let answer = ExtendedReport(senderSSRC: stream.ssrc, blocks: [.dlrr([ExtendedReport.DLRRSubBlock(
+                ssrc: report.senderSSRC, lastReceiverReport: NTPTime.compact(ntp), delaySinceLastReceiverReport: 0)])])
+            try transport.sendRTCP([.extendedReport(answer)], to: stream.rtcpDestination)
+            statistics.referenceTimesAnswered += 1
+        }
     }
 
     private func record(_ blocks: [ReceptionReport], now elapsed: Duration) {

@@ -10,6 +10,7 @@ import Testing
     struct Outcome: Sendable {
         var received: [MediaReceiver.StreamStatistics]
         var feedbackSent: Int
+        var roundTripTime: Double?
     }
 
     func run(_ settings: ImpairmentSettings, seconds: Double, videoBitrate: Int)
@@ -28,7 +29,8 @@ import Testing
         let limit = Duration.seconds(seconds + 3)
         let receiving = Background { () throws -> Outcome in
             let statistics = try receiver.run(duration: limit, audio: { _ in }, video: { _ in })
-            return Outcome(received: statistics.streams, feedbackSent: receiver.transportFeedbackSent)
+            return Outcome(received: statistics.streams, feedbackSent: receiver.transportFeedbackSent,
+                           roundTripTime: statistics.roundTripTime)
         }
         var configuration = MediaSender.Configuration(audio: try MediaSources.audio("sine:440"),
                                                       video: try MediaSources.video("testsrc:640x480@30"),
@@ -46,11 +48,16 @@ import Testing
         settings.seed = 11
         let (sent, received) = try run(settings, seconds: 4, videoBitrate: 800_000)
         let video = received.received[1]
-        print("impaired 5 %: NACKs \(sent.nacksReceived), retransmissions \(sent.retransmissions), recovered \(video.packetsRecovered), frames \(video.framesDecoded)/\(sent.videoFrames)")
+        print("impaired 5 %: rtt \(received.roundTripTime ?? -1), NACKs \(sent.nacksReceived), retransmissions \(sent.retransmissions), recovered \(video.packetsRecovered), frames \(video.framesDecoded)/\(sent.videoFrames)")
         #expect(sent.nacksReceived > 0)
         #expect(sent.retransmissions > 0)
         #expect(video.packetsRecovered > 0)
         #expect(Double(video.framesDecoded) >= Double(sent.videoFrames) * 0.8)
+        // The receiver measured the path's round trip (20 ms each way) from RRTR/DLRR, so
+        // retransmissions count as recovered rather than as reordered originals.
+        let rtt = try #require(received.roundTripTime)
+        #expect(rtt > 0.035 && rtt < 0.080, "rtt \(rtt)")
+        #expect(Double(video.packetsRecovered) >= Double(sent.retransmissions) * 0.5)
         let audio = received.received[0]
         #expect(Double(audio.concealedSamples) < Double(audio.totalSamplesReceived) * 0.15)
     }
