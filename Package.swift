@@ -8,7 +8,7 @@ func systemLibrary(_ name: String, pkgConfig: String?, apt: [String]) -> Target 
 
 let package = Package(
     name: "MediaEngine",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "MediaEngine", targets: ["MediaEngine"]),
         .library(name: "Signaling", targets: ["Signaling"]),
@@ -17,6 +17,16 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // The signaling server: WebSocket over Hummingbird, state in SQLite through GRDB,
+        // JWT logins; the client side uses swift-websocket's WSClient.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-websocket", from: "1.6.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // Tests only: an independent AES-CTR and HMAC-SHA1 to check SRTP against RFC 3711.
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
@@ -39,18 +49,36 @@ let package = Package(
         ),
         .target(
             name: "Signaling",
-            dependencies: ["MediaEngine"],
+            dependencies: [
+                "MediaEngine",
+                .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(
             name: "MediaServer",
-            dependencies: ["Signaling"],
+            dependencies: [
+                "Signaling",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
             name: "mediaengine",
             dependencies: [
                 "MediaEngine",
+                "Signaling",
+                "MediaServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "tools/mediaengine",
@@ -66,7 +94,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SignalingTests", dependencies: ["Signaling"]),
-        .testTarget(name: "MediaServerTests", dependencies: ["MediaServer"]),
+        .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "Signaling"]),
         // Runs programs (the CLI, ffmpeg, GStreamer) for the CLI and interop tests.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(name: "CLITests", dependencies: ["mediaengine", "MediaEngine", "TestSupport"]),

@@ -25,6 +25,8 @@ public struct SignalingError: Error, Sendable, Hashable, CustomStringConvertible
         public static let forbidden = Code(403)
         /// No such call (unknown or already ended).
         public static let callNotFound = Code(404)
+        /// No reply came in time.
+        public static let requestTimeout = Code(408)
         /// The request id was already used on this connection.
         public static let duplicateRequest = Code(409)
         /// A well-formed envelope whose body or type is not a valid request.
@@ -47,6 +49,7 @@ public struct SignalingError: Error, Sendable, Hashable, CustomStringConvertible
             case 401: "unauthorized"
             case 403: "forbidden"
             case 404: "call not found"
+            case 408: "request timeout"
             case 409: "duplicate request"
             case 422: "invalid request"
             case 503: "server unavailable"

@@ -1,0 +1,155 @@
+import Foundation
+import GRDB
+import Signaling
+
+/// A failure of the server's store, naming the database and what went wrong.
+public struct StoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let message: String
+
+    public init(_ message: String) { self.message = message }
+
+    public var description: String { message }
+}
+
+/// Where the server keeps what must outlive it: call records and the devices that logged in.
+public protocol CallStore: Sendable {
+    /// Stores one finished call. A record with the same callID replaces the old one.
+    func save(_ record: CallRecord) async throws(StoreError)
+    /// Notes a login of `device` of `account` at `epochMilliseconds`.
+    func deviceLoggedIn(account: String, device: String, epochMilliseconds: Int64) async throws(StoreError)
+    /// The newest records where `account` was caller or callee, newest first.
+    func records(of account: String, limit: Int) async throws(StoreError) -> [CallRecord]
+    /// The devices `account` has logged in from, by name, with their last login.
+    func devices(of account: String) async throws(StoreError) -> [(device: String, lastLogin: Int64)]
+    /// Records stored.
+    func recordCount() async throws(StoreError) -> Int
+}
+
+/// The embedded default store: one SQLite file through GRDB, created on first start and
+/// migrated on every start (`DatabaseMigrator`: migrations run once each, in order).
+/// Writes go through GRDB's serialized queue; WAL mode lets them survive a crash between
+/// records. `path` nil keeps everything in memory (tests).
+public final class SQLiteCallStore: CallStore {
+    private let database: DatabaseQueue
+    private let name: String
+
+    /// Opens or creates the database and brings its schema up to date.
+    ///
+    /// - Throws: `StoreError` naming the path when it cannot be opened (a missing
+    ///   directory, no permission, not a database) or migrated.
+    public init(path: String?) throws(StoreError) {
+        name = path ?? ":memory:"
+        do {
+            if let path {
+                var configuration = Configuration()
+                configuration.journalMode = .wal
+                database = try DatabaseQueue(path: path, configuration: configuration)
+            } else {
+                database = try DatabaseQueue()
+            }
+            try Self.migrator.migrate(database)
+        } catch {
+            throw StoreError("\(name): cannot open the database: \(Self.describe(error))")
+        }
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: call records and devices") { db in
+            try db.create(table: "callRecord") { table in
+                table.primaryKey("callID", .integer)
+                table.column("caller", .text).notNull().indexed()
+                table.column("callee", .text).notNull().indexed()
+                table.column("type", .integer).notNull()
+                table.column("startedAt", .integer).notNull()
+                table.column("connectedDuration", .integer).notNull()
+                table.column("endReason", .text).notNull()
+                table.column("endedBy", .text)
+            }
+            try db.create(table: "device") { table in
+                table.column("account", .text).notNull()
+                table.column("device", .text).notNull()
+                table.column("lastLogin", .integer).notNull()
+                table.primaryKey(["account", "device"])
+            }
+        }
+        return migrator
+    }
+
+    /// The migrations applied, oldest first.
+    public func appliedMigrations() throws(StoreError) -> [String] {
+        do {
+            return try database.read { db in try Self.migrator.appliedMigrations(db) }
+        } catch {
+            throw StoreError("\(name): \(Self.describe(error))")
+        }
+    }
+
+    public func save(_ record: CallRecord) async throws(StoreError) {
+        try await write { db in
+            try db.execute(sql: """
+                INSERT OR REPLACE INTO callRecord (callID, caller, callee, type, startedAt, connectedDuration, endReason, endedBy)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [Int64(bitPattern: record.callID), record.caller, record.callee, record.type.rawValue,
+                                 record.startedAt, record.connectedDuration, record.endReason.rawValue, record.endedBy])
+        }
+    }
+
+    public func deviceLoggedIn(account: String, device: String, epochMilliseconds: Int64) async throws(StoreError) {
+        try await write { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO device (account, device, lastLogin) VALUES (?, ?, ?)",
+                           arguments: [account, device, epochMilliseconds])
+        }
+    }
+
+    public func records(of account: String, limit: Int) async throws(StoreError) -> [CallRecord] {
+        try await read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT * FROM callRecord WHERE caller = ? OR callee = ? ORDER BY callID DESC LIMIT ?
+                """, arguments: [account, account, max(0, limit)]).compactMap(Self.record)
+        }
+    }
+
+    public func devices(of account: String) async throws(StoreError) -> [(device: String, lastLogin: Int64)] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT device, lastLogin FROM device WHERE account = ? ORDER BY device",
+                             arguments: [account]).map { (device: $0["device"], lastLogin: $0["lastLogin"]) }
+        }
+    }
+
+    public func recordCount() async throws(StoreError) -> Int {
+        try await read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM callRecord") ?? 0 }
+    }
+
+    /// A row as a record; rows another version wrote with values this one does not know are skipped.
+    private static func record(_ row: Row) -> CallRecord? {
+        guard let type = CallType(rawValue: row["type"]), let reason = CallEndReason(rawValue: row["endReason"]) else {
+            return nil
+        }
+        let id: Int64 = row["callID"]
+        return CallRecord(callID: UInt64(bitPattern: id), caller: row["caller"], callee: row["callee"], type: type,
+                          startedAt: row["startedAt"], connectedDuration: row["connectedDuration"], endReason: reason,
+                          endedBy: row["endedBy"])
+    }
+
+    private func write(_ body: @escaping @Sendable (Database) throws -> Void) async throws(StoreError) {
+        do {
+            try await database.write(body)
+        } catch {
+            throw StoreError("\(name): write failed: \(Self.describe(error))")
+        }
+    }
+
+    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(StoreError) -> T {
+        do {
+            return try await database.read(body)
+        } catch {
+            throw StoreError("\(name): read failed: \(Self.describe(error))")
+        }
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        if let error = error as? DatabaseError { return error.message ?? "SQLite error \(error.resultCode.rawValue)" }
+        return "\(error)"
+    }
+}

@@ -1,0 +1,231 @@
+import Foundation
+import Logging
+import Signaling
+
+/// What a connection's writer task sends next.
+public enum OutboundMessage: Sendable, Hashable {
+    case text(Data)
+    /// Send a close frame with this code and reason, then stop.
+    case close(code: UInt16, reason: String)
+}
+
+/// The server's shared state: the call registry, every connection's guard and outbound
+/// queue, the token authority and the store. Transport-independent: a connection is
+/// an `AsyncStream` continuation the WebSocket layer drains.
+///
+/// Messages of one connection are handled in order (its reader awaits each); messages of
+/// different connections interleave only at awaits (token checks, store writes). Bodies
+/// are never logged: they hold tokens and keys.
+public actor SignalingHub {
+    struct Connection {
+        var sink: AsyncStream<OutboundMessage>.Continuation
+        var guardian: ConnectionGuard
+    }
+
+    /// Events queued per connection before it counts as too slow and is closed.
+    public static let outboundQueueLimit = 4_096
+
+    private let authority: TokenAuthority
+    private let store: any CallStore
+    private let limits: ConnectionGuard.Limits
+    private var registry: CallRegistry
+    private var connections: [ConnectionID: Connection] = [:]
+    private var nextConnection: UInt64 = 1
+    private var shuttingDown = false
+    private let clock = ContinuousClock()
+    private let origin: ContinuousClock.Instant
+    private let logger: Logger
+    /// Records that could not be stored, kept to retry (never dropped).
+    private var unsaved: [CallRecord] = []
+
+    public init(authority: TokenAuthority, store: any CallStore, limits: ConnectionGuard.Limits = .init(),
+                registry: CallRegistry.Configuration = .init(), logger: Logger) {
+        self.authority = authority
+        self.store = store
+        self.limits = limits
+        self.registry = CallRegistry(configuration: registry)
+        self.logger = logger
+        origin = clock.now
+    }
+
+    var time: ServerTime {
+        ServerTime(monotonic: clock.now - origin, epochMilliseconds: Int64(Date().timeIntervalSince1970 * 1_000))
+    }
+
+    /// Connections open now.
+    public var connectionCount: Int { connections.count }
+    /// Live calls now.
+    public var callCount: Int { registry.callCount }
+
+    /// Registers a new connection; nil when the server is shutting down.
+    public func open(_ sink: AsyncStream<OutboundMessage>.Continuation) -> ConnectionID? {
+        guard !shuttingDown else { return nil }
+        let id = ConnectionID(nextConnection)
+        nextConnection += 1
+        connections[id] = Connection(sink: sink, guardian: ConnectionGuard(limits: limits, openedAt: time.monotonic))
+        return id
+    }
+
+    /// The connection closed (either side).
+    public func closed(_ id: ConnectionID) async {
+        guard let connection = connections.removeValue(forKey: id) else { return }
+        connection.sink.finish()
+        await perform(registry.disconnected(id, at: time))
+    }
+
+    /// Handles one message from a connection.
+    public func received(_ data: Data, from id: ConnectionID) async {
+        let now = time
+        guard var connection = connections[id] else { return }
+        guard apply(connection.guardian.admit(size: data.count, now: now.monotonic), id, &connection, requestID: nil) else { return }
+        let envelope: Envelope
+        do {
+            envelope = try Envelope.decode(data, maximumSize: Int.max)
+        } catch {
+            _ = apply(connection.guardian.malformed(error, now: now.monotonic), id, &connection, requestID: nil)
+            return
+        }
+        guard let requestID = envelope.id else {
+            let error = SignalingError(.invalidRequest, "\(envelope.type): requests need an id")
+            _ = apply(connection.guardian.malformed(error, now: now.monotonic), id, &connection, requestID: nil)
+            return
+        }
+        guard apply(connection.guardian.checkRequestID(requestID, now: now.monotonic), id, &connection, requestID: requestID) else {
+            return
+        }
+        connections[id] = connection
+        if envelope.type == MessageType.login && !connection.guardian.loggedIn {
+            await login(data, requestID: requestID, from: id)
+        } else if !connection.guardian.loggedIn {
+            let error = SignalingError(.unauthorized, "\(envelope.type): log in first")
+            _ = apply(connection.guardian.malformed(error, now: now.monotonic), id, &connection, requestID: requestID)
+        } else {
+            await perform(registry.handle(id, requestID: requestID, type: envelope.type, message: data, at: now))
+        }
+    }
+
+    private func login(_ data: Data, requestID: UInt64, from id: ConnectionID) async {
+        let account: String
+        let device: String
+        do throws(SignalingError) {
+            let request = try Envelope.decodeBody(Request.Login.self, from: data, messageType: MessageType.login)
+            guard !request.device.isEmpty, request.device.utf8.count <= 128 else {
+                throw SignalingError(.invalidRequest, "login: device must be 1 to 128 bytes")
+            }
+            device = request.device
+            account = try await authority.verify(request.token)
+        } catch {
+            guard var connection = connections[id] else { return }
+            _ = apply(connection.guardian.login(succeeded: false, error: error, now: time.monotonic), id, &connection,
+                      requestID: requestID)
+            logger.info("login failed", metadata: ["connection": "\(id)", "reason": "\(error.message)"])
+            return
+        }
+        guard var connection = connections[id] else { return }
+        let now = time
+        do throws(SignalingError) {
+            let (reply, outputs) = try registry.login(id, account: account, device: device, at: now)
+            _ = connection.guardian.login(succeeded: true, now: now.monotonic)
+            connections[id] = connection
+            logger.info("login", metadata: ["connection": "\(id)", "account": "\(account)", "device": "\(device)"])
+            await perform([CallRegistry.okReply(id, requestID, reply)] + outputs)
+            do {
+                try await store.deviceLoggedIn(account: account, device: device, epochMilliseconds: now.epochMilliseconds)
+            } catch {
+                logger.error("store: \(error.message)")
+            }
+        } catch {
+            _ = apply(connection.guardian.login(succeeded: false, error: error, now: now.monotonic), id, &connection,
+                      requestID: requestID)
+        }
+    }
+
+    /// Carries out a guard verdict; returns true to go on with the message.
+    private func apply(_ verdict: ConnectionGuard.Verdict, _ id: ConnectionID, _ connection: inout Connection,
+                       requestID: UInt64?) -> Bool {
+        switch verdict {
+        case .accept:
+            connections[id] = connection
+            return true
+        case .reject(let error):
+            connections[id] = connection
+            send(.text(TypedEnvelope(id: requestID, type: MessageType.error, body: ErrorBody(error)).encoded()), to: id)
+            return false
+        case .close(let reason):
+            connections[id] = connection
+            logger.notice("closing abusive connection", metadata: ["connection": "\(id)", "reason": "\(reason)"])
+            close(id, code: 1_008, reason: reason)
+            return false
+        }
+    }
+
+    /// Runs deadlines: call timeouts and overdue logins. Call a few times a second.
+    public func tick() async {
+        let now = time
+        for (id, connection) in connections where connection.guardian.loginOverdue(now: now.monotonic) {
+            close(id, code: 1_008, reason: "no login within \(limits.loginTimeout)")
+        }
+        await perform(registry.tick(at: now))
+        await retryUnsaved()
+    }
+
+    /// Graceful shutdown: refuses new connections, ends every call (the parties get a
+    /// hangup, the records are stored), then closes every connection with 1001.
+    public func shutdown() async {
+        shuttingDown = true
+        await perform(registry.shutdown(at: time))
+        await retryUnsaved()
+        for id in connections.keys { close(id, code: 1_001, reason: "server shutting down") }
+    }
+
+    private func perform(_ outputs: [CallRegistry.Output]) async {
+        for output in outputs {
+            switch output {
+            case .send(let id, let data):
+                send(.text(data), to: id)
+            case .close(let id, let code, let reason):
+                close(id, code: code, reason: reason)
+            case .record(let record, let notify):
+                logger.info("call ended", metadata: ["callID": "\(record.callID)", "reason": "\(record.endReason.rawValue)"])
+                do {
+                    try await store.save(record)
+                } catch {
+                    logger.error("store: \(error.message); will retry")
+                    unsaved.append(record)
+                }
+                let event = TypedEnvelope(id: nil, type: MessageType.callRecord, body: Event.Record(record: record)).encoded()
+                for id in notify { send(.text(event), to: id) }
+            }
+        }
+    }
+
+    private func retryUnsaved() async {
+        guard !unsaved.isEmpty else { return }
+        var failed: [CallRecord] = []
+        for record in unsaved {
+            do { try await store.save(record) } catch { failed.append(record) }
+        }
+        unsaved = failed
+    }
+
+    private func send(_ message: OutboundMessage, to id: ConnectionID) {
+        guard let connection = connections[id] else { return }
+        if case .dropped = connection.sink.yield(message) {
+            logger.notice("closing a connection that does not read", metadata: ["connection": "\(id)"])
+            close(id, code: 1_008, reason: "too many unread messages")
+        }
+    }
+
+    private func close(_ id: ConnectionID, code: UInt16, reason: String) {
+        guard let connection = connections[id] else { return }
+        // The close goes through even when the queue is full: finishing lets the writer
+        // drain what it has, and the reader's end reports the closure.
+        connection.sink.yield(.close(code: code, reason: reason))
+        connection.sink.finish()
+    }
+
+    /// The stored records of an account, newest first (for tests and tools).
+    public func records(of account: String, limit: Int = 100) async throws(StoreError) -> [CallRecord] {
+        try await store.records(of: account, limit: limit)
+    }
+}

@@ -1,0 +1,175 @@
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Signaling
+import Synchronization
+import UnixSignals
+
+/// The signaling server: WebSocket connections (Hummingbird) at path `/`, each feeding a
+/// shared `SignalingHub`, plus a timer service for deadlines.
+///
+/// `start()` binds and returns the port; `shutdown()` ends every call with a reason,
+/// stores their records, closes the connections and stops. `run(signals:)` serves until
+/// SIGINT or SIGTERM and shuts down the same way.
+public final class SignalingServer: Sendable {
+    public struct Configuration: Sendable {
+        public var host = "127.0.0.1"
+        /// 0 picks a free port (`start` returns it).
+        public var port = 0
+        public var limits = ConnectionGuard.Limits()
+        public var calls = CallRegistry.Configuration()
+        /// Largest WebSocket frame the transport reads; bigger ones close the connection
+        /// (1009). Messages under it but over `limits.maximumMessageSize` get an error reply.
+        public var maximumFrameSize = 1 << 21
+        /// Pending TCP connections the listener queues.
+        public var backlog = 4_096
+
+        public init() {}
+    }
+
+    public let hub: SignalingHub
+    private let configuration: Configuration
+    private let logger: Logger
+    private let state = ServerState()
+
+    /// Creates a server; nothing is bound until `start`.
+    public init(configuration: Configuration, authority: TokenAuthority, store: any CallStore, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+        hub = SignalingHub(authority: authority, store: store, limits: configuration.limits, registry: configuration.calls,
+                           logger: logger)
+    }
+
+    /// Binds and starts serving in the background.
+    ///
+    /// - Parameter signals: Signals that trigger a graceful shutdown (the CLI passes
+    ///   SIGINT and SIGTERM; tests none).
+    /// - Returns: The bound port.
+    /// - Throws: When the address cannot be bound (the error names it).
+    public func start(signals: [UnixSignal] = []) async throws -> Int {
+        let hub = self.hub
+        let router = Router(context: BasicWebSocketRequestContext.self)
+        router.ws("/") { _, _ in
+            .upgrade([:])
+        } onUpgrade: { inbound, outbound, _ in
+            try await Self.serve(inbound: inbound, outbound: outbound, hub: hub)
+        }
+        let bound = AsyncStream<Int>.makeStream()
+        let app = Application(
+            router: Router(),
+            server: .http1WebSocketUpgrade(
+                webSocketRouter: router,
+                configuration: .init(ws: .init(maxFrameSize: configuration.maximumFrameSize, autoPing: .enabled(timePeriod: .seconds(30))))
+            ),
+            configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port),
+                                                    serverName: "mediaengine", backlog: configuration.backlog),
+            onServerRunning: { channel in
+                bound.continuation.yield(channel.localAddress?.port ?? 0)
+                bound.continuation.finish()
+            },
+            logger: logger
+        )
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [.init(service: app), .init(service: HubTimer(hub: hub))],
+            gracefulShutdownSignals: signals,
+            logger: logger
+        ))
+        let task = Task {
+            defer { bound.continuation.finish() }
+            try await group.run()
+        }
+        state.set(group: group, task: task)
+        for await port in bound.stream { return port }
+        // The group ended before binding: report why.
+        try await task.value
+        throw StoreError("\(configuration.host):\(configuration.port): the server stopped before it was listening")
+    }
+
+    /// Waits until the server stops (after a signal or `shutdown`).
+    public func wait() async throws {
+        try await state.task?.value
+    }
+
+    /// Graceful shutdown; returns when the server has stopped.
+    public func shutdown() async {
+        guard let group = state.group else { return }
+        await group.triggerGracefulShutdown()
+        _ = try? await state.task?.value
+    }
+
+    /// One WebSocket connection: a writer draining the hub's queue for it, and this task
+    /// reading messages into the hub.
+    static func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, hub: SignalingHub) async throws {
+        let (stream, sink) = AsyncStream<OutboundMessage>.makeStream(bufferingPolicy: .bufferingOldest(SignalingHub.outboundQueueLimit))
+        guard let id = await hub.open(sink) else {
+            try await outbound.close(.goingAway, reason: "server shutting down")
+            return
+        }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    for await message in stream {
+                        switch message {
+                        case .text(let data):
+                            try await outbound.write(.text(String(decoding: data, as: UTF8.self)))
+                        case .close(let code, let reason):
+                            try await outbound.close(.init(codeNumber: Int(code)), reason: reason)
+                            return
+                        }
+                    }
+                } catch {
+                    // The peer went away; the reader sees it too.
+                }
+            }
+            group.addTask {
+                do {
+                    for try await message in inbound.messages(maxSize: Int.max) {
+                        switch message {
+                        case .text(let text): await hub.received(Data(text.utf8), from: id)
+                        case .binary(let buffer): await hub.received(Data(buffer.readableBytesView), from: id)
+                        }
+                    }
+                } catch {
+                    // A protocol error or an oversize frame: the transport closes the connection.
+                }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+        await hub.closed(id)
+    }
+}
+
+/// Ticks the hub's deadlines; on graceful shutdown, shuts the hub down first (the
+/// service group stops services in reverse order, so this runs while connections are up).
+struct HubTimer: Service {
+    let hub: SignalingHub
+
+    func run() async throws {
+        await withGracefulShutdownHandler {
+            while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                await hub.tick()
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        } onGracefulShutdown: {
+        }
+        await hub.shutdown()
+        // Let the writers flush the hangups and close frames before the listener stops.
+        try? await Task.sleep(for: .milliseconds(200))
+    }
+}
+
+/// The running group and task, set once by `start`.
+final class ServerState: Sendable {
+    private let lock = Mutex<(group: ServiceGroup?, task: Task<Void, any Error>?)>((nil, nil))
+
+    func set(group: ServiceGroup, task: Task<Void, any Error>) {
+        lock.withLock { $0 = (group, task) }
+    }
+
+    var group: ServiceGroup? { lock.withLock { $0.group } }
+    var task: Task<Void, any Error>? { lock.withLock { $0.task } }
+}
