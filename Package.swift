@@ -80,6 +80,8 @@ let package = Package(
                 "Signaling",
                 "MediaServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             path: "tools/mediaengine",
             swiftSettings: [.swiftLanguageMode(.v6)]
@@ -97,7 +99,7 @@ let package = Package(
         .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "Signaling"]),
         // Runs programs (the CLI, ffmpeg, GStreamer) for the CLI and interop tests.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: [.swiftLanguageMode(.v6)]),
-        .testTarget(name: "CLITests", dependencies: ["mediaengine", "MediaEngine", "TestSupport"]),
+        .testTarget(name: "CLITests", dependencies: ["mediaengine", "MediaEngine", "Signaling", "TestSupport"]),
         .testTarget(name: "InteropTests", dependencies: ["mediaengine", "MediaEngine", "TestSupport"]),
         .testTarget(name: "CModulesTests", dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2"]),
     ]

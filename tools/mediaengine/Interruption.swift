@@ -10,8 +10,12 @@ enum Interruption {
         let handler: @convention(c) (Int32) -> Void = { _ in Interruption.flag.store(true, ordering: .relaxed) }
         signal(SIGINT, handler)
         signal(SIGTERM, handler)
-        // A parent may have started us with these blocked (threads of test runners and some
-        // supervisors block them); unblock so Ctrl-C and SIGTERM reach the handler.
+        unblockSignals()
+    }
+
+    /// A parent may have started us with SIGINT and SIGTERM blocked (threads of test
+    /// runners and some supervisors block them); unblock them so they reach us.
+    static func unblockSignals() {
         var signals = sigset_t()
         sigemptyset(&signals)
         sigaddset(&signals, SIGINT)

@@ -1,11 +1,12 @@
 import ArgumentParser
 
 @main
-struct MediaEngineCLI: ParsableCommand {
+struct MediaEngineCLI: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mediaengine",
         abstract: "MediaEngine, a real-time media engine for Linux (Opus, VP8): command-line tools.",
         version: "0.1.0",
-        subcommands: [BenchCommand.self, SendCommand.self, ReceiveCommand.self, DevicesCommand.self, NetsimCommand.self, NetemCommand.self]
+        subcommands: [BenchCommand.self, SendCommand.self, ReceiveCommand.self, DevicesCommand.self, NetsimCommand.self, NetemCommand.self,
+                      ServerCommand.self, TokenCommand.self]
     )
 }

@@ -1,0 +1,114 @@
+import ArgumentParser
+import Foundation
+import Logging
+import MediaServer
+import UnixSignals
+
+struct ServerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "server",
+        abstract: "Run the signaling server: WebSocket logins with JWTs, P2P call setup, call records in SQLite.",
+        discussion: """
+        Clients connect to ws://HOST:PORT/ and log in with a token from `mediaengine token` (same secret file). \
+        The database is created on first start and migrated on every start. SIGINT or SIGTERM ends live calls \
+        (the parties are told, the records stored) and stops the server.
+        """
+    )
+
+    @Option(help: "Address to listen on.")
+    var host = "127.0.0.1"
+
+    @Option(help: "Port to listen on (0 picks a free one; the address is printed).")
+    var port = 8_080
+
+    @Option(help: "SQLite database file (created if missing).")
+    var db = "mediaengine.sqlite"
+
+    @Option(help: "File holding the token-signing secret (created with a random secret, mode 600, if missing).")
+    var secretFile = "mediaengine.secret"
+
+    @Option(help: "Seconds a call may ring before it is missed.")
+    var ringTimeout: Double = 45
+
+    @Option(help: "Seconds to run (default: until SIGINT or SIGTERM).")
+    var duration: Double?
+
+    func validate() throws {
+        guard (0...65_535).contains(port) else { throw ValidationError("--port \(port) is not a port number") }
+        guard ringTimeout > 0 && ringTimeout <= 3_600 else { throw ValidationError("--ring-timeout \(ringTimeout) must be within 0...3600 s") }
+        if let duration, !(duration > 0) { throw ValidationError("--duration \(duration) must be more than 0") }
+    }
+
+    func run() async throws {
+        let secret: ServerSecret
+        let store: SQLiteCallStore
+        do {
+            secret = try ServerSecret.load(path: secretFile, create: true)
+            store = try SQLiteCallStore(path: db)
+        } catch {
+            throw ValidationError(error.message)
+        }
+        var configuration = SignalingServer.Configuration()
+        configuration.host = host
+        configuration.port = port
+        configuration.calls.ringTimeout = .milliseconds(Int64(ringTimeout * 1_000))
+        var logger = Logger(label: "mediaengine.server")
+        logger.logLevel = .notice
+        let server = SignalingServer(configuration: configuration, authority: await TokenAuthority(secret: secret), store: store,
+                                     logger: logger)
+        Interruption.unblockSignals()
+        let bound: Int
+        do {
+            bound = try await server.start(signals: [.sigint, .sigterm])
+        } catch {
+            throw ValidationError("cannot listen on \(host):\(port): \(error)")
+        }
+        // Unbuffered: scripts and tests wait for this line to learn the port.
+        FileHandle.standardOutput.write(Data("listening on ws://\(host.contains(":") ? "[\(host)]" : host):\(bound)/\n".utf8))
+        if let duration {
+            Task {
+                try? await Task.sleep(for: .milliseconds(Int64(duration * 1_000)))
+                await server.shutdown()
+            }
+        }
+        try await server.wait()
+        let records = (try? await store.recordCount()) ?? 0
+        print("stopped; \(records) call records in \(db)")
+    }
+}
+
+struct TokenCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "token",
+        abstract: "Mint a login token (JWT, HS256) for an account, signed with the server's secret."
+    )
+
+    @Option(help: "The account the token logs in as.")
+    var account: String
+
+    @Option(help: "Seconds the token stays valid.")
+    var ttl: Double = 86_400
+
+    @Option(help: "The server's secret file.")
+    var secretFile = "mediaengine.secret"
+
+    func validate() throws {
+        guard ttl > 0 && ttl <= 10 * 365 * 86_400 else { throw ValidationError("--ttl \(ttl) must be within 0...315360000 s") }
+        guard !account.isEmpty && account.utf8.count <= 128 else { throw ValidationError("--account must be 1 to 128 bytes") }
+    }
+
+    func run() async throws {
+        let secret: ServerSecret
+        do {
+            secret = try ServerSecret.load(path: secretFile, create: false)
+        } catch {
+            throw ValidationError(error.message)
+        }
+        let authority = await TokenAuthority(secret: secret)
+        do {
+            print(try await authority.mint(account: account, lifetime: .milliseconds(Int64(ttl * 1_000))))
+        } catch {
+            throw ValidationError(error.message)
+        }
+    }
+}
