@@ -57,6 +57,48 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         try self.init(host: String(text[..<colon]), port: port)
     }
 
+    /// An address from its raw bytes in network order, as address attributes carry them
+    /// on the wire (STUN XOR-MAPPED-ADDRESS once un-XORed): 4 bytes for IPv4, 16 for IPv6.
+    ///
+    /// - Parameters:
+    ///   - bytes: The IP address, most significant byte first.
+    ///   - port: The UDP port.
+    /// - Returns: `nil` when `bytes` is neither 4 nor 16 bytes long or `port` is outside
+    ///   0...65535.
+    public init?(addressBytes bytes: some Collection<UInt8>, port: Int) {
+        guard (0...65_535).contains(port) else { return nil }
+        switch bytes.count {
+        case 4:
+            var address = sockaddr_in()
+            #if canImport(Darwin)
+            address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
+            #endif
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = UInt16(port).bigEndian
+            withUnsafeMutableBytes(of: &address.sin_addr) { $0.copyBytes(from: bytes) }
+            self.init(.v4(address))
+        case 16:
+            var address = sockaddr_in6()
+            #if canImport(Darwin)
+            address.sin6_len = UInt8(MemoryLayout<sockaddr_in6>.size)
+            #endif
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = UInt16(port).bigEndian
+            withUnsafeMutableBytes(of: &address.sin6_addr) { $0.copyBytes(from: bytes) }
+            self.init(.v6(address))
+        default:
+            return nil
+        }
+    }
+
+    /// The IP address's raw bytes in network order: 4 for IPv4, 16 for IPv6.
+    public var addressBytes: [UInt8] {
+        switch storage {
+        case .v4(let address): withUnsafeBytes(of: address.sin_addr) { Array($0) }
+        case .v6(let address): withUnsafeBytes(of: address.sin6_addr) { Array($0) }
+        }
+    }
+
     /// The UDP port.
     public var port: Int {
         switch storage {
