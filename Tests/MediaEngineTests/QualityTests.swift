@@ -35,4 +35,28 @@ import Testing
             }
         }
     }
+
+    @Test func trackedCorrelationFollowsAudioThatAJitterBufferShortenedAndStretched() {
+        var tones = ToneGenerator(.multiTone([313, 797, 1_231]))
+        let source = tones.clip(seconds: 2).samples
+        // 40 ms of delay, then 7 ms cut out at 0.6 s and 11 ms repeated at 1.2 s.
+        var played = [Int16](repeating: 0, count: 1_920) + source[0..<28_800]
+        played += source[29_136..<57_600]
+        played += source[57_072..<source.count]
+        let plain = source.withUnsafeBufferPointer { r in
+            played.withUnsafeBufferPointer { t in AudioQuality.correlation(reference: r, test: t, lag: 1_920, start: 0, count: 80_000) }
+        }
+        let tracked = source.withUnsafeBufferPointer { r in
+            played.withUnsafeBufferPointer { t in AudioQuality.trackedCorrelation(reference: r, test: t, testStart: 4_800, lagRange: 0...2_400) }
+        }
+        #expect(plain < 0.5, "one lag cannot fit both cuts: \(plain)")
+        #expect(tracked.correlation > 0.9, "the two blocks holding a cut match only in part: \(tracked.correlation)")
+        #expect(tracked.lag == 1_920 - 336 + 528, "the last block's lag includes both changes")
+        var noise = SeededRandom(seed: 5)
+        let unrelated = (0..<played.count).map { _ in Int16.random(in: -8_000...8_000, using: &noise) }
+        let none = source.withUnsafeBufferPointer { r in
+            unrelated.withUnsafeBufferPointer { t in AudioQuality.trackedCorrelation(reference: r, test: t, testStart: 4_800, lagRange: 0...960) }
+        }
+        #expect(none.correlation < 0.2, "noise does not correlate: \(none.correlation)")
+    }
 }

@@ -66,6 +66,40 @@ public enum AudioQuality {
         return 10 * log10(signal / noise)
     }
 
+    /// Correlation of audio that went through a jitter buffer, which shortens and stretches
+    /// it a little to follow the network: the test signal is cut into blocks, each block is
+    /// aligned on its own (the first searched over `lagRange`, the next within
+    /// `trackingRange` of the previous lag), and the blocks' correlations are averaged.
+    ///
+    /// - Parameters:
+    ///   - testStart: First test sample to use (skip the start-up).
+    ///   - blockSize: Samples per block (100 ms by default).
+    ///   - lagRange: Offsets of the reference against the test for the first block:
+    ///     `test[testStart + i]` is compared with `reference[testStart + i - lag]`.
+    /// - Returns: The mean correlation, and the lag of the last block (samples).
+    public static func trackedCorrelation(reference: UnsafeBufferPointer<Int16>, test: UnsafeBufferPointer<Int16>,
+                                          testStart: Int, blockSize: Int = 4_800, lagRange: ClosedRange<Int>,
+                                          trackingRange: Int = 480) -> (correlation: Double, lag: Int) {
+        var lag: Int?
+        var sum = 0.0
+        var blocks = 0
+        var position = testStart
+        while position + blockSize <= test.count {
+            let range = lag.map { max(lagRange.lowerBound, $0 - trackingRange)...min(lagRange.upperBound, $0 + trackingRange) } ?? lagRange
+            var best = (lag: range.lowerBound, score: -Double.infinity)
+            for candidate in range where position - candidate >= 0 && position - candidate + blockSize <= reference.count {
+                let score = correlation(reference: reference, test: test, lag: candidate, start: position - candidate, count: blockSize)
+                if score > best.score { best = (candidate, score) }
+            }
+            guard best.score > -Double.infinity else { break }
+            lag = best.lag
+            sum += best.score
+            blocks += 1
+            position += blockSize
+        }
+        return (blocks == 0 ? 0 : sum / Double(blocks), lag ?? 0)
+    }
+
     /// Indices `i` of the reference such that `i` and `i + lag` are valid.
     private static func overlap(_ referenceCount: Int, _ testCount: Int, lag: Int, start: Int, count: Int) -> Range<Int> {
         let lower = max(start, max(0, -lag))

@@ -168,7 +168,7 @@ public final class MediaReceiver {
     private var unknownStreamPackets = 0
 
     /// Binds one socket per distinct port on `host`.
-    public init(streams descriptions: [StreamDescription], host: String) throws {
+    public convenience init(streams descriptions: [StreamDescription], host: String) throws {
         var sockets: [UDPSocket] = []
         var byPort: [Int: Int] = [:]
         func socket(for port: Int) throws -> Int {
@@ -182,9 +182,38 @@ public final class MediaReceiver {
             streams.append(try Stream(description, rtpSocket: try socket(for: description.port),
                                       rtcpSocket: try socket(for: description.rtcpPort)))
         }
+        self.init(sockets: sockets, streams: streams)
+    }
+
+    /// Receives every stream on one socket the caller bound (bundled, RTCP muxed); the
+    /// descriptions' ports are not used.
+    public convenience init(streams descriptions: [StreamDescription], socket: UDPSocket) throws {
+        self.init(sockets: [socket], streams: try descriptions.map { try Stream($0, rtpSocket: 0, rtcpSocket: 0) })
+    }
+
+    private init(sockets: [UDPSocket], streams: [Stream]) {
         self.sockets = sockets
         self.streams = streams
         feedback = TransportFeedbackGenerator(configuration: TransportFeedbackGenerator.Configuration(senderSSRC: ssrc))
+    }
+
+    /// When set, STUN binding requests whose USERNAME is this token are answered (the
+    /// peer's connectivity check, which also measures its RTT); others are counted and dropped.
+    public var connectivityToken: String?
+    /// Connectivity checks answered and refused.
+    public private(set) var connectivityChecks = (answered: 0, refused: 0)
+
+    private func answerConnectivityCheck(_ datagram: UnsafeRawBufferPointer, socket: Int, from sender: SocketAddress) {
+        guard let token = connectivityToken, let request = try? STUNMessage(parsing: datagram),
+              request.type == .bindingRequest, request.username == token else {
+            connectivityChecks.refused += 1
+            return
+        }
+        let answer = STUNMessage(type: .bindingSuccess, transactionID: request.transactionID,
+                                 attributes: [.xorMappedAddress(sender)]).serialized()
+        if (try? answer.withUnsafeBytes({ try sockets[socket].send($0, to: sender) })) != nil {
+            connectivityChecks.answered += 1
+        }
     }
 
     /// The statistics so far.
@@ -283,6 +312,8 @@ public final class MediaReceiver {
                                       picture: &picture, audio: audio, video: video)
                     case .rtcp:
                         handleRTCP(datagram, socket: index, now: clock.now - start)
+                    case .stun:
+                        answerConnectivityCheck(UnsafeRawBufferPointer(datagram), socket: index, from: sender)
                     default:
                         unknownDatagrams += 1
                     }

@@ -39,6 +39,15 @@ public final class MediaSender {
         public var cname = "mediaengine"
         /// Local address to send from (port 0 picks one).
         public var localAddress: SocketAddress?
+        /// A bound socket to send from instead (one that already ran connectivity checks).
+        public var socket: UDPSocket?
+        /// Live mute, video pause, bitrate cap and keyframe requests.
+        public var controls: SenderControls?
+        /// Sees each captured audio frame as it will be sent (after muting), on the
+        /// sending thread: for level meters.
+        public var capturedAudio: ((AudioFrame) -> Void)?
+        /// Sees each captured picture before encoding, on the sending thread: for previews.
+        public var capturedVideo: ((VideoFrame) -> Void)?
 
         public init(audio: (any AudioSource)?, video: (any VideoSource)?, audioDestination: SocketAddress,
                     videoDestination: SocketAddress) {
@@ -111,6 +120,10 @@ public final class MediaSender {
     /// Feedback changed the estimate since the encoders last followed it.
     private var estimateUpdated = false
     private var roundTripTime: Duration = .milliseconds(100)
+    /// The live cap from `controls`, as last applied.
+    private var bitrateCap: Int?
+    /// Video was paused by `controls` at the last frame.
+    private var videoPaused = false
     private var reportInterval: RTCPInterval
     private var random = SystemRandomNumberGenerator()
 
@@ -118,7 +131,7 @@ public final class MediaSender {
         self.configuration = configuration
         let local = try configuration.localAddress
             ?? SocketAddress(host: configuration.audioDestination.isIPv6 ? "::" : "0.0.0.0", port: 0)
-        transport = try RTPTransport(socket: UDPSocket(bindTo: local), keying: configuration.keying)
+        transport = try RTPTransport(socket: configuration.socket ?? UDPSocket(bindTo: local), keying: configuration.keying)
         var random = SystemRandomNumberGenerator()
         func rtcp(_ address: SocketAddress) -> SocketAddress {
             configuration.rtcpMux ? address : address.with(port: address.port + 1)
@@ -205,6 +218,10 @@ public final class MediaSender {
             }
             if audioLive && nextAudio <= elapsed, let source = configuration.audio, let opus, let stream = audioStream {
                 if readAudio(source, into: &audioFrame) {
+                    if configuration.controls?.current.audioMuted == true {
+                        for index in audioFrame.samples.indices { audioFrame.samples[index] = 0 }
+                    }
+                    configuration.capturedAudio?(audioFrame)
                     try sendAudio(audioFrame, index: audioIndex, encoder: opus, stream: stream, now: elapsed)
                     // A sender report right behind the first packet gives receivers the
                     // RTP/NTP mapping from the start (ffmpeg derives timing from it).
@@ -218,11 +235,21 @@ public final class MediaSender {
             }
             if videoLive && nextVideo <= elapsed, let source = configuration.video, let vp8, let stream = videoStream {
                 if readVideo(source, into: &videoFrame) {
-                    let keyframe = forceKeyframe || videoIndex == 0
-                    forceKeyframe = false
-                    if keyframe { responder?.keyframeSent(now: elapsed) }
-                    try sendVideo(videoFrame, index: videoIndex, keyframe: keyframe, encoder: vp8, stream: stream,
-                                  buffer: &encoded, now: elapsed)
+                    configuration.capturedVideo?(videoFrame)
+                    let controls = configuration.controls?.current ?? SenderControls.State()
+                    if configuration.controls?.takeKeyframeRequest() == true { forceKeyframe = true }
+                    try applyBitrateCap(controls.maximumVideoBitrate)
+                    if controls.videoPaused {
+                        // Resuming starts with a keyframe: the receiver's decoder lost its references.
+                        videoPaused = true
+                    } else {
+                        let keyframe = forceKeyframe || videoIndex == 0 || videoPaused
+                        forceKeyframe = false
+                        videoPaused = false
+                        if keyframe { responder?.keyframeSent(now: elapsed) }
+                        try sendVideo(videoFrame, index: videoIndex, keyframe: keyframe, encoder: vp8, stream: stream,
+                                      buffer: &encoded, now: elapsed)
+                    }
                     if videoIndex == 0 { try sendReports(for: [stream], now: elapsed, goodbye: false) }
                     videoIndex += 1
                 } else {
@@ -241,6 +268,21 @@ public final class MediaSender {
 
     private func liveStreams(audio: Bool, video: Bool) -> [RTPSendStream] {
         (audio ? [audioStream] : []).compactMap { $0 } + (video ? [videoStream] : []).compactMap { $0 }
+    }
+
+    /// The highest VP8 bitrate allowed now: the configured one, or a lower live cap.
+    private var videoCeiling: Int {
+        min(configuration.videoBitrate, bitrateCap ?? .max)
+    }
+
+    /// Applies a changed live bitrate cap at once (the estimate may be above it).
+    private func applyBitrateCap(_ cap: Int?) throws {
+        let cap = cap.map { max(50_000, $0) }
+        guard cap != bitrateCap, let vp8 else { return }
+        bitrateCap = cap
+        // Under an estimate, a lower cap applies now and a higher one with the next feedback.
+        try vp8.setBitrate(followsEstimate ? min(videoCeiling, vp8.configuration.bitrate) : videoCeiling)
+        statistics.videoBitrate = vp8.configuration.bitrate
     }
 
     /// Reads the next audio frame; false at the end of the source or when it failed,
@@ -321,7 +363,7 @@ public final class MediaSender {
         statistics.targetBitrate = target
         let audioRate = configuration.audio != nil ? configuration.audioBitrate : 0
         if let vp8 {
-            let video = min(configuration.videoBitrate, max(50_000, target - audioRate))
+            let video = min(videoCeiling, max(50_000, target - audioRate))
             if abs(video - vp8.configuration.bitrate) * 20 >= vp8.configuration.bitrate {
                 try vp8.setBitrate(video)
             }

@@ -1,0 +1,280 @@
+import Foundation
+import Synchronization
+
+/// The media of one P2P call: our audio (and video) to the peer, the peer's back to us,
+/// each direction an SRTP session under its sender's own key (SDES-style: each side
+/// announces its key and where it listens through signaling).
+///
+/// Sockets: one to receive on (its address is a candidate in `local`), one to send from.
+/// `start(remote:)` starts the receiver at once (it also answers the peer's STUN checks),
+/// then checks connectivity to the peer's candidates with STUN binding requests (which
+/// measure the first RTT), then sends. Two threads: receive (jitter buffers, decoding,
+/// feedback) and send (capture pacing, encoding, answering feedback). Events come from
+/// both threads through `events`; keep the handler short.
+public final class MediaSession: Sendable {
+    /// What one side announces: where it receives, its SRTP key, the SSRCs it sends
+    /// from, and the token its receiver answers STUN checks for. Holds a key: never print.
+    public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
+        public var candidates: [SocketAddress]
+        public var keying: SRTPKeyingMaterial
+        public var audioSSRC: UInt32
+        public var videoSSRC: UInt32?
+        public var checkToken: String
+
+        public init(candidates: [SocketAddress], keying: SRTPKeyingMaterial, audioSSRC: UInt32, videoSSRC: UInt32?, checkToken: String) {
+            self.candidates = candidates
+            self.keying = keying
+            self.audioSSRC = audioSSRC
+            self.videoSSRC = videoSSRC
+            self.checkToken = checkToken
+        }
+
+        public var description: String { "Endpoint(\(candidates), key redacted)" }
+    }
+
+    public struct Configuration {
+        public var audio: any AudioSource
+        public var video: (any VideoSource)?
+        /// Where remote audio plays (nil: nowhere; `remoteAudio` still sees it).
+        public var audioSink: (any AudioSink)?
+        /// Address to bind; "0.0.0.0" offers every IPv4 interface as a candidate.
+        public var host = "0.0.0.0"
+        public var audioBitrate = 32_000
+        public var videoBitrate = 800_000
+        public var profile: SRTPProfile = .aesCM128HMACSHA1_80
+        /// Longest wait for a STUN answer from the peer.
+        public var connectTimeout: Duration = .seconds(10)
+        /// No media from the peer for this long: `disconnected`.
+        public var mediaTimeout: Duration = .seconds(10)
+        /// Sees every block of decoded remote audio, on the receive thread.
+        public var remoteAudio: (@Sendable (UnsafeBufferPointer<Int16>) -> Void)?
+
+        public init(audio: any AudioSource, video: (any VideoSource)?) {
+            self.audio = audio
+            self.video = video
+        }
+    }
+
+    public enum Event: Sendable {
+        /// The peer answered a connectivity check; media flows.
+        case connected(remote: SocketAddress, roundTripTime: Duration)
+        /// No candidate answered within `connectTimeout`.
+        case connectFailed(String)
+        /// Media from the peer stopped for `mediaTimeout`.
+        case disconnected(String)
+        /// Once a second: what arrived so far.
+        case statistics(MediaReceiver.Statistics)
+        case remoteVideoFrame(VideoFrame)
+        case localVideoFrame(VideoFrame)
+        /// Level of the audio being sent (after mute), 0...1 (RMS of full scale).
+        case localAudioLevel(Double)
+        /// Level of the audio being played, 0...1.
+        case remoteAudioLevel(Double)
+    }
+
+    /// Final figures of both directions.
+    public struct Summary: Sendable {
+        public var sent: MediaSender.Statistics?
+        public var received: MediaReceiver.Statistics?
+        public var connectivity: ConnectivityCheck.Result?
+        /// Why a direction stopped early, if one did.
+        public var failure: String?
+    }
+
+    /// What to announce to the peer.
+    public let local: Endpoint
+    /// Live mute, video pause and bitrate cap.
+    public let controls = SenderControls()
+
+    private let receiveSocket: UDPSocket
+    private let sendSocket: UDPSocket
+    private let parts: Parts
+    private let stopping = Atomic<Bool>(false)
+    private let state = Mutex(State())
+
+    struct State {
+        var started = false
+        var summary = Summary()
+        var threads = 0
+    }
+
+    /// The sources and sinks, handed from the caller's thread to the session's two
+    /// threads: the sender thread alone uses `audio` and `video`, the receiver thread alone
+    /// `audioSink`; `start` runs once. That single ownership is what makes this safe.
+    final class Parts: @unchecked Sendable {
+        let configuration: Configuration
+        init(_ configuration: Configuration) { self.configuration = configuration }
+    }
+
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// Binds both sockets and draws this side's key, SSRCs and check token.
+    /// - Throws: `TransportError` when `host` cannot be bound.
+    public init(configuration: Configuration) throws {
+        parts = Parts(configuration)
+        receiveSocket = try UDPSocket(bindTo: SocketAddress(host: configuration.host, port: 0))
+        sendSocket = try UDPSocket(bindTo: SocketAddress(host: configuration.host, port: 0))
+        let port = receiveSocket.localAddress.port
+        let hosts = configuration.host == "0.0.0.0" ? LocalAddresses.ipv4() : [receiveSocket.localAddress.host]
+        var random = SystemRandomNumberGenerator()
+        let token = (0..<16).map { _ in String(UInt8.random(in: 0...255, using: &random), radix: 16) }.joined()
+        local = Endpoint(candidates: try hosts.map { try SocketAddress(host: $0, port: port) },
+                         keying: SRTPKeyingMaterial.random(profile: configuration.profile),
+                         audioSSRC: UInt32.random(in: 1 ... .max, using: &random),
+                         videoSSRC: configuration.video == nil ? nil : UInt32.random(in: 1 ... .max, using: &random),
+                         checkToken: token)
+    }
+
+    /// Starts both directions toward `remote`; returns at once. Call once.
+    ///
+    /// - Parameter events: Gets every event, on the session's threads.
+    public func start(remote: Endpoint, events: @escaping @Sendable (Event) -> Void) throws {
+        let alreadyStarted = state.withLock { state in
+            defer { state.started = true }
+            return state.started
+        }
+        guard !alreadyStarted else { return }
+        var streams = [MediaReceiver.StreamDescription(kind: .audio, payloadType: 111, clockRate: 48_000, port: 0, rtcpPort: 0,
+                                                       keying: remote.keying, ssrc: remote.audioSSRC, transportSequenceExtensionID: 3)]
+        if let video = remote.videoSSRC {
+            streams.append(MediaReceiver.StreamDescription(kind: .video, payloadType: 96, clockRate: 90_000, port: 0, rtcpPort: 0,
+                                                           keying: remote.keying, ssrc: video, transportSequenceExtensionID: 3))
+        }
+        let receiver = try MediaReceiver(streams: streams, socket: receiveSocket)
+        receiver.connectivityToken = local.checkToken
+        let box = ReceiverBox(receiver)
+        state.withLock { $0.threads = 2 }
+        Thread.detachNewThread { [self] in
+            receive(box.receiver, events: events)
+            threadEnded()
+        }
+        Thread.detachNewThread { [self] in
+            send(remote: remote, events: events)
+            threadEnded()
+        }
+    }
+
+    /// The receiver, handed to the receive thread alone.
+    final class ReceiverBox: @unchecked Sendable {
+        let receiver: MediaReceiver
+        init(_ receiver: MediaReceiver) { self.receiver = receiver }
+    }
+
+    private func threadEnded() {
+        let last = state.withLock { state in
+            state.threads -= 1
+            return state.threads == 0
+        }
+        if last { finished.signal() }
+    }
+
+    private func receive(_ receiver: MediaReceiver, events: @escaping @Sendable (Event) -> Void) {
+        let configuration = parts.configuration
+        var lastPackets = 0
+        var lastProgress = Duration.zero
+        var timedOut = false
+        var level = LevelMeter()
+        do {
+            let statistics = try receiver.run(duration: nil, stop: { [self] in stopping.load(ordering: .relaxed) }, audio: { pcm in
+                configuration.remoteAudio?(pcm)
+                try configuration.audioSink?.write(pcm)
+                if let value = level.add(pcm) { events(.remoteAudioLevel(value)) }
+            }, video: { frame in
+                events(.remoteVideoFrame(frame))
+            }, report: { [self] elapsed, statistics in
+                events(.statistics(statistics))
+                let packets = statistics.streams.reduce(0) { $0 + $1.packetsReceived }
+                if packets != lastPackets {
+                    lastPackets = packets
+                    lastProgress = elapsed
+                } else if !timedOut, elapsed - lastProgress >= configuration.mediaTimeout {
+                    timedOut = true
+                    events(.disconnected("no media from the peer for \(configuration.mediaTimeout)"))
+                }
+                _ = self
+            })
+            state.withLock { $0.summary.received = statistics }
+            if !stopping.load(ordering: .relaxed) && !timedOut {
+                events(.disconnected("the peer ended its media (RTCP BYE)"))
+            }
+        } catch {
+            state.withLock { $0.summary.failure = "receive: \(error)" }
+        }
+    }
+
+    private func send(remote: Endpoint, events: @escaping @Sendable (Event) -> Void) {
+        let configuration = parts.configuration
+        do {
+            guard let result = try ConnectivityCheck.run(socket: sendSocket, candidates: remote.candidates, token: remote.checkToken,
+                                                         timeout: configuration.connectTimeout,
+                                                         stop: { [self] in stopping.load(ordering: .relaxed) }) else {
+                if !stopping.load(ordering: .relaxed) {
+                    events(.connectFailed("no answer from \(remote.candidates.map(\.description).joined(separator: ", ")) "
+                        + "within \(configuration.connectTimeout)"))
+                }
+                stopping.store(true, ordering: .relaxed)
+                return
+            }
+            state.withLock { $0.summary.connectivity = result }
+            events(.connected(remote: result.remote, roundTripTime: result.roundTripTime))
+            var settings = MediaSender.Configuration(audio: configuration.audio, video: configuration.video,
+                                                     audioDestination: result.remote, videoDestination: result.remote)
+            settings.rtcpMux = true
+            settings.keying = local.keying
+            settings.audioSSRC = local.audioSSRC
+            settings.videoSSRC = local.videoSSRC
+            settings.audioBitrate = configuration.audioBitrate
+            settings.videoBitrate = configuration.videoBitrate
+            settings.socket = sendSocket
+            settings.controls = controls
+            var level = LevelMeter()
+            settings.capturedAudio = { frame in
+                if let value = frame.samples.withUnsafeBufferPointer({ level.add($0) }) { events(.localAudioLevel(value)) }
+            }
+            settings.capturedVideo = { frame in events(.localVideoFrame(frame)) }
+            let sender = try MediaSender(configuration: settings)
+            let statistics = try sender.run(duration: nil, stop: { [self] in stopping.load(ordering: .relaxed) })
+            state.withLock { $0.summary.sent = statistics }
+        } catch {
+            state.withLock { $0.summary.failure = "send: \(error)" }
+        }
+    }
+
+    /// Stops both directions (BYE is sent, the jitter buffers drain) and returns the figures.
+    /// Safe to call more than once and before `start`.
+    @discardableResult
+    public func stop() -> Summary {
+        stopping.store(true, ordering: .relaxed)
+        let running = state.withLock { $0.started && $0.threads > 0 }
+        if running { finished.wait() }
+        return state.withLock { $0.summary }
+    }
+
+    /// Waits until both directions have ended on their own (a source ran out, or the
+    /// connectivity check failed), without stopping them.
+    public func wait() -> Summary {
+        let running = state.withLock { $0.started && $0.threads > 0 }
+        if running {
+            finished.wait()
+            finished.signal()
+        }
+        return state.withLock { $0.summary }
+    }
+}
+
+/// RMS level over 100 ms blocks, 0...1 of full scale.
+struct LevelMeter {
+    private var sum = 0.0
+    private var count = 0
+
+    mutating func add(_ samples: UnsafeBufferPointer<Int16>) -> Double? {
+        for sample in samples { sum += Double(sample) * Double(sample) }
+        count += samples.count
+        guard count >= 4_800 else { return nil }
+        defer {
+            sum = 0
+            count = 0
+        }
+        return (sum / Double(count)).squareRoot() / 32_768
+    }
+}

@@ -1,0 +1,167 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import MediaEngine
+
+/// Two P2P media sessions on loopback, as a call's two ends use them.
+@Suite(.serialized) struct MediaSessions {
+    /// Everything one side saw.
+    final class Collected: Sendable {
+        struct Seen {
+            var audio: [Int16] = []
+            var frames: [VideoFrame] = []
+            var connected: (remote: SocketAddress, rtt: Duration)?
+            var failures: [String] = []
+            var disconnected: [String] = []
+            var remoteLevels: [Double] = []
+            var localFrames = 0
+        }
+
+        let seen = Mutex(Seen())
+
+        func handle(_ event: MediaSession.Event) {
+            seen.withLock { seen in
+                switch event {
+                case .connected(let remote, let rtt): seen.connected = (remote, rtt)
+                case .connectFailed(let why): seen.failures.append(why)
+                case .disconnected(let why): seen.disconnected.append(why)
+                case .remoteVideoFrame(let frame): if seen.frames.count < 200 { seen.frames.append(frame) }
+                case .localVideoFrame: seen.localFrames += 1
+                case .remoteAudioLevel(let level): seen.remoteLevels.append(level)
+                case .statistics, .localAudioLevel: break
+                }
+            }
+        }
+
+        var snapshot: Seen { seen.withLock { $0 } }
+    }
+
+    func session(audio: String, video: String?, collected: Collected, tweak: (inout MediaSession.Configuration) -> Void = { _ in })
+        throws -> MediaSession {
+        var configuration = MediaSession.Configuration(audio: try MediaSources.audio(audio),
+                                                       video: try video.map { try MediaSources.video($0) })
+        configuration.host = "127.0.0.1"
+        configuration.remoteAudio = { pcm in collected.seen.withLock { $0.audio.append(contentsOf: pcm) } }
+        tweak(&configuration)
+        return try MediaSession(configuration: configuration)
+    }
+
+    @Test func twoSessionsExchangeAudioAndVideoWithQualityIntact() throws {
+        let atA = Collected()
+        let atB = Collected()
+        let a = try session(audio: "tones:440,1000", video: "testsrc:320x240@15", collected: atA)
+        let b = try session(audio: "sine:660", video: "testsrc:320x240@15", collected: atB)
+        #expect(a.local.candidates == [try SocketAddress(host: "127.0.0.1", port: a.local.candidates[0].port)])
+        try b.start(remote: a.local) { atB.handle($0) }
+        try a.start(remote: b.local) { atA.handle($0) }
+        Thread.sleep(forTimeInterval: 3)
+        let summaryA = a.stop()
+        let summaryB = b.stop()
+
+        let seenA = atA.snapshot
+        let seenB = atB.snapshot
+        let rttA = try #require(seenA.connected?.rtt)
+        #expect(rttA < .milliseconds(50), "STUN round trip on loopback: \(rttA)")
+        #expect(seenB.connected != nil && seenA.failures.isEmpty && seenB.failures.isEmpty)
+        #expect(summaryA.failure == nil && summaryB.failure == nil, "\(summaryA.failure ?? "") \(summaryB.failure ?? "")")
+
+        // Audio A -> B: the two-tone source, correlated after finding the lag.
+        var tones = ToneGenerator(.multiTone([440, 1_000]))
+        var reference: [Int16] = []
+        while reference.count < 48_000 * 3 { reference += tones.nextFrame().samples }
+        #expect(seenB.audio.count > 48_000 * 2, "\(seenB.audio.count) samples played")
+        let correlation = reference.withUnsafeBufferPointer { ref in
+            seenB.audio.withUnsafeBufferPointer { test in
+                AudioQuality.trackedCorrelation(reference: ref, test: test, testStart: 24_000, lagRange: -2_400...2_400).correlation
+            }
+        }
+        #expect(correlation >= 0.9, "audio correlation \(correlation)")
+        let frequency = seenA.audio.dropFirst(9_600).withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
+        #expect(abs((frequency ?? 0) - 660) < 3, "B -> A tone \(frequency ?? 0) Hz")
+
+        // Video A -> B: each received picture matched to the source picture it came from.
+        var pattern = TestPattern(width: 320, height: 240, frameRate: 15)
+        let sources = (0..<60).map { _ in pattern.nextFrame() }
+        let sentFrames = summaryA.sent?.videoFrames ?? 0
+        #expect(seenB.frames.count >= sentFrames * 8 / 10, "\(seenB.frames.count) of \(sentFrames) frames")
+        let psnrs = seenB.frames.prefix(40).map { frame in sources.map { VideoQuality.psnr($0, frame) }.max() ?? 0 }
+        let meanPSNR = psnrs.reduce(0, +) / Double(max(1, psnrs.count))
+        #expect(meanPSNR >= 30, "mean PSNR \(meanPSNR) dB")
+        #expect(seenA.localFrames > 0, "the local preview sees captured frames")
+        print("media session: rtt \(rttA), audio correlation \(correlation), video \(seenB.frames.count)/\(sentFrames) frames, PSNR \(meanPSNR) dB")
+    }
+
+    @Test func aPeerThatNeverAnswersFailsToConnectInBoundedTime() throws {
+        let seen = Collected()
+        let a = try session(audio: "sine:440", video: nil, collected: seen) { $0.connectTimeout = .milliseconds(500) }
+        let silent = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
+        defer { silent.close() }
+        let remote = MediaSession.Endpoint(candidates: [silent.localAddress], keying: .random(), audioSSRC: 1, videoSSRC: nil,
+                                           checkToken: "nobody")
+        let started = ContinuousClock.now
+        try a.start(remote: remote) { seen.handle($0) }
+        let summary = a.wait()
+        #expect(ContinuousClock.now - started < .seconds(3))
+        #expect(seen.snapshot.failures.first?.contains("no answer from 127.0.0.1:\(silent.localAddress.port)") == true)
+        #expect(summary.sent == nil, "nothing is sent to a peer that never answered")
+    }
+
+    @Test func aPeerThatHangsUpEndsItsMediaWithBYE() throws {
+        let atA = Collected()
+        let atB = Collected()
+        let a = try session(audio: "sine:440", video: nil, collected: atA)
+        let b = try session(audio: "sine:660", video: nil, collected: atB)
+        try b.start(remote: a.local) { atB.handle($0) }
+        try a.start(remote: b.local) { atA.handle($0) }
+        Thread.sleep(forTimeInterval: 1)
+        b.stop()
+        let deadline = Date().addingTimeInterval(5)
+        while atA.snapshot.disconnected.isEmpty && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        a.stop()
+        #expect(atA.snapshot.disconnected.first?.contains("BYE") == true, "\(atA.snapshot.disconnected)")
+    }
+
+    @Test func aPeerThatVanishesIsReportedAfterTheMediaTimeout() throws {
+        let atA = Collected()
+        let atB = Collected()
+        let a = try session(audio: "sine:440", video: nil, collected: atA) { $0.mediaTimeout = .seconds(1) }
+        let b = try session(audio: "sine:660", video: nil, collected: atB)
+        // B reaches A through a proxy; stopping the proxy cuts B's media off without a BYE,
+        // as a crashed peer or a dead network would.
+        let proxy = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0), forward: a.local.candidates[0],
+                                           settings: ImpairmentSettings())
+        try proxy.start()
+        var throughProxy = a.local
+        throughProxy.candidates = [proxy.localAddress]
+        try b.start(remote: throughProxy) { atB.handle($0) }
+        try a.start(remote: b.local) { atA.handle($0) }
+        Thread.sleep(forTimeInterval: 1)
+        #expect(atB.snapshot.connected != nil, "connectivity checks pass through the proxy")
+        proxy.stop()
+        let cut = Date()
+        while atA.snapshot.disconnected.isEmpty && Date() < cut.addingTimeInterval(5) { Thread.sleep(forTimeInterval: 0.05) }
+        let waited = Date().timeIntervalSince(cut)
+        a.stop()
+        b.stop()
+        #expect(atA.snapshot.disconnected.first?.contains("no media from the peer for 1.0 seconds") == true, "\(atA.snapshot.disconnected)")
+        #expect(waited < 3, "reported \(waited) s after the cut")
+    }
+
+    @Test func muteSendsSilence() throws {
+        let atA = Collected()
+        let atB = Collected()
+        let a = try session(audio: "sine:440", video: nil, collected: atA)
+        let b = try session(audio: "sine:660", video: nil, collected: atB)
+        try b.start(remote: a.local) { atB.handle($0) }
+        try a.start(remote: b.local) { atA.handle($0) }
+        Thread.sleep(forTimeInterval: 1)
+        let before = atB.snapshot.remoteLevels.last ?? 0
+        a.controls.update { $0.audioMuted = true }
+        Thread.sleep(forTimeInterval: 1)
+        let after = atB.snapshot.remoteLevels.last ?? 1
+        a.stop()
+        b.stop()
+        #expect(before > 0.2, "a full-scale-ish sine is loud: \(before)")
+        #expect(after < 0.01, "muted: \(after)")
+    }
+}
