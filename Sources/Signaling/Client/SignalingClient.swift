@@ -60,7 +60,7 @@ public actor SignalingClient {
     /// - Returns: The `ok` reply's body as `Result`.
     /// - Throws: The server's `SignalingError` for an `error` reply; `.serverUnavailable`
     ///   when the connection is closed or closes first; `.requestTimeout` after `timeout`.
-    public func request<Body: Encodable & Sendable, Result: Decodable>(_ type: String, _ body: Body, as result: Result.Type,
+    public func request<Body: Encodable & Sendable, Result: Decodable & Sendable>(_ type: String, _ body: Body, as result: Result.Type,
                                                                        timeout: Duration = .seconds(10))
         async throws(SignalingError) -> Result {
         guard !ended else { throw SignalingError(.serverUnavailable, "\(type): the signaling connection is closed") }

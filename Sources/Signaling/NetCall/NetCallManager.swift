@@ -1,0 +1,334 @@
+import Foundation
+import Logging
+import MediaEngine
+import Synchronization
+
+/// P2P calls with the semantics of NIM's `NIMNetCallManager`: start, response, control,
+/// hangup, and events for all of it, over the project's signaling server, with the media
+/// of the call (`MediaSession`) wired in: connectivity, SRTP keys, statistics, frames.
+///
+/// One call at a time. Requests throw the server's `SignalingError` (busy, callee offline,
+/// handled elsewhere, ...). When the signaling connection drops, the manager reconnects
+/// and logs in again as the same device; the media of a live call keeps flowing
+/// meanwhile, and the server keeps the call for its reconnect grace.
+public actor NetCallManager {
+    public struct Configuration: Sendable {
+        /// `ws://HOST:PORT/`.
+        public var server: String
+        /// A login token (JWT). Never logged.
+        public var token: String
+        /// This device's name; a reconnect uses the same one.
+        public var device: String
+        /// Builds the media configuration of each call.
+        public var media: MediaSessionFactory
+        /// Reconnect after a dropped connection.
+        public var reconnect = true
+        public var requestTimeout: Duration = .seconds(10)
+        /// Level above which the peer counts as speaking (0...1 RMS of full scale).
+        public var speakingThreshold = 0.02
+
+        public init(server: String, token: String, device: String = "default", media: @escaping MediaSessionFactory) {
+            self.server = server
+            self.token = token
+            self.device = device
+            self.media = media
+        }
+    }
+
+    struct Call {
+        var id: UInt64
+        var peer: String
+        var type: CallType
+        var session: MediaSession
+        var hangupRequested = false
+    }
+
+    public let configuration: Configuration
+    /// Every event, in order; one reader.
+    public nonisolated let events: AsyncStream<NetCallEvent>
+    private let emit: AsyncStream<NetCallEvent>.Continuation
+    private var client: SignalingClient?
+    private var call: Call?
+    private var invitations: [UInt64: Event.Receive] = [:]
+    private var closing = false
+    private let logger = Logger(label: "mediaengine.netcall")
+    /// The account the token logged in as.
+    public private(set) var account: String?
+
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+        (events, emit) = AsyncStream<NetCallEvent>.makeStream(bufferingPolicy: .bufferingNewest(4_096))
+    }
+
+    /// The call in progress, if any; 0 while `start` has not returned its ID.
+    public var currentCallID: UInt64? { call?.id }
+    /// The current call's media, for its statistics and controls.
+    public var currentSession: MediaSession? { call?.session }
+
+    // MARK: Connection
+
+    /// Connects and logs in.
+    /// - Throws: `SignalingError`: the server cannot be reached, or the token is refused.
+    @discardableResult
+    public func login() async throws(SignalingError) -> Reply.Login {
+        let client = try await SignalingClient.connect(url: configuration.server, timeout: configuration.requestTimeout)
+        let reply: Reply.Login
+        do {
+            reply = try await client.request(MessageType.login, Request.Login(token: configuration.token, device: configuration.device),
+                                             as: Reply.Login.self, timeout: configuration.requestTimeout)
+        } catch {
+            await client.close()
+            throw error
+        }
+        account = reply.account
+        self.client = client
+        Task { await self.pump(client) }
+        return reply
+    }
+
+    /// Ends any call, and closes the connection for good.
+    public func logout() async {
+        closing = true
+        if let call { try? await hangup(callID: call.id) }
+        await stopMedia()
+        await client?.close()
+        client = nil
+        emit.finish()
+    }
+
+    private func pump(_ client: SignalingClient) async {
+        for await event in client.events { await handle(event) }
+        guard !closing, self.client === client else { return }
+        self.client = nil
+        emit.yield(.connectionLost(client.connection.closure?.reason ?? "connection closed"))
+        guard configuration.reconnect else { return }
+        var backoff = Duration.milliseconds(200)
+        while !closing {
+            try? await Task.sleep(for: backoff)
+            do {
+                try await login()
+                emit.yield(.reconnected)
+                return
+            } catch {
+                logger.info("reconnect failed: \(error.message)")
+                backoff = min(backoff * 2, .seconds(5))
+            }
+        }
+    }
+
+    private func request<Body: Encodable & Sendable, Result: Decodable & Sendable>(_ type: String, _ body: Body, as result: Result.Type)
+        async throws(SignalingError) -> Result {
+        guard let client else { throw SignalingError(.serverUnavailable, "\(type): not connected to the server") }
+        return try await client.request(type, body, as: result, timeout: configuration.requestTimeout)
+    }
+
+    // MARK: Requests
+
+    /// Calls `callee`; returns the call's ID. The media starts when the callee accepts.
+    public func start(callee: String, type: CallType, option: CallOption = CallOption()) async throws(SignalingError) -> UInt64 {
+        guard call == nil else { throw SignalingError(.busy, "start: already in call \(call!.id)") }
+        let session = try makeSession(type: type, quality: option.videoQuality)
+        call = Call(id: 0, peer: callee, type: type, session: session)
+        let reply: Reply.Start
+        do {
+            reply = try await request(MessageType.start, Request.Start(callee: callee, type: type, option: option,
+                                                                     media: MediaEndpoint(session.local)), as: Reply.Start.self)
+        } catch {
+            call = nil
+            await stop(session)
+            throw error
+        }
+        if call?.session === session { call?.id = reply.callID }
+        return reply.callID
+    }
+
+    /// Answers an invitation. Accepting starts the media with the caller.
+    public func response(callID: UInt64, accept: Bool) async throws(SignalingError) {
+        guard let invitation = invitations[callID] else {
+            throw SignalingError(.callNotFound, "response: no invitation \(callID)")
+        }
+        guard accept else {
+            _ = try await request(MessageType.response, Request.Response(callID: callID, accept: false, media: nil), as: Reply.Response.self)
+            invitations[callID] = nil
+            return
+        }
+        guard call == nil else { throw SignalingError(.busy, "response: already in call \(call!.id)") }
+        let session = try makeSession(type: invitation.type, quality: invitation.option.videoQuality)
+        call = Call(id: callID, peer: invitation.from, type: invitation.type, session: session)
+        do throws(SignalingError) {
+            let reply = try await request(MessageType.response, Request.Response(callID: callID, accept: true, media: MediaEndpoint(session.local)),
+                                          as: Reply.Response.self)
+            invitations[callID] = nil
+            guard let media = reply.media else { throw SignalingError(.invalidRequest, "response: the server sent no caller media") }
+            try startMedia(session, remote: media, callID: callID, peer: invitation.from)
+        } catch {
+            if call?.session === session { call = nil }
+            await stop(session)
+            throw error
+        }
+    }
+
+    /// Sends a control notification to the peer.
+    public func control(callID: UInt64, _ control: CallControl) async throws(SignalingError) {
+        _ = try await request(MessageType.control, Request.Control(callID: callID, control: control), as: Reply.Empty.self)
+    }
+
+    /// Ends a call; `callID` 0 ends the current one even before `start` returned its ID.
+    public func hangup(callID: UInt64 = 0) async throws(SignalingError) {
+        let id = callID == 0 ? (call?.id ?? 0) : callID
+        if call != nil, id == call?.id || id == 0 { call?.hangupRequested = true }
+        defer { Task { await self.endIfHungUp() } }
+        _ = try await request(MessageType.hangup, Request.Hangup(callID: id), as: Reply.Empty.self)
+    }
+
+    private func endIfHungUp() async {
+        guard let call, call.hangupRequested, call.id != 0 else { return }
+        await stopMedia()
+    }
+
+    // MARK: In-call controls
+
+    /// Sends silence instead of the microphone (or the microphone again).
+    public func setMute(_ muted: Bool) {
+        call?.session.controls.update { $0.audioMuted = muted }
+    }
+
+    /// Stops sending video while keeping the camera (or sends it again, from a keyframe).
+    public func setCameraDisabled(_ disabled: Bool) {
+        call?.session.controls.update { $0.videoPaused = disabled }
+    }
+
+    /// Caps the video bitrate below the quality preset's (nil removes the cap).
+    public func setVideoMaxEncodeBitrate(_ bitrate: Int?) {
+        call?.session.controls.update { $0.maximumVideoBitrate = bitrate }
+    }
+
+    // MARK: Events
+
+    private func handle(_ event: ServerEvent) async {
+        do {
+            switch event.type {
+            case MessageType.receive:
+                let body = try event.body(Event.Receive.self)
+                invitations[body.callID] = body
+                emit.yield(.receive(callID: body.callID, from: body.from, type: body.type, option: body.option))
+            case MessageType.response:
+                let body = try event.body(Event.Response.self)
+                emit.yield(.response(callID: body.callID, from: body.from, accepted: body.accepted))
+                guard let call, call.id == body.callID || call.id == 0 else { return }
+                if body.accepted, let media = body.media {
+                    do {
+                        try startMedia(call.session, remote: media, callID: body.callID, peer: body.from)
+                    } catch {
+                        emit.yield(.callStatus(callID: body.callID, .disconnected(error.message)))
+                        _ = try? await request(MessageType.mediaStatus, Request.MediaStatus(callID: body.callID, connected: false),
+                                               as: Reply.Empty.self)
+                    }
+                } else if !body.accepted {
+                    await stopMedia()
+                }
+            case MessageType.responsedByOther:
+                let body = try event.body(Event.ResponsedByOther.self)
+                invitations[body.callID] = nil
+                emit.yield(.responsedByOther(callID: body.callID, accepted: body.accepted))
+            case MessageType.control:
+                let body = try event.body(Event.Control.self)
+                emit.yield(.control(callID: body.callID, from: body.from, body.control))
+            case MessageType.hangup:
+                let body = try event.body(Event.Hangup.self)
+                invitations[body.callID] = nil
+                if let call, call.id == body.callID || call.id == 0 { await stopMedia() }
+                emit.yield(.hangup(callID: body.callID, by: body.by, reason: body.reason))
+            case MessageType.callRecord:
+                emit.yield(.callRecord(try event.body(Event.Record.self).record))
+            default:
+                logger.debug("ignored event \(event.type)")
+            }
+        } catch {
+            logger.notice("malformed \(event.type) event: \(error.message)")
+        }
+    }
+
+    // MARK: Media
+
+    private func makeSession(type: CallType, quality: VideoQuality) throws(SignalingError) -> MediaSession {
+        do {
+            var settings = try configuration.media(type, quality)
+            if type == .audio { settings.video = nil }
+            return try MediaSession(configuration: settings)
+        } catch let error as SignalingError {
+            throw error
+        } catch {
+            throw SignalingError(.serverUnavailable, "media: \(error)")
+        }
+    }
+
+    private func startMedia(_ session: MediaSession, remote media: MediaEndpoint, callID: UInt64, peer: String) throws(SignalingError) {
+        let remote = try media.sessionEndpoint()
+        let emit = self.emit
+        let status = NetStatusMeter()
+        let threshold = configuration.speakingThreshold
+        do {
+            try session.start(remote: remote) { [weak self] event in
+                switch event {
+                case .connected:
+                    emit.yield(.callStatus(callID: callID, .connected))
+                    Task { await self?.reportMedia(callID: callID, connected: true) }
+                case .connectFailed(let why), .disconnected(let why):
+                    emit.yield(.callStatus(callID: callID, .disconnected(why)))
+                    Task { await self?.reportMedia(callID: callID, connected: false) }
+                case .statistics(let statistics):
+                    if let (level, loss, rtt, jitter) = status.update(statistics) {
+                        emit.yield(.netStatus(user: peer, level, lossPercent: loss, roundTripMilliseconds: rtt, jitterMilliseconds: jitter))
+                    }
+                case .remoteVideoFrame(let frame):
+                    emit.yield(.remoteVideoFrame(user: peer, frame))
+                case .localVideoFrame(let frame):
+                    emit.yield(.localPreviewFrame(frame))
+                case .localAudioLevel(let level):
+                    emit.yield(.myVolume(level))
+                case .remoteAudioLevel(let level):
+                    emit.yield(.speakingUsers(level >= threshold ? [peer: level] : [:]))
+                }
+            }
+        } catch {
+            throw SignalingError(.serverUnavailable, "media: \(error)")
+        }
+    }
+
+    private func reportMedia(callID: UInt64, connected: Bool) async {
+        _ = try? await request(MessageType.mediaStatus, Request.MediaStatus(callID: callID, connected: connected), as: Reply.Empty.self)
+    }
+
+    private func stopMedia() async {
+        guard let call else { return }
+        self.call = nil
+        await stop(call.session)
+    }
+
+    /// Stops a session off the actor: stopping joins its threads.
+    private func stop(_ session: MediaSession) async {
+        _ = await Task.detached { session.stop() }.value
+    }
+}
+
+/// Turns each second's receive statistics into NIM's net status for the peer.
+final class NetStatusMeter: Sendable {
+    private let previous = Mutex<(received: Int, lost: Int)>((0, 0))
+
+    /// Level, loss %, RTT ms and jitter ms for the second since the last call.
+    func update(_ statistics: MediaReceiver.Statistics) -> (NetStatus, Double, Double, Double)? {
+        let received = statistics.streams.reduce(0) { $0 + $1.packetsReceived }
+        let lost = statistics.streams.reduce(0) { $0 + max(0, $1.packetsLost) }
+        let (deltaReceived, deltaLost) = previous.withLock { last in
+            defer { last = (received, lost) }
+            return (received - last.received, lost - last.lost)
+        }
+        guard deltaReceived + deltaLost > 0 else { return nil }
+        let loss = Double(max(0, deltaLost)) * 100 / Double(deltaReceived + max(0, deltaLost))
+        let rtt = (statistics.roundTripTime ?? 0) * 1_000
+        let jitter = (statistics.streams.first?.jitter ?? 0) * 1_000
+        let index = NetStatus.index(lossPercent: loss, roundTripMilliseconds: rtt, jitterMilliseconds: jitter)
+        return (NetStatus(index: index), loss, rtt, jitter)
+    }
+}

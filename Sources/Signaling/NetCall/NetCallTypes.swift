@@ -1,0 +1,100 @@
+import MediaEngine
+
+/// Quality of a user's network, in NIM's four levels, from loss, round trip and jitter
+/// through the same index net-detect uses:
+/// `(loss% / 20) * 0.5 + (rtt ms / 1200) * 0.25 + (jitter ms / 150) * 0.25`.
+public enum NetStatus: Int, Sendable, Hashable, Codable, CaseIterable {
+    case veryGood = 0
+    case good = 1
+    case bad = 2
+    case veryBad = 3
+
+    /// The index for loss (percent), round trip and jitter (milliseconds).
+    public static func index(lossPercent: Double, roundTripMilliseconds: Double, jitterMilliseconds: Double) -> Double {
+        (lossPercent / 20) * 0.5 + (roundTripMilliseconds / 1_200) * 0.25 + (jitterMilliseconds / 150) * 0.25
+    }
+
+    /// The level of an index: <= 0.2625 very good, <= 0.55 good, <= 1 bad, above very bad.
+    public init(index: Double) {
+        switch index {
+        case ...0.2625: self = .veryGood
+        case ...0.55: self = .good
+        case ...1: self = .bad
+        default: self = .veryBad
+        }
+    }
+}
+
+/// Media state of a call, as `callStatus` reports it.
+public enum CallStatus: Sendable, Hashable {
+    /// The peer answered our connectivity check; media flows.
+    case connected
+    /// Media could not be set up or stopped arriving.
+    case disconnected(String)
+}
+
+/// What `NetCallManager` reports, in order, through `events`.
+public enum NetCallEvent: Sendable {
+    /// An invitation (callee side).
+    case receive(callID: UInt64, from: String, type: CallType, option: CallOption)
+    /// The callee answered (caller side).
+    case response(callID: UInt64, from: String, accepted: Bool)
+    /// Another device of this account answered the invitation.
+    case responsedByOther(callID: UInt64, accepted: Bool)
+    case callStatus(callID: UInt64, CallStatus)
+    case control(callID: UInt64, from: String, CallControl)
+    /// The call ended: hung up by `by`, or by the server for `reason`.
+    case hangup(callID: UInt64, by: String?, reason: CallEndReason)
+    case callRecord(CallRecord)
+    /// About once a second during a call, for the peer's direction of media.
+    case netStatus(user: String, NetStatus, lossPercent: Double, roundTripMilliseconds: Double, jitterMilliseconds: Double)
+    /// A decoded picture from a user (I420, compact planes).
+    case remoteVideoFrame(user: String, VideoFrame)
+    /// A captured picture about to be sent.
+    case localPreviewFrame(VideoFrame)
+    /// Level of our own audio being sent, 0...1, every 100 ms.
+    case myVolume(Double)
+    /// Users heard above the speaking threshold in the last 100 ms, with their levels.
+    case speakingUsers([String: Double])
+    /// The signaling connection dropped; calls and media go on while it reconnects.
+    case connectionLost(String)
+    /// Logged in again after a drop.
+    case reconnected
+}
+
+/// How `NetCallManager` gets the media of a call: the app says which sources to use for
+/// a call of this type and quality (devices, files, synthetic), and where remote audio plays.
+public typealias MediaSessionFactory = @Sendable (_ type: CallType, _ quality: VideoQuality) throws -> MediaSession.Configuration
+
+extension MediaEndpoint {
+    /// The signaling form of a session's endpoint.
+    public init(_ endpoint: MediaSession.Endpoint) {
+        self.init(candidates: endpoint.candidates.map { MediaCandidate(host: $0.host, port: $0.port) },
+                  srtpProfile: endpoint.keying.profile.rawValue, srtpKey: endpoint.keying.base64,
+                  audioSSRC: endpoint.audioSSRC, videoSSRC: endpoint.videoSSRC, checkToken: endpoint.checkToken)
+    }
+
+    /// The engine form, checked.
+    /// - Throws: `SignalingError` `.invalidRequest` for an unknown profile, a bad key or address.
+    public func sessionEndpoint() throws(SignalingError) -> MediaSession.Endpoint {
+        guard let profile = SRTPProfile(rawValue: srtpProfile) else {
+            throw SignalingError(.invalidRequest, "media: unknown SRTP profile '\(srtpProfile)'")
+        }
+        let keying: SRTPKeyingMaterial
+        do {
+            keying = try SRTPKeyingMaterial(profile: profile, base64: srtpKey)
+        } catch {
+            throw SignalingError(.invalidRequest, "media: \(error.message)")
+        }
+        var addresses: [SocketAddress] = []
+        for candidate in candidates {
+            do {
+                addresses.append(try SocketAddress(host: candidate.host, port: candidate.port))
+            } catch {
+                throw SignalingError(.invalidRequest, "media: candidate \(candidate.host):\(candidate.port) is not an address")
+            }
+        }
+        return MediaSession.Endpoint(candidates: addresses, keying: keying, audioSSRC: audioSSRC, videoSSRC: videoSSRC,
+                                     checkToken: checkToken)
+    }
+}
