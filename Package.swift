@@ -96,7 +96,7 @@ let package = Package(
             ]
         ),
         .testTarget(name: "SignalingTests", dependencies: ["Signaling"]),
-        .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "Signaling"]),
+        .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "Signaling", "MediaEngine"]),
         // Runs programs (the CLI, ffmpeg, GStreamer) for the CLI and interop tests.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(name: "CLITests", dependencies: ["mediaengine", "MediaEngine", "Signaling", "TestSupport"]),

@@ -1,0 +1,145 @@
+import Foundation
+import MediaEngine
+import Signaling
+import Synchronization
+import Testing
+@testable import MediaServer
+
+/// Whole calls: two `NetCallManager`s through a real server on loopback, with media.
+@Suite(.serialized) struct CallFlows {
+    /// One endpoint: a manager, what it heard and saw, and its events.
+    final class Endpoint: Sendable {
+        struct Seen {
+            var audio: [Int16] = []
+            var frames: [VideoFrame] = []
+            var events: [NetCallEvent] = []
+        }
+
+        final class Box: Sendable {
+            let seen = Mutex(Seen())
+        }
+
+        let manager: NetCallManager
+        let box = Box()
+
+        init(server: TestServer, account: String, audio: String, video: String?, device: String = "d") async throws {
+            let token = try await server.token(account)
+            let box = self.box
+            let media: MediaSessionFactory = { _, _ in
+                var configuration = MediaSession.Configuration(audio: try MediaSources.audio(audio),
+                                                               video: try video.map { try MediaSources.video($0) })
+                configuration.host = "127.0.0.1"
+                configuration.remoteAudio = { pcm in box.seen.withLock { $0.audio.append(contentsOf: pcm) } }
+                return configuration
+            }
+            manager = NetCallManager(configuration: NetCallManager.Configuration(server: server.url, token: token, device: device,
+                                                                                 media: media))
+            try await manager.login()
+            Task { [manager, box] in
+                for await event in manager.events {
+                    box.seen.withLock { seen in
+                        if case .remoteVideoFrame(_, let frame) = event {
+                            if seen.frames.count < 300 { seen.frames.append(frame) }
+                        } else {
+                            seen.events.append(event)
+                        }
+                    }
+                }
+            }
+        }
+
+        /// Waits until an event matches (polling the collected events), or the timeout.
+        func wait(timeout: Double = 10, for match: (NetCallEvent) -> Bool) async -> NetCallEvent? {
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                if let event = box.seen.withLock({ $0.events.first(where: match) }) { return event }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            return nil
+        }
+
+        var snapshot: Seen { box.seen.withLock { $0 } }
+    }
+
+    static func isConnected(_ event: NetCallEvent) -> Bool {
+        if case .callStatus(_, .connected) = event { return true }
+        return false
+    }
+
+    static func record(_ event: NetCallEvent) -> CallRecord? {
+        if case .callRecord(let record) = event { return record }
+        return nil
+    }
+
+    static func invitation(_ event: NetCallEvent) -> UInt64? {
+        if case .receive(let id, _, _, _) = event { return id }
+        return nil
+    }
+
+    /// Alice calls bob, bob accepts, the call lasts `seconds`, alice hangs up.
+    func call(type: CallType, seconds: Double) async throws -> (alice: Endpoint, bob: Endpoint, record: CallRecord, setup: Double) {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let alice = try await Endpoint(server: server, account: "alice", audio: "tones:440,1000",
+                                       video: type == .video ? "testsrc:320x240@15" : nil)
+        let bob = try await Endpoint(server: server, account: "bob", audio: "sine:660", video: type == .video ? "testsrc:320x240@15" : nil)
+        let started = Date()
+        let id = try await alice.manager.start(callee: "bob", type: type)
+        let invited = try #require(await bob.wait { Self.invitation($0) == id })
+        _ = invited
+        try await bob.manager.response(callID: id, accept: true)
+        #expect(await alice.wait(for: Self.isConnected) != nil)
+        #expect(await bob.wait(for: Self.isConnected) != nil)
+        let setup = Date().timeIntervalSince(started)
+        try await Task.sleep(for: .milliseconds(Int64(seconds * 1_000)))
+        try await alice.manager.hangup(callID: id)
+        let record = try #require(await bob.wait { Self.record($0) != nil }.flatMap(Self.record))
+        #expect(await alice.wait { Self.record($0) != nil } != nil)
+        #expect(record.callID == id && record.endReason == .completed && record.endedBy == "alice")
+        #expect(abs(Double(record.connectedDuration) / 1_000 - seconds) < 1, "\(record.connectedDuration) ms connected")
+        let aliceCall = await alice.manager.currentCallID
+        let bobCall = await bob.manager.currentCallID
+        #expect(aliceCall == nil && bobCall == nil, "both sides left the call")
+        await alice.manager.logout()
+        await bob.manager.logout()
+        return (alice, bob, record, setup)
+    }
+
+    static func correlation(_ received: [Int16]) -> Double {
+        var tones = ToneGenerator(.multiTone([440, 1_000]))
+        var reference: [Int16] = []
+        while reference.count < received.count + 48_000 { reference += tones.nextFrame().samples }
+        return reference.withUnsafeBufferPointer { ref in
+            received.withUnsafeBufferPointer { test in
+                AudioQuality.trackedCorrelation(reference: ref, test: test, testStart: 24_000, lagRange: -2_400...2_400).correlation
+            }
+        }
+    }
+
+    @Test func audioCallOfFiveSecondsArrivesIntact() async throws {
+        let (_, bob, _, setup) = try await call(type: .audio, seconds: 5)
+        let heard = bob.snapshot.audio
+        #expect(heard.count > 48_000 * 4, "\(heard.count) samples")
+        let correlation = Self.correlation(heard)
+        #expect(correlation >= 0.9, "audio correlation \(correlation)")
+        #expect(bob.snapshot.frames.isEmpty, "an audio call has no video")
+        print("audio call: setup \(setup) s, correlation \(correlation)")
+    }
+
+    @Test func videoCallDeliversFramesAtHighPSNRAndTheEventsAUserNeeds() async throws {
+        let (alice, bob, _, _) = try await call(type: .video, seconds: 3)
+        var pattern = TestPattern(width: 320, height: 240, frameRate: 15)
+        let sources = (0..<80).map { _ in pattern.nextFrame() }
+        let frames = bob.snapshot.frames
+        #expect(frames.count >= 30, "\(frames.count) frames")
+        let psnrs = frames.prefix(40).map { frame in sources.map { VideoQuality.psnr($0, frame) }.max() ?? 0 }
+        let mean = psnrs.reduce(0, +) / Double(max(1, psnrs.count))
+        #expect(mean >= 30, "mean PSNR \(mean) dB")
+        let events = alice.snapshot.events
+        #expect(events.contains { if case .localPreviewFrame = $0 { true } else { false } })
+        #expect(events.contains { if case .myVolume(let level) = $0 { level > 0.1 } else { false } })
+        #expect(events.contains { if case .speakingUsers(let users) = $0 { users["bob"] != nil } else { false } })
+        #expect(events.contains { if case .netStatus("bob", .veryGood, _, _, _) = $0 { true } else { false } })
+        print("video call: \(frames.count) frames, PSNR \(mean) dB")
+    }
+}
