@@ -10,7 +10,7 @@ public enum CallType: Int, Sendable, Hashable, Codable, CaseIterable, CustomStri
 }
 
 /// Preferred video quality of a call (NIM's presets).
-public enum VideoQuality: String, Sendable, Hashable, Codable, CaseIterable {
+public enum CallVideoQuality: String, Sendable, Hashable, Codable, CaseIterable {
     case `default`
     case low
     case medium
@@ -87,13 +87,13 @@ public enum CallEndReason: String, Sendable, Hashable, Codable, CaseIterable {
 
 /// Options of `start` (NIM's `NIMNetCallOption`, the parts that mean something here).
 public struct CallOption: Sendable, Hashable, Codable {
-    public var videoQuality: VideoQuality
+    public var videoQuality: CallVideoQuality
     /// Send the camera picture uncropped.
     public var disableCropping: Bool
     /// Free text delivered to the callee with the invitation.
     public var extendMessage: String?
 
-    public init(videoQuality: VideoQuality = .default, disableCropping: Bool = false, extendMessage: String? = nil) {
+    public init(videoQuality: CallVideoQuality = .default, disableCropping: Bool = false, extendMessage: String? = nil) {
         self.videoQuality = videoQuality
         self.disableCropping = disableCropping
         self.extendMessage = extendMessage

@@ -54,6 +54,9 @@ public actor NetCallManager {
     private let logger = Logger(label: "mediaengine.netcall")
     /// The account the token logged in as.
     public private(set) var account: String?
+    private var stopping: Task<MediaSession.Summary, Never>?
+    /// Both directions' figures of the last call whose media ended.
+    public private(set) var lastCallSummary: MediaSession.Summary?
 
     public init(configuration: Configuration) {
         self.configuration = configuration
@@ -176,14 +179,10 @@ public actor NetCallManager {
     /// Ends a call; `callID` 0 ends the current one even before `start` returned its ID.
     public func hangup(callID: UInt64 = 0) async throws(SignalingError) {
         let id = callID == 0 ? (call?.id ?? 0) : callID
-        if call != nil, id == call?.id || id == 0 { call?.hangupRequested = true }
-        defer { Task { await self.endIfHungUp() } }
+        let ours = call != nil && (id == call?.id || id == 0)
+        if ours { call?.hangupRequested = true }
         _ = try await request(MessageType.hangup, Request.Hangup(callID: id), as: Reply.Empty.self)
-    }
-
-    private func endIfHungUp() async {
-        guard let call, call.hangupRequested, call.id != 0 else { return }
-        await stopMedia()
+        if ours, call?.id != 0 { await stopMedia() }
     }
 
     // MARK: In-call controls
@@ -240,7 +239,10 @@ public actor NetCallManager {
                 if let call, call.id == body.callID || call.id == 0 { await stopMedia() }
                 emit.yield(.hangup(callID: body.callID, by: body.by, reason: body.reason))
             case MessageType.callRecord:
-                emit.yield(.callRecord(try event.body(Event.Record.self).record))
+                let record = try event.body(Event.Record.self).record
+                if let call, call.id == record.callID { await stopMedia() }
+                if stopping != nil { await stopMedia() }
+                emit.yield(.callRecord(record))
             default:
                 logger.debug("ignored event \(event.type)")
             }
@@ -251,7 +253,7 @@ public actor NetCallManager {
 
     // MARK: Media
 
-    private func makeSession(type: CallType, quality: VideoQuality) throws(SignalingError) -> MediaSession {
+    private func makeSession(type: CallType, quality: CallVideoQuality) throws(SignalingError) -> MediaSession {
         do {
             var settings = try configuration.media(type, quality)
             if type == .audio { settings.video = nil }
@@ -271,7 +273,8 @@ public actor NetCallManager {
         do {
             try session.start(remote: remote) { [weak self] event in
                 switch event {
-                case .connected:
+                case .connected(_, let roundTripTime):
+                    status.setFirstRoundTrip(roundTripTime)
                     emit.yield(.callStatus(callID: callID, .connected))
                     Task { await self?.reportMedia(callID: callID, connected: true) }
                 case .connectFailed(let why), .disconnected(let why):
@@ -300,21 +303,36 @@ public actor NetCallManager {
         _ = try? await request(MessageType.mediaStatus, Request.MediaStatus(callID: callID, connected: connected), as: Reply.Empty.self)
     }
 
+    /// Stops the current call's media; concurrent callers all wait for the same stop, so
+    /// the summary is in place when any of them returns.
     private func stopMedia() async {
-        guard let call else { return }
-        self.call = nil
-        await stop(call.session)
+        if let call {
+            self.call = nil
+            let session = call.session
+            stopping = Task { await self.stop(session) }
+        }
+        if let stopping {
+            lastCallSummary = await stopping.value
+            self.stopping = nil
+        }
     }
 
     /// Stops a session off the actor: stopping joins its threads.
-    private func stop(_ session: MediaSession) async {
-        _ = await Task.detached { session.stop() }.value
+    @discardableResult
+    private func stop(_ session: MediaSession) async -> MediaSession.Summary {
+        await Task.detached { session.stop() }.value
     }
 }
 
 /// Turns each second's receive statistics into NIM's net status for the peer.
 final class NetStatusMeter: Sendable {
     private let previous = Mutex<(received: Int, lost: Int)>((0, 0))
+    /// The connectivity check's RTT, until RTCP measures one (milliseconds).
+    private let firstRoundTrip = Mutex<Double>(0)
+
+    func setFirstRoundTrip(_ rtt: Duration) {
+        firstRoundTrip.withLock { $0 = rtt / .milliseconds(1) }
+    }
 
     /// Level, loss %, RTT ms and jitter ms for the second since the last call.
     func update(_ statistics: MediaReceiver.Statistics) -> (NetStatus, Double, Double, Double)? {
@@ -326,7 +344,7 @@ final class NetStatusMeter: Sendable {
         }
         guard deltaReceived + deltaLost > 0 else { return nil }
         let loss = Double(max(0, deltaLost)) * 100 / Double(deltaReceived + max(0, deltaLost))
-        let rtt = (statistics.roundTripTime ?? 0) * 1_000
+        let rtt = statistics.roundTripTime.map { $0 * 1_000 } ?? firstRoundTrip.withLock { $0 }
         let jitter = (statistics.streams.first?.jitter ?? 0) * 1_000
         let index = NetStatus.index(lossPercent: loss, roundTripMilliseconds: rtt, jitterMilliseconds: jitter)
         return (NetStatus(index: index), loss, rtt, jitter)

@@ -64,7 +64,7 @@ public enum NetCallEvent: Sendable {
 
 /// How `NetCallManager` gets the media of a call: the app says which sources to use for
 /// a call of this type and quality (devices, files, synthetic), and where remote audio plays.
-public typealias MediaSessionFactory = @Sendable (_ type: CallType, _ quality: VideoQuality) throws -> MediaSession.Configuration
+public typealias MediaSessionFactory = @Sendable (_ type: CallType, _ quality: CallVideoQuality) throws -> MediaSession.Configuration
 
 extension MediaEndpoint {
     /// The signaling form of a session's endpoint.

@@ -1,0 +1,106 @@
+import Foundation
+import MediaEngine
+import TestSupport
+import Testing
+
+/// `call` and `answer` as users run them: a server, two tokens, two terminals.
+@Suite(.serialized) struct CallCommands {
+    struct Setup {
+        let directory: URL
+        let server: BackgroundProcess
+        let url: String
+        let alice: String
+        let bob: String
+
+        init() throws {
+            directory = try temporaryDirectory("call")
+            let secret = directory.appendingPathComponent("secret").path
+            server = try CLI.start(["server", "--port", "0", "--db", directory.appendingPathComponent("calls.sqlite").path,
+                                    "--secret-file", secret, "--ring-timeout", "5", "--duration", "120"])
+            guard server.waitForOutput(containing: "listening on ws://", timeout: 20),
+                  let line = server.stdout.split(separator: "\n").first(where: { $0.hasPrefix("listening on ") }) else {
+                throw CLIFailure("server did not start: \(server.stderr)")
+            }
+            url = String(line.dropFirst("listening on ".count))
+            alice = try CLI.run(["token", "--account", "alice", "--secret-file", secret]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            bob = try CLI.run(["token", "--account", "bob", "--secret-file", secret]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
+        func finish() {
+            server.interrupt()
+            _ = try? server.wait(timeout: 10)
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
+    struct CLIFailure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    @Test func aVideoCallConnectsCarriesMediaBothWaysAndEndsWithARecord() throws {
+        let setup = try Setup()
+        defer { setup.finish() }
+        let wav = setup.directory.appendingPathComponent("heard.wav").path
+        let answer = try CLI.start(["answer", "--server", setup.url, "--token", setup.bob, "--auto-accept", "--audio", "sine:660",
+                                    "--record-remote", wav, "--media-host", "127.0.0.1"])
+        #expect(answer.waitForOutput(containing: "waiting for calls as bob", timeout: 20), "\(answer.stderr)")
+        let call = try CLI.run(["call", "bob", "--server", setup.url, "--token", setup.alice, "--video", "--quality", "low",
+                                "--audio", "sine:440", "--duration", "2", "--media-host", "127.0.0.1"])
+        #expect(call.status == 0, "\(call.stderr)")
+        let answered = try answer.wait(timeout: 20)
+        #expect(answered.status == 0, "\(answered.stderr)")
+        for output in [call.stdout, answered.stdout] {
+            #expect(output.contains("callStatus callID=") && output.contains(" connected"), "\(output)")
+            #expect(output.contains("alice->bob video reason=completed connected=2."), "\(output)")
+            #expect(output.contains("received audio packets=") && output.contains("received video packets="), "\(output)")
+        }
+        #expect(call.stdout.contains("response callID=") && call.stdout.contains("accepted=true"))
+        #expect(answered.stdout.contains("receive callID=") && answered.stdout.contains("from=alice type=video quality=low"))
+        let heard = try AudioFile.read(path: wav)
+        #expect(Double(heard.samples.count) > 1.5 * 48_000, "\(heard.samples.count) samples recorded")
+        let frequency = heard.samples.dropFirst(9_600).withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
+        #expect(abs((frequency ?? 0) - 440) < 3, "bob heard alice's tone: \(frequency ?? 0) Hz")
+        for output in [call.stdout, call.stderr, answered.stdout, answered.stderr] {
+            #expect(!output.contains(setup.alice) && !output.contains(setup.bob), "tokens are never printed")
+        }
+    }
+
+    @Test func aRejectedCallEndsAsRejectedOnBothSides() throws {
+        let setup = try Setup()
+        defer { setup.finish() }
+        let answer = try CLI.start(["answer", "--server", setup.url, "--token", setup.bob, "--reject", "--media-host", "127.0.0.1"])
+        #expect(answer.waitForOutput(containing: "waiting for calls", timeout: 20))
+        let call = try CLI.run(["call", "bob", "--server", setup.url, "--token", setup.alice, "--media-host", "127.0.0.1"])
+        #expect(call.status == 0, "\(call.stderr)")
+        #expect(call.stdout.contains("accepted=false") && call.stdout.contains("reason=rejected"), "\(call.stdout)")
+        let answered = try answer.wait(timeout: 20)
+        #expect(answered.stdout.contains("reason=rejected"), "\(answered.stdout)")
+    }
+
+    @Test func callingSomeoneOfflineOrAServerThatIsNotThereFailsWithAMessage() throws {
+        let setup = try Setup()
+        defer { setup.finish() }
+        let offline = try CLI.run(["call", "carol", "--server", setup.url, "--token", setup.alice])
+        #expect(offline.status != 0)
+        #expect(offline.stderr.contains("carol has no device online (11001)"), "\(offline.stderr)")
+        let forged = try CLI.run(["call", "bob", "--server", setup.url, "--token", "not.a.token"])
+        #expect(forged.stderr.contains("token is not valid (401)"), "\(forged.stderr)")
+        let started = Date()
+        let nowhere = try CLI.run(["call", "bob", "--server", "ws://127.0.0.1:9/", "--token", setup.alice])
+        #expect(nowhere.status != 0 && nowhere.stderr.contains("cannot connect to ws://127.0.0.1:9/"), "\(nowhere.stderr)")
+        #expect(Date().timeIntervalSince(started) < 15)
+    }
+
+    @Test(arguments: [
+        (["answer", "--server", "ws://127.0.0.1:1/", "--token", "t"], "give one of --auto-accept or --reject"),
+        (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--quality", "4k"], "--quality '4k' is not one of"),
+        (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--audio", "sine:0"], "sine needs a frequency"),
+        (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--record-remote", "x.mp3"], "use a .wav file"),
+    ])
+    func badOptionsAreNamed(arguments: [String], message: String) throws {
+        let run = try CLI.run(arguments)
+        #expect(run.status != 0)
+        #expect(run.stderr.contains(message), "\(run.stderr)")
+    }
+}
