@@ -122,9 +122,17 @@ extension AudioJitterBuffer {
         let level = queue.meanSquareOfWritten(written)
         let quiet = isDTX || isQuiet(level)
         let length = Double(written) / Double(Self.sampleRate)
+        if excess > deadBand {
+            if excessSince == nil { excessSince = now }
+        } else {
+            excessSince = nil
+        }
+        let sustained = excessSince.map { now - $0 >= Self.sustainedExcess } ?? false
         // Drop only with the following audio at hand, so the cut cannot cause an underrun.
-        if shouldSpeedUp(excess: excess, dropping: length), quiet || shouldSpeedUp(excess: excess - forced, dropping: length),
+        if shouldSpeedUp(excess: excess, dropping: length),
+           quiet || sustained || shouldSpeedUp(excess: excess - forced, dropping: length),
            ring.contains(nextSequence) {
+            if sustained && !quiet { excessSince = now }
             queue.discardWritten(written)
             counters.removedSamplesForAcceleration += written
             sources.insert(.accelerated)

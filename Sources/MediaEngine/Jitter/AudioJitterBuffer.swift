@@ -58,6 +58,8 @@ public final class AudioJitterBuffer {
     var inDTX = false
     var concealing = false
     var lastChunkQuiet = true
+    /// Since when the delay has stayed above the dead band (nil while it is not).
+    var excessSince: Duration?
     var activeLevel = 0.0
     var fadeOutRemaining = 0
     var targetSeconds: Double
@@ -81,6 +83,9 @@ public final class AudioJitterBuffer {
     /// Concealment played after a restart before falling silent (100 ms), so the old
     /// stream fades instead of stopping dead.
     static let restartFadeOut = sampleRate / 10
+    /// A delay above the target for this long is shortened even through sound that is
+    /// never quiet (a steady tone, music), one frame per this interval, rather than kept.
+    static let sustainedExcess = Duration.seconds(1)
     /// Mean square of -50 dBFS (RMS 103.6 of 32767): concealment at or below it counts as silent.
     static let silentLevel = 10_737.0
     /// Mean square of -45 dBFS (RMS 184.3): chunks at or below it may always be dropped or stretched.
