@@ -224,6 +224,15 @@ public actor SignalingHub {
         connection.sink.finish()
     }
 
+    /// Closes every connection of `account` without ending its calls, as a network failure
+    /// would: its devices keep their calls for the reconnect grace. For operators moving
+    /// clients to another server, and for tests.
+    public func dropConnections(of account: String, reason: String) {
+        for id in connections.keys where registry.account(of: id) == account {
+            close(id, code: 1_001, reason: reason)
+        }
+    }
+
     /// The stored records of an account, newest first (for tests and tools).
     public func records(of account: String, limit: Int = 100) async throws(StoreError) -> [CallRecord] {
         try await store.records(of: account, limit: limit)

@@ -22,13 +22,15 @@ import Testing
         let manager: NetCallManager
         let box = Box()
 
-        init(server: TestServer, account: String, audio: String, video: String?, device: String = "d") async throws {
+        init(server: TestServer, account: String, audio: String, video: String?, device: String = "d",
+             mediaTimeout: Duration = .seconds(10)) async throws {
             let token = try await server.token(account)
             let box = self.box
             let media: MediaSessionFactory = { _, _ in
                 var configuration = MediaSession.Configuration(audio: try MediaSources.audio(audio),
                                                                video: try video.map { try MediaSources.video($0) })
                 configuration.host = "127.0.0.1"
+                configuration.mediaTimeout = mediaTimeout
                 configuration.remoteAudio = { pcm in box.seen.withLock { $0.audio.append(contentsOf: pcm) } }
                 return configuration
             }
@@ -141,5 +143,95 @@ import Testing
         #expect(events.contains { if case .speakingUsers(let users) = $0 { users["bob"] != nil } else { false } })
         #expect(events.contains { if case .netStatus("bob", .veryGood, _, _, _) = $0 { true } else { false } })
         print("video call: \(frames.count) frames, PSNR \(mean) dB")
+    }
+
+    @Test func aDroppedSignalingConnectionReconnectsWithoutDroppingTheMedia() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let alice = try await Endpoint(server: server, account: "alice", audio: "tones:440,1000", video: nil)
+        let bob = try await Endpoint(server: server, account: "bob", audio: "sine:660", video: nil)
+        let id = try await alice.manager.start(callee: "bob", type: .audio)
+        _ = try #require(await bob.wait { Self.invitation($0) == id })
+        try await bob.manager.response(callID: id, accept: true)
+        #expect(await alice.wait(for: Self.isConnected) != nil)
+        try await Task.sleep(for: .milliseconds(500))
+
+        await server.server.hub.dropConnections(of: "alice", reason: "test: network blip")
+        #expect(await alice.wait { if case .connectionLost = $0 { true } else { false } } != nil)
+        let heardAtDrop = bob.snapshot.audio.count
+        #expect(await alice.wait { if case .reconnected = $0 { true } else { false } } != nil)
+        try await Task.sleep(for: .milliseconds(1_000))
+        let heardSince = bob.snapshot.audio.count - heardAtDrop
+        #expect(heardSince > 40_000, "bob kept hearing alice: \(heardSince) samples in the last second or more")
+        #expect(await alice.manager.currentCallID == id)
+
+        try await alice.manager.hangup(callID: id)
+        let record = try #require(await bob.wait { Self.record($0) != nil }.flatMap(Self.record))
+        #expect(record.endReason == .completed, "the call survived the drop: \(record.endReason)")
+        #expect(record.connectedDuration >= 1_400, "\(record.connectedDuration) ms")
+        await alice.manager.logout()
+        await bob.manager.logout()
+    }
+
+    @Test func aPeerThatVanishesMidCallEndsItAsFailedWithARecord() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let alice = try await Endpoint(server: server, account: "alice", audio: "sine:440", video: nil, mediaTimeout: .seconds(1))
+        // Bob is a bare client whose media reaches alice through a proxy: stopping the proxy
+        // and closing his connection is a host that lost power.
+        let bob = try await TestClient(url: server.url)
+        _ = try await bob.request(MessageType.login, Request.Login(token: try await server.token("bob"), device: "d"), as: Reply.Login.self)
+        let id = try await alice.manager.start(callee: "bob", type: .audio)
+        _ = await bob.next(MessageType.receive)
+        var configuration = MediaSession.Configuration(audio: try MediaSources.audio("sine:660"), video: nil)
+        configuration.host = "127.0.0.1"
+        let media = try MediaSession(configuration: configuration)
+        let answer = try await bob.request(MessageType.response, Request.Response(callID: id, accept: true, media: MediaEndpoint(media.local)),
+                                           as: Reply.Response.self)
+        var aliceEndpoint = try #require(answer.media).sessionEndpoint()
+        let proxy = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0), forward: aliceEndpoint.candidates[0],
+                                           settings: ImpairmentSettings())
+        try proxy.start()
+        aliceEndpoint.candidates = [proxy.localAddress]
+        try media.start(remote: aliceEndpoint) { _ in }
+        #expect(await alice.wait(for: Self.isConnected) != nil)
+        try await Task.sleep(for: .milliseconds(500))
+
+        proxy.stop()
+        await bob.close()
+        let lost = await alice.wait { if case .callStatus(_, .disconnected) = $0 { true } else { false } }
+        #expect(lost != nil, "alice notices the media stopped")
+        let record = try #require(await alice.wait { Self.record($0) != nil }.flatMap(Self.record))
+        #expect(record.callID == id && record.endReason == .failed && record.connectedDuration > 0)
+        #expect(try await server.store.records(of: "alice", limit: 5).first?.endReason == .failed)
+        media.stop()
+        await alice.manager.logout()
+    }
+
+    @Test func clientsReconnectToARestartedServerAndCallAgain() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("restart-\(UInt32.random(in: 0 ... .max)).sqlite").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let first = try await TestServer.start(path: path)
+        let port = first.port
+        let alice = try await Endpoint(server: first, account: "alice", audio: "sine:440", video: nil)
+        let bob = try await Endpoint(server: first, account: "bob", audio: "sine:660", video: nil)
+        let earlier = try await alice.manager.start(callee: "bob", type: .audio)
+        _ = try #require(await bob.wait { Self.invitation($0) == earlier })
+        try await alice.manager.hangup(callID: earlier)
+        _ = await alice.wait { Self.record($0) != nil }
+        await first.server.shutdown()
+        #expect(await alice.wait { if case .connectionLost = $0 { true } else { false } } != nil)
+
+        let second = try await TestServer.start(path: path) { $0.port = port }
+        defer { Task { await second.server.shutdown() } }
+        #expect(await alice.wait(timeout: 15) { if case .reconnected = $0 { true } else { false } } != nil)
+        #expect(await bob.wait(timeout: 15) { if case .reconnected = $0 { true } else { false } } != nil)
+        #expect(try await second.store.records(of: "alice", limit: 5).map(\.callID) == [earlier], "the record survived")
+        let again = try await alice.manager.start(callee: "bob", type: .audio)
+        #expect(again > earlier)
+        _ = try #require(await bob.wait { Self.invitation($0) == again })
+        try await alice.manager.hangup(callID: again)
+        await alice.manager.logout()
+        await bob.manager.logout()
     }
 }

@@ -113,7 +113,7 @@ public actor NetCallManager {
                 emit.yield(.reconnected)
                 return
             } catch {
-                logger.info("reconnect failed: \(error.message)")
+                logger.debug("reconnect failed: \(error.message)")
                 backoff = min(backoff * 2, .seconds(5))
             }
         }
