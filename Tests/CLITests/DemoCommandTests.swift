@@ -4,7 +4,8 @@ import Testing
 
 @Suite struct DemoCommand {
     @Test func theDemoPlacesAMeasuredVideoCall() throws {
-        let run = try CLI.run(["demo", "--seconds", "3", "--json"])
+        // A smaller picture than the default 640x480: tests run in parallel on a debug build.
+        let run = try CLI.run(["demo", "--seconds", "3", "--video-size", "320x240", "--json"])
         #expect(run.status == 0, "\(run.stderr)")
         let report = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stdout)")
         let setup = try #require(report["setupMilliseconds"] as? Double)
@@ -32,5 +33,7 @@ import Testing
         let run = try CLI.run(["demo", "--seconds", "1"])
         #expect(run.status != 0)
         #expect(run.stderr.contains("--seconds 1.0 must be within 2...600"), "\(run.stderr)")
+        let odd = try CLI.run(["demo", "--video-size", "641x480"])
+        #expect(odd.stderr.contains("--video-size '641x480' is not WxH"), "\(odd.stderr)")
     }
 }

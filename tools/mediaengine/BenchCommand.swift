@@ -4,7 +4,7 @@ import MediaEngine
 
 struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "bench",
+        commandName: "codecs",
         abstract: "Measure Opus and VP8: encode/decode speed, quality (SNR, PSNR, SSIM) and bitrate accuracy.",
         discussion: """
         Runs every combination of the listed settings. Lists are comma-separated; bitrates take k and M \

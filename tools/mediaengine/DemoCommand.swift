@@ -21,11 +21,23 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "Seconds the call lasts once connected.")
     var seconds: Double = 10
 
+    @Option(help: "Video size, WxH (even numbers).")
+    var videoSize = "640x480"
+
     @Flag(help: "Print the measurements as JSON.")
     var json = false
 
+    /// Width and height from `--video-size`.
+    var size: (width: Int, height: Int)? {
+        let parts = videoSize.split(separator: "x").compactMap { Int($0) }
+        guard parts.count == 2, (16...3_840).contains(parts[0]), (16...2_160).contains(parts[1]),
+              parts[0] % 2 == 0, parts[1] % 2 == 0 else { return nil }
+        return (parts[0], parts[1])
+    }
+
     func validate() throws {
         guard seconds >= 2 && seconds <= 600 else { throw ValidationError("--seconds \(seconds) must be within 2...600") }
+        guard size != nil else { throw ValidationError("--video-size '\(videoSize)' is not WxH with even sizes of 16...3840 x 16...2160") }
     }
 
     struct Direction: Codable {
@@ -65,11 +77,12 @@ struct DemoCommand: AsyncParsableCommand {
                                      store: try SQLiteCallStore(path: directory.appendingPathComponent("calls.sqlite").path), logger: logger)
         let port = try await server.start()
         let url = "ws://127.0.0.1:\(port)/"
-        if !json { say("server on \(url); alice calls bob, a \(Int(seconds)) s video call (640x480, 30 fps)") }
+        let (width, height) = size ?? (640, 480)
+        if !json { say("server on \(url); alice calls bob, a \(Int(seconds)) s video call (\(width)x\(height), 30 fps)") }
 
-        let alice = try await DemoEndpoint(account: "alice", tone: 440, url: url, answers: false,
+        let alice = try await DemoEndpoint(account: "alice", tone: 440, url: url, answers: false, width: width, height: height,
                                            token: try await authority.mint(account: "alice", lifetime: .seconds(3_600)))
-        let bob = try await DemoEndpoint(account: "bob", tone: 660, url: url, answers: true,
+        let bob = try await DemoEndpoint(account: "bob", tone: 660, url: url, answers: true, width: width, height: height,
                                          token: try await authority.mint(account: "bob", lifetime: .seconds(3_600)))
         let usage = CPUUsage()
         let started = ContinuousClock.now
@@ -121,7 +134,7 @@ struct DemoCommand: AsyncParsableCommand {
             lines.append("call record: callID \(record.callID), \(record.caller) -> \(record.callee), \(record.endReason.rawValue), "
                 + "connected \(f(Double(record.connectedDuration) / 1_000)) s")
         }
-        lines.append("CPU: \(f(report.cpuPercentOfOneCore, 0)) % of one core (server and both endpoints: VP8 640x480 and Opus, each way)")
+        lines.append("CPU: \(f(report.cpuPercentOfOneCore, 0)) % of one core (server and both endpoints: VP8 and Opus, each way)")
         return lines.joined(separator: "\n")
     }
 }
@@ -136,6 +149,10 @@ final class DemoEndpoint: Sendable {
         var record: CallRecord?
         var problems: [String] = []
         var source: MarkedToneSource?
+        /// Marker times of the sources of earlier calls.
+        var earlierMarkers: [ContinuousClock.Instant] = []
+
+        var allMarkers: [ContinuousClock.Instant] { earlierMarkers + (source?.markerTimes ?? []) }
     }
 
     final class State: Sendable {
@@ -148,7 +165,8 @@ final class DemoEndpoint: Sendable {
     let state = State()
 
     /// - Parameter answers: Accept every invitation (the callee).
-    init(account: String, tone frequency: Double, url: String, answers: Bool, token: String) async throws {
+    init(account: String, tone frequency: Double, url: String, answers: Bool, width: Int = 640, height: Int = 480,
+         token: String) async throws {
         self.account = account
         let tone = MarkedTone(frequency: frequency)
         self.tone = tone
@@ -156,9 +174,12 @@ final class DemoEndpoint: Sendable {
         state.received.withLock { $0.onsets = OnsetDetector(threshold: tone.threshold) }
         let media: MediaSessionFactory = { type, _ in
             let source = MarkedToneSource(tone)
-            state.received.withLock { $0.source = source }
+            state.received.withLock { received in
+                received.earlierMarkers += received.source?.markerTimes ?? []
+                received.source = source
+            }
             var configuration = MediaSession.Configuration(audio: source,
-                                                           video: type == .video ? try MediaSources.video("testsrc:640x480@30") : nil)
+                                                           video: type == .video ? try MediaSources.video("testsrc:\(width)x\(height)@30") : nil)
             configuration.host = "127.0.0.1"
             configuration.remoteAudio = { pcm in
                 let now = ContinuousClock.now
@@ -173,7 +194,7 @@ final class DemoEndpoint: Sendable {
         try await manager.login()
         Task { [manager, state] in
             // Both sides send the same test pattern, so it is the reference for either.
-            var pattern = TestPattern(width: 640, height: 480, frameRate: 30)
+            var pattern = TestPattern(width: width, height: height, frameRate: 30)
             var matcher = SequenceMatcher { pattern.nextFrame() }
             for await event in manager.events {
                 switch event {
@@ -202,6 +223,14 @@ final class DemoEndpoint: Sendable {
 
     var problems: [String] { state.received.withLock { $0.problems } }
 
+    /// Forgets the last call's connection time and record, before the next call.
+    func resetCall() {
+        state.received.withLock { received in
+            received.connectedAt = nil
+            received.record = nil
+        }
+    }
+
     func waitConnected(timeout: Double) async -> ContinuousClock.Instant? {
         await poll(timeout: timeout) { $0.connectedAt }
     }
@@ -222,7 +251,7 @@ final class DemoEndpoint: Sendable {
     static func direction(from sender: DemoEndpoint, to receiver: DemoEndpoint, sent: MediaSession.Summary?,
                           received: MediaSession.Summary?) -> DemoCommand.Direction {
         let heard = receiver.state.received.withLock { $0 }
-        let markers = sender.state.received.withLock { $0.source?.markerTimes ?? [] }
+        let markers = sender.state.received.withLock { $0.allMarkers }
         let delays = OnsetDetector.delays(markers: markers, onsets: heard.onsets.onsets).sorted()
         let audio = received?.received?.streams.first { $0.kind == .audio }
         let reference = (0..<(heard.audio.count + 48_000)).map { sender.tone.sample(at: $0) }

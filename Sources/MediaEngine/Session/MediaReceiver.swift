@@ -206,7 +206,9 @@ public final class MediaReceiver {
     private func answerConnectivityCheck(_ datagram: UnsafeRawBufferPointer, socket: Int, from sender: SocketAddress) {
         guard let token = connectivityToken, let request = try? STUNMessage(parsing: datagram),
               request.type == .bindingRequest, request.username == token else {
+            // Not a check of ours (or none expected): as good as an unknown datagram.
             connectivityChecks.refused += 1
+            unknownDatagrams += 1
             return
         }
         let answer = STUNMessage(type: .bindingSuccess, transactionID: request.transactionID,

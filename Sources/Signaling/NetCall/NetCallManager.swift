@@ -317,10 +317,13 @@ public actor NetCallManager {
         }
     }
 
-    /// Stops a session off the actor: stopping joins its threads.
+    /// Stops a session off the actor and off Swift's cooperative threads: stopping blocks
+    /// until the session's own threads have finished (BYE sent, buffers drained).
     @discardableResult
     private func stop(_ session: MediaSession) async -> MediaSession.Summary {
-        await Task.detached { session.stop() }.value
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: session.stop()) }
+        }
     }
 }
 

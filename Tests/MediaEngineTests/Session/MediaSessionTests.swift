@@ -36,6 +36,17 @@ import Testing
         var snapshot: Seen { seen.withLock { $0 } }
     }
 
+    /// Stops a session on a thread of its own: stopping blocks until the session's threads
+    /// end, which must not hold one of Swift's few cooperative threads.
+    @discardableResult
+    func stopped(_ session: MediaSession) async -> MediaSession.Summary {
+        await withCheckedContinuation { continuation in Thread.detachNewThread { continuation.resume(returning: session.stop()) } }
+    }
+
+    func waited(_ session: MediaSession) async -> MediaSession.Summary {
+        await withCheckedContinuation { continuation in Thread.detachNewThread { continuation.resume(returning: session.wait()) } }
+    }
+
     func session(audio: String, video: String?, collected: Collected, tweak: (inout MediaSession.Configuration) -> Void = { _ in })
         throws -> MediaSession {
         var configuration = MediaSession.Configuration(audio: try MediaSources.audio(audio),
@@ -46,7 +57,7 @@ import Testing
         return try MediaSession(configuration: configuration)
     }
 
-    @Test func twoSessionsExchangeAudioAndVideoWithQualityIntact() throws {
+    @Test func twoSessionsExchangeAudioAndVideoWithQualityIntact() async throws {
         let atA = Collected()
         let atB = Collected()
         let a = try session(audio: "tones:440,1000", video: "testsrc:320x240@15", collected: atA)
@@ -54,9 +65,9 @@ import Testing
         #expect(a.local.candidates == [try SocketAddress(host: "127.0.0.1", port: a.local.candidates[0].port)])
         try b.start(remote: a.local) { atB.handle($0) }
         try a.start(remote: b.local) { atA.handle($0) }
-        Thread.sleep(forTimeInterval: 3)
-        let summaryA = a.stop()
-        let summaryB = b.stop()
+        try await Task.sleep(for: .milliseconds(3000))
+        let summaryA = await stopped(a)
+        let summaryB = await stopped(b)
 
         let seenA = atA.snapshot
         let seenB = atB.snapshot
@@ -91,7 +102,7 @@ import Testing
         print("media session: rtt \(rttA), audio correlation \(correlation), video \(seenB.frames.count)/\(sentFrames) frames, PSNR \(meanPSNR) dB")
     }
 
-    @Test func aPeerThatNeverAnswersFailsToConnectInBoundedTime() throws {
+    @Test func aPeerThatNeverAnswersFailsToConnectInBoundedTime() async throws {
         let seen = Collected()
         let a = try session(audio: "sine:440", video: nil, collected: seen) { $0.connectTimeout = .milliseconds(500) }
         let silent = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
@@ -100,28 +111,28 @@ import Testing
                                            checkToken: "nobody")
         let started = ContinuousClock.now
         try a.start(remote: remote) { seen.handle($0) }
-        let summary = a.wait()
+        let summary = await waited(a)
         #expect(ContinuousClock.now - started < .seconds(3))
         #expect(seen.snapshot.failures.first?.contains("no answer from 127.0.0.1:\(silent.localAddress.port)") == true)
         #expect(summary.sent == nil, "nothing is sent to a peer that never answered")
     }
 
-    @Test func aPeerThatHangsUpEndsItsMediaWithBYE() throws {
+    @Test func aPeerThatHangsUpEndsItsMediaWithBYE() async throws {
         let atA = Collected()
         let atB = Collected()
         let a = try session(audio: "sine:440", video: nil, collected: atA)
         let b = try session(audio: "sine:660", video: nil, collected: atB)
         try b.start(remote: a.local) { atB.handle($0) }
         try a.start(remote: b.local) { atA.handle($0) }
-        Thread.sleep(forTimeInterval: 1)
-        b.stop()
+        try await Task.sleep(for: .milliseconds(1000))
+        await stopped(b)
         let deadline = Date().addingTimeInterval(5)
-        while atA.snapshot.disconnected.isEmpty && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
-        a.stop()
+        while atA.snapshot.disconnected.isEmpty && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        await stopped(a)
         #expect(atA.snapshot.disconnected.first?.contains("BYE") == true, "\(atA.snapshot.disconnected)")
     }
 
-    @Test func aPeerThatVanishesIsReportedAfterTheMediaTimeout() throws {
+    @Test func aPeerThatVanishesIsReportedAfterTheMediaTimeout() async throws {
         let atA = Collected()
         let atB = Collected()
         let a = try session(audio: "sine:440", video: nil, collected: atA) { $0.mediaTimeout = .seconds(1) }
@@ -135,32 +146,32 @@ import Testing
         throughProxy.candidates = [proxy.localAddress]
         try b.start(remote: throughProxy) { atB.handle($0) }
         try a.start(remote: b.local) { atA.handle($0) }
-        Thread.sleep(forTimeInterval: 1)
+        try await Task.sleep(for: .milliseconds(1000))
         #expect(atB.snapshot.connected != nil, "connectivity checks pass through the proxy")
         proxy.stop()
         let cut = Date()
-        while atA.snapshot.disconnected.isEmpty && Date() < cut.addingTimeInterval(5) { Thread.sleep(forTimeInterval: 0.05) }
+        while atA.snapshot.disconnected.isEmpty && Date() < cut.addingTimeInterval(5) { try await Task.sleep(for: .milliseconds(50)) }
         let waited = Date().timeIntervalSince(cut)
-        a.stop()
-        b.stop()
+        await stopped(a)
+        await stopped(b)
         #expect(atA.snapshot.disconnected.first?.contains("no media from the peer for 1.0 seconds") == true, "\(atA.snapshot.disconnected)")
         #expect(waited < 3, "reported \(waited) s after the cut")
     }
 
-    @Test func muteSendsSilence() throws {
+    @Test func muteSendsSilence() async throws {
         let atA = Collected()
         let atB = Collected()
         let a = try session(audio: "sine:440", video: nil, collected: atA)
         let b = try session(audio: "sine:660", video: nil, collected: atB)
         try b.start(remote: a.local) { atB.handle($0) }
         try a.start(remote: b.local) { atA.handle($0) }
-        Thread.sleep(forTimeInterval: 1)
+        try await Task.sleep(for: .milliseconds(1000))
         let before = atB.snapshot.remoteLevels.last ?? 0
         a.controls.update { $0.audioMuted = true }
-        Thread.sleep(forTimeInterval: 1)
+        try await Task.sleep(for: .milliseconds(1000))
         let after = atB.snapshot.remoteLevels.last ?? 1
-        a.stop()
-        b.stop()
+        await stopped(a)
+        await stopped(b)
         #expect(before > 0.2, "a full-scale-ish sine is loud: \(before)")
         #expect(after < 0.01, "muted: \(after)")
     }
