@@ -19,8 +19,9 @@ struct ArrivalDelayEstimator {
     /// 6.7 s of 20 ms packets), so a target raised by a jitter spike comes back down within
     /// some 20 s of calm.
     static let forgetting = 0.997
-    /// Packets observed before the histogram replaces the initial target.
-    static let warmUpPackets = 50
+    /// Packets observed before the histogram replaces the initial target (half a second
+    /// of 20 ms packets: enough for a first quantile, short enough for a call's start).
+    static let warmUpPackets = 25
 
     private(set) var transitMean: Double?
     private var transitCount = 0.0

@@ -132,7 +132,7 @@ extension AudioJitterBuffer {
         if shouldSpeedUp(excess: excess, dropping: length),
            quiet || sustained || shouldSpeedUp(excess: excess - forced, dropping: length),
            ring.contains(nextSequence) {
-            if sustained && !quiet { excessSince = now }
+            if sustained && !quiet { excessSince = now - Self.sustainedExcess + Self.sustainedInterval }
             queue.discardWritten(written)
             counters.removedSamplesForAcceleration += written
             sources.insert(.accelerated)

@@ -84,8 +84,10 @@ public final class AudioJitterBuffer {
     /// stream fades instead of stopping dead.
     static let restartFadeOut = sampleRate / 10
     /// A delay above the target for this long is shortened even through sound that is
-    /// never quiet (a steady tone, music), one frame per this interval, rather than kept.
-    static let sustainedExcess = Duration.seconds(1)
+    /// never quiet (a steady tone, music), rather than kept: one frame at a time, at most
+    /// one per `sustainedInterval`.
+    static let sustainedExcess = Duration.milliseconds(300)
+    static let sustainedInterval = Duration.milliseconds(200)
     /// Mean square of -50 dBFS (RMS 103.6 of 32767): concealment at or below it counts as silent.
     static let silentLevel = 10_737.0
     /// Mean square of -45 dBFS (RMS 184.3): chunks at or below it may always be dropped or stretched.
