@@ -23,19 +23,24 @@ import Testing
         let box = Box()
 
         init(server: TestServer, account: String, audio: String, video: String?, device: String = "d",
-             mediaTimeout: Duration = .seconds(10)) async throws {
+             mediaTimeout: Duration = .seconds(10), videoInAudioCalls: Bool = false) async throws {
             let token = try await server.token(account)
             let box = self.box
-            let media: MediaSessionFactory = { _, _ in
+            let media: MediaSessionFactory = { type, _ in
+                let sendsVideo = type == .video || videoInAudioCalls
                 var configuration = MediaSession.Configuration(audio: try MediaSources.audio(audio),
-                                                               video: try video.map { try MediaSources.video($0) })
+                                                               video: sendsVideo ? try video.map { try MediaSources.video($0) } : nil)
                 configuration.host = "127.0.0.1"
                 configuration.mediaTimeout = mediaTimeout
                 configuration.remoteAudio = { pcm in box.seen.withLock { $0.audio.append(contentsOf: pcm) } }
                 return configuration
             }
-            manager = NetCallManager(configuration: NetCallManager.Configuration(server: server.url, token: token, device: device,
-                                                                                 media: media))
+            var settings = NetCallManager.Configuration(server: server.url, token: token, device: device, media: media)
+            settings.videoSource = { quality in
+                let preset = quality.encoding
+                return try MediaSources.video("testsrc:\(preset.width)x\(preset.height)@15")
+            }
+            manager = NetCallManager(configuration: settings)
             try await manager.login()
             Task { [manager, box] in
                 for await event in manager.events {
@@ -236,6 +241,53 @@ import Testing
         #expect(again > earlier)
         _ = try #require(await bob.wait { Self.invitation($0) == again })
         try await alice.manager.hangup(callID: again)
+        await alice.manager.logout()
+        await bob.manager.logout()
+    }
+
+    @Test func anAudioCallSwitchesToVideoChangesQualityAndOutputAndMutes() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let alice = try await Endpoint(server: server, account: "alice", audio: "sine:440", video: "testsrc:352x288@15", videoInAudioCalls: true)
+        let bob = try await Endpoint(server: server, account: "bob", audio: "sine:660", video: "testsrc:352x288@15", videoInAudioCalls: true)
+        let id = try await alice.manager.start(callee: "bob", type: .audio)
+        _ = try #require(await bob.wait { Self.invitation($0) == id })
+        try await bob.manager.response(callID: id, accept: true)
+        #expect(await alice.wait(for: Self.isConnected) != nil)
+        try await Task.sleep(for: .milliseconds(800))
+        #expect(bob.snapshot.frames.isEmpty, "an audio call sends no pictures")
+
+        // NIM's dance: ask, agree, both switch.
+        try await alice.manager.control(callID: id, .toVideo)
+        #expect(await bob.wait { if case .control(_, "alice", .toVideo) = $0 { true } else { false } } != nil)
+        try await bob.manager.control(callID: id, .agreeToVideo)
+        #expect(await alice.wait { if case .control(_, "bob", .agreeToVideo) = $0 { true } else { false } } != nil)
+        try await alice.manager.switchType(.video)
+        try await bob.manager.switchType(.video)
+        try await Task.sleep(for: .milliseconds(1_000))
+        let pictures = bob.snapshot.frames
+        #expect(pictures.count >= 5, "\(pictures.count) pictures after the switch")
+        #expect(pictures.last.map { ($0.width, $0.height) } ?? (0, 0) == (352, 288))
+
+        try await alice.manager.switchVideoQuality(.low)
+        try await Task.sleep(for: .milliseconds(1_000))
+        let resized = bob.snapshot.frames.last
+        #expect(resized.map { ($0.width, $0.height) } ?? (0, 0) == (176, 144), "the low preset's size arrives")
+
+        do {
+            try await alice.manager.switchCamera()
+            Issue.record("no camera exists here, yet switchCamera succeeded")
+        } catch {
+            #expect(error.code == .invalidRequest && error.message.contains("no other camera"), "\(error.message)")
+        }
+        try await bob.manager.setAudioOutput(NullAudioSink(layout: .mono))
+        await alice.manager.setMute(true)
+        try await Task.sleep(for: .milliseconds(600))
+        let heard = bob.snapshot.audio.suffix(4_800)
+        let loudest = heard.map { Int($0.magnitude) }.max() ?? 0
+        #expect(loudest < 300, "muted: the loudest of bob's last 100 ms is \(loudest)")
+        try await alice.manager.hangup(callID: id)
+        _ = await bob.wait { Self.record($0) != nil }
         await alice.manager.logout()
         await bob.manager.logout()
     }

@@ -91,6 +91,8 @@ public final class MediaSender {
         public var targetBitrate: Int?
         /// The VP8 target bitrate in force at the end, b/s.
         public var videoBitrate = 0
+        /// Times the video source was replaced by one of another size.
+        public var videoResolutionChanges = 0
     }
 
     /// What a receiver's RTCP report block said.
@@ -120,8 +122,11 @@ public final class MediaSender {
     /// Feedback changed the estimate since the encoders last followed it.
     private var estimateUpdated = false
     private var roundTripTime: Duration = .milliseconds(100)
-    /// The live cap from `controls`, as last applied.
+    /// The live cap and target from `controls`, as last applied.
     private var bitrateCap: Int?
+    private var bitrateTarget: Int?
+    /// Where pictures come from (the configured source until `controls` replaces it).
+    private var videoSource: (any VideoSource)?
     /// Video was paused by `controls` at the last frame.
     private var videoPaused = false
     private var reportInterval: RTCPInterval
@@ -129,6 +134,7 @@ public final class MediaSender {
 
     public init(configuration: Configuration) throws {
         self.configuration = configuration
+        videoSource = configuration.video
         let local = try configuration.localAddress
             ?? SocketAddress(host: configuration.audioDestination.isIPv6 ? "::" : "0.0.0.0", port: 0)
         transport = try RTPTransport(socket: configuration.socket ?? UDPSocket(bindTo: local), keying: configuration.keying)
@@ -233,12 +239,16 @@ public final class MediaSender {
                     try sendReports(for: [stream], now: elapsed, goodbye: true)
                 }
             }
-            if videoLive && nextVideo <= elapsed, let source = configuration.video, let vp8, let stream = videoStream {
-                if readVideo(source, into: &videoFrame) {
+            if videoLive && nextVideo <= elapsed, let vp8, let stream = videoStream {
+                if let replacement = configuration.controls?.takeVideoSource() {
+                    try switchVideoSource(to: replacement, encoder: vp8, frame: &videoFrame, buffer: &encoded)
+                    forceKeyframe = true
+                }
+                if let source = videoSource, readVideo(source, into: &videoFrame) {
                     configuration.capturedVideo?(videoFrame)
                     let controls = configuration.controls?.current ?? SenderControls.State()
                     if configuration.controls?.takeKeyframeRequest() == true { forceKeyframe = true }
-                    try applyBitrateCap(controls.maximumVideoBitrate)
+                    try applyVideoBitrate(controls)
                     if controls.videoPaused {
                         // Resuming starts with a keyframe: the receiver's decoder lost its references.
                         videoPaused = true
@@ -270,19 +280,33 @@ public final class MediaSender {
         (audio ? [audioStream] : []).compactMap { $0 } + (video ? [videoStream] : []).compactMap { $0 }
     }
 
-    /// The highest VP8 bitrate allowed now: the configured one, or a lower live cap.
+    /// The highest VP8 bitrate allowed now: the configured one, or the live target and cap.
     private var videoCeiling: Int {
-        min(configuration.videoBitrate, bitrateCap ?? .max)
+        min(configuration.videoBitrate, bitrateTarget ?? .max, bitrateCap ?? .max)
     }
 
-    /// Applies a changed live bitrate cap at once (the estimate may be above it).
-    private func applyBitrateCap(_ cap: Int?) throws {
-        let cap = cap.map { max(50_000, $0) }
-        guard cap != bitrateCap, let vp8 else { return }
+    /// Applies a changed live target or cap at once (the estimate may be above them).
+    private func applyVideoBitrate(_ controls: SenderControls.State) throws {
+        let cap = controls.maximumVideoBitrate.map { max(50_000, $0) }
+        let target = controls.videoBitrate.map { max(50_000, $0) }
+        guard cap != bitrateCap || target != bitrateTarget, let vp8 else { return }
         bitrateCap = cap
-        // Under an estimate, a lower cap applies now and a higher one with the next feedback.
+        bitrateTarget = target
+        // Under an estimate, a lower ceiling applies now and a higher one with the next feedback.
         try vp8.setBitrate(followsEstimate ? min(videoCeiling, vp8.configuration.bitrate) : videoCeiling)
         statistics.videoBitrate = vp8.configuration.bitrate
+    }
+
+    /// Reads from another source from now on; a new size rebuilds the encoder (a new libvpx
+    /// context) and the buffers for it.
+    private func switchVideoSource(to source: any VideoSource, encoder: VP8.Encoder, frame: inout VideoFrame,
+                                   buffer: inout [UInt8]) throws {
+        videoSource = source
+        guard source.width != frame.width || source.height != frame.height else { return }
+        try encoder.setResolution(width: source.width, height: source.height)
+        frame.reshape(width: source.width, height: source.height)
+        if buffer.count < encoder.maximumFrameSize { buffer = [UInt8](repeating: 0, count: encoder.maximumFrameSize) }
+        statistics.videoResolutionChanges += 1
     }
 
     /// Reads the next audio frame; false at the end of the source or when it failed,

@@ -107,6 +107,28 @@ public final class MediaSession: Sendable {
     }
 
     private let finished = DispatchSemaphore(value: 0)
+    private let sinkHandoff = Mutex<SinkHandoff?>(nil)
+
+    /// A sink handed from the app's thread to the receive thread, which alone uses it from
+    /// then on (why the unchecked Sendable is safe).
+    final class SinkHandoff: @unchecked Sendable {
+        let sink: (any AudioSink)?
+        init(_ sink: (any AudioSink)?) { self.sink = sink }
+    }
+
+    /// Plays remote audio on `sink` from the next block on (nil: nowhere); the old sink is closed.
+    public func replaceAudioSink(_ sink: sending (any AudioSink)?) {
+        let box = SinkHandoff(sink)
+        sinkHandoff.withLock { $0 = box }
+    }
+
+    /// Sends pictures from `source` from the next frame on (see `SenderControls.replaceVideoSource`).
+    public func replaceVideoSource(_ source: sending any VideoSource) {
+        controls.replaceVideoSource(source)
+    }
+
+    /// Whether this side sends video (a video source was configured).
+    public var sendsVideo: Bool { local.videoSSRC != nil }
 
     /// Binds both sockets and draws this side's key, SSRCs and check token.
     /// - Throws: `TransportError` when `host` cannot be bound.
@@ -174,10 +196,15 @@ public final class MediaSession: Sendable {
         var lastProgress = Duration.zero
         var timedOut = false
         var level = LevelMeter()
+        var sink = configuration.audioSink
         do {
-            let statistics = try receiver.run(duration: nil, stop: { [self] in stopping.load(ordering: .relaxed) }, audio: { pcm in
+            let statistics = try receiver.run(duration: nil, stop: { [self] in stopping.load(ordering: .relaxed) }, audio: { [self] pcm in
                 configuration.remoteAudio?(pcm)
-                try configuration.audioSink?.write(pcm)
+                if let replacement = sinkHandoff.withLock({ pending in defer { pending = nil }; return pending }) {
+                    try? sink?.close()
+                    sink = replacement.sink
+                }
+                try sink?.write(pcm)
                 if let value = level.add(pcm) { events(.remoteAudioLevel(value)) }
             }, video: { frame in
                 events(.remoteVideoFrame(frame))

@@ -10,6 +10,9 @@ public final class SenderControls: Sendable {
         public var videoPaused = false
         /// Upper bound on the VP8 bitrate, below the configured one; nil for none.
         public var maximumVideoBitrate: Int?
+        /// The VP8 bitrate to aim at instead of the configured one (never above it); the
+        /// bandwidth estimate and `maximumVideoBitrate` still bound it. Nil: the configured one.
+        public var videoBitrate: Int?
         /// Ask for a keyframe at the next video frame.
         public var keyframeRequested = false
 
@@ -17,6 +20,14 @@ public final class SenderControls: Sendable {
     }
 
     private let state = Mutex(State())
+    private let handoff = Mutex<VideoSourceHandoff?>(nil)
+
+    /// A source handed from the app's thread to the sending thread, which alone uses it
+    /// from then on: that single ownership is what makes the unchecked Sendable safe.
+    final class VideoSourceHandoff: @unchecked Sendable {
+        let source: any VideoSource
+        init(_ source: any VideoSource) { self.source = source }
+    }
 
     public init() {}
 
@@ -26,6 +37,22 @@ public final class SenderControls: Sendable {
     /// Changes switches atomically.
     public func update(_ change: (inout State) -> Void) {
         state.withLock { change(&$0) }
+    }
+
+    /// Makes the sender read pictures from `source` from its next frame on (another
+    /// camera, another size). The sender reconfigures the encoder for its size and starts
+    /// with a keyframe; the old source is closed by being released.
+    public func replaceVideoSource(_ source: sending any VideoSource) {
+        let box = VideoSourceHandoff(source)
+        handoff.withLock { $0 = box }
+    }
+
+    /// Takes a pending replacement source.
+    func takeVideoSource() -> (any VideoSource)? {
+        handoff.withLock { pending in
+            defer { pending = nil }
+            return pending?.source
+        }
     }
 
     /// Reads and clears the keyframe request.

@@ -26,6 +26,9 @@ public actor NetCallManager {
         public var requestTimeout: Duration = .seconds(10)
         /// Level above which the peer counts as speaking (0...1 RMS of full scale).
         public var speakingThreshold = 0.02
+        /// Makes a video source at a preset's size, for `switchVideoQuality`; without it,
+        /// switching changes the bitrate only.
+        public var videoSource: (@Sendable (CallVideoQuality) throws -> any VideoSource)?
 
         public init(server: String, token: String, device: String = "default", media: @escaping MediaSessionFactory) {
             self.server = server
@@ -41,6 +44,8 @@ public actor NetCallManager {
         var type: CallType
         var session: MediaSession
         var hangupRequested = false
+        /// The V4L2 camera `switchCamera` moved to, if any.
+        var camera: String?
     }
 
     public let configuration: Configuration
@@ -202,6 +207,65 @@ public actor NetCallManager {
         call?.session.controls.update { $0.maximumVideoBitrate = bitrate }
     }
 
+    /// Switches the current call between audio and video: video starts (from a keyframe)
+    /// or pauses. Signal it to the peer with `control` (`toVideo`, `agreeToVideo`, `toAudio`),
+    /// as NIM apps do; the peer's video is received whenever it sends some.
+    /// - Throws: `.callNotFound` without a call; `.invalidRequest` when this device has no
+    ///   video source.
+    public func switchType(_ type: CallType) throws(SignalingError) {
+        guard var call else { throw SignalingError(.callNotFound, "switchType: no call in progress") }
+        guard type == .audio || call.session.sendsVideo else {
+            throw SignalingError(.invalidRequest, "switchType: this device has no video source")
+        }
+        call.session.controls.update { controls in
+            controls.videoPaused = type == .audio
+            if type == .video { controls.keyframeRequested = true }
+        }
+        call.type = type
+        self.call = call
+    }
+
+    /// Changes the video preset of the current call: the bitrate at once, and the picture
+    /// size when `videoSource` is configured (a new source at the preset's size).
+    public func switchVideoQuality(_ quality: CallVideoQuality) throws(SignalingError) {
+        guard let call else { throw SignalingError(.callNotFound, "switchVideoQuality: no call in progress") }
+        guard call.session.sendsVideo else { throw SignalingError(.invalidRequest, "switchVideoQuality: this device sends no video") }
+        if let make = configuration.videoSource {
+            do {
+                call.session.replaceVideoSource(try make(quality))
+            } catch {
+                throw SignalingError(.invalidRequest, "switchVideoQuality: \(error)")
+            }
+        }
+        call.session.controls.update { $0.videoBitrate = quality.encoding.bitrate }
+    }
+
+    /// Moves the current call to the next V4L2 camera (in `/dev/video*` order, wrapping),
+    /// at the size of `quality`.
+    /// - Throws: `.invalidRequest` when there is no other camera or it cannot be opened.
+    public func switchCamera(quality: CallVideoQuality = .default) throws(SignalingError) {
+        guard var call else { throw SignalingError(.callNotFound, "switchCamera: no call in progress") }
+        let cameras = V4L2DeviceInfo.list().map(\.path).sorted()
+        let others = cameras.filter { $0 != call.camera }
+        guard let next = others.first(where: { $0 > (call.camera ?? "") }) ?? others.first, cameras.count > 1 || call.camera == nil else {
+            throw SignalingError(.invalidRequest, "switchCamera: no other camera (\(cameras.count) found)")
+        }
+        let preset = quality.encoding
+        do {
+            call.session.replaceVideoSource(try MediaSources.video("v4l2:\(next):\(preset.width)x\(preset.height)@\(preset.frameRate)"))
+        } catch {
+            throw SignalingError(.invalidRequest, "switchCamera: \(error)")
+        }
+        call.camera = next
+        self.call = call
+    }
+
+    /// Plays the peer's audio on `sink` from now on (another device, or nil for none).
+    public func setAudioOutput(_ sink: sending (any AudioSink)?) throws(SignalingError) {
+        guard let call else { throw SignalingError(.callNotFound, "setAudioOutput: no call in progress") }
+        call.session.replaceAudioSink(sink)
+    }
+
     // MARK: Events
 
     private func handle(_ event: ServerEvent) async {
@@ -253,11 +317,21 @@ public actor NetCallManager {
 
     // MARK: Media
 
+    /// The call's media. A video source the factory gives is kept even in an audio call
+    /// (paused), so `switchType(.video)` can start it; the encoder's ceiling is the
+    /// highest preset's bitrate, so `switchVideoQuality` can go up, and the preset's
+    /// bitrate is the live target.
     private func makeSession(type: CallType, quality: CallVideoQuality) throws(SignalingError) -> MediaSession {
         do {
             var settings = try configuration.media(type, quality)
-            if type == .audio { settings.video = nil }
-            return try MediaSession(configuration: settings)
+            let target = settings.videoBitrate
+            settings.videoBitrate = max(target, CallVideoQuality.allCases.map(\.encoding.bitrate).max() ?? target)
+            let session = try MediaSession(configuration: settings)
+            session.controls.update { controls in
+                controls.videoBitrate = target
+                controls.videoPaused = type == .audio
+            }
+            return session
         } catch let error as SignalingError {
             throw error
         } catch {
