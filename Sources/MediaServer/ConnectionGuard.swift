@@ -1,3 +1,4 @@
+import MediaEngine
 import Signaling
 
 /// The limits one connection lives under, sans-I/O: message size, message rate, request

@@ -1,5 +1,5 @@
 import Testing
-@testable import MediaServer
+@testable import MediaEngine
 
 @Suite struct TokenBuckets {
     @Test func admitsTheBurstThenTheRate() {
