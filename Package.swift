@@ -95,7 +95,7 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
-        .testTarget(name: "SignalingTests", dependencies: ["Signaling"]),
+        .testTarget(name: "SignalingTests", dependencies: ["Signaling", "MediaEngine"]),
         .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "Signaling", "MediaEngine"]),
         // Runs programs (the CLI, ffmpeg, GStreamer) for the CLI and interop tests.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: [.swiftLanguageMode(.v6)]),

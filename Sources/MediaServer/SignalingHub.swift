@@ -35,6 +35,11 @@ public actor SignalingHub {
     private let clock = ContinuousClock()
     private let origin: ContinuousClock.Instant
     private let logger: Logger
+    /// The UDP echo port announced to logged-in clients (net-detect), if one runs.
+    private var echoPort: Int?
+
+    func setEchoPort(_ port: Int?) { echoPort = port }
+
     /// Records that could not be stored, kept to retry (never dropped).
     private var unsaved: [CallRecord] = []
 
@@ -128,7 +133,9 @@ public actor SignalingHub {
             _ = connection.guardian.login(succeeded: true, now: now.monotonic)
             connections[id] = connection
             logger.info("login", metadata: ["connection": "\(id)", "account": "\(account)", "device": "\(device)"])
-            await perform([CallRegistry.okReply(id, requestID, reply)] + outputs)
+            var announced = reply
+            announced.echoPort = echoPort
+            await perform([CallRegistry.okReply(id, requestID, announced)] + outputs)
             do {
                 try await store.deviceLoggedIn(account: account, device: device, epochMilliseconds: now.epochMilliseconds)
             } catch {

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
+import MediaEngine
 import NIOCore
 import ServiceLifecycle
 import Signaling
@@ -26,6 +27,11 @@ public final class SignalingServer: Sendable {
         public var maximumFrameSize = 1 << 21
         /// Pending TCP connections the listener queues.
         public var backlog = 4_096
+        /// Run a net-detect echo responder (UDP) and announce it at login.
+        public var echo = true
+        /// Its UDP port; nil: the same number as the signaling (TCP) port.
+        public var echoPort: Int?
+        public var echoPolicy = EchoPolicy()
 
         public init() {}
     }
@@ -82,7 +88,21 @@ public final class SignalingServer: Sendable {
             try await group.run()
         }
         state.set(group: group, task: task)
-        for await port in bound.stream { return port }
+        for await port in bound.stream {
+            if configuration.echo {
+                do {
+                    let responder = try EchoResponder(bindTo: MediaEngine.SocketAddress(host: configuration.host, port: configuration.echoPort ?? port),
+                                                      policy: configuration.echoPolicy)
+                    responder.start()
+                    state.setEcho(responder)
+                    await hub.setEchoPort(responder.localAddress.port)
+                } catch {
+                    await shutdown()
+                    throw error
+                }
+            }
+            return port
+        }
         // The group ended before binding: report why.
         try await task.value
         throw StoreError("\(configuration.host):\(configuration.port): the server stopped before it was listening")
@@ -98,7 +118,13 @@ public final class SignalingServer: Sendable {
         guard let group = state.group else { return }
         await group.triggerGracefulShutdown()
         _ = try? await state.task?.value
+        if let echo = state.echo {
+            await withCheckedContinuation { continuation in Thread.detachNewThread { echo.stop(); continuation.resume() } }
+        }
     }
+
+    /// The net-detect echo responder's address, when one runs.
+    public var echoAddress: MediaEngine.SocketAddress? { state.echo?.localAddress }
 
     /// One WebSocket connection: a writer draining the hub's queue for it, and this task
     /// reading messages into the hub.
@@ -165,6 +191,10 @@ struct HubTimer: Service {
 /// The running group and task, set once by `start`.
 final class ServerState: Sendable {
     private let lock = Mutex<(group: ServiceGroup?, task: Task<Void, any Error>?)>((nil, nil))
+    private let echoLock = Mutex<EchoResponder?>(nil)
+
+    func setEcho(_ echo: EchoResponder) { echoLock.withLock { $0 = echo } }
+    var echo: EchoResponder? { echoLock.withLock { $0 } }
 
     func set(group: ServiceGroup, task: Task<Void, any Error>) {
         lock.withLock { $0 = (group, task) }

@@ -101,11 +101,14 @@ public enum Reply {
         public var device: String
         /// Calls this device was in when it reconnected (their IDs).
         public var activeCalls: [UInt64]
+        /// The server's UDP echo port for net-detect, when it runs one.
+        public var echoPort: Int?
 
-        public init(account: String, device: String, activeCalls: [UInt64]) {
+        public init(account: String, device: String, activeCalls: [UInt64], echoPort: Int? = nil) {
             self.account = account
             self.device = device
             self.activeCalls = activeCalls
+            self.echoPort = echoPort
         }
     }
 

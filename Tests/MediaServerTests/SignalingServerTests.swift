@@ -1,4 +1,5 @@
 import Foundation
+import MediaEngine
 import Signaling
 import Testing
 @testable import MediaServer
@@ -215,6 +216,18 @@ import Testing
         let client = try await TestClient(url: server.url)
         #expect(await client.waitForEnd(timeout: .seconds(5)))
         #expect(await client.client.connection.closure?.code == 1_008)
+    }
+
+    @Test func theServerAnswersNetDetectProbesOnTheEchoPortItAnnounces() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let client = try await TestClient(url: server.url)
+        let login = try await client.request(MessageType.login, Request.Login(token: try await server.token("alice"), device: "d"),
+                                             as: Reply.Login.self)
+        let port = try #require(login.echoPort)
+        #expect(port == server.port, "the echo answers on the signaling port's number (UDP)")
+        let result = await NetDetectManager().detect(kind: .audio, target: "127.0.0.1:\(port)", count: 20, interval: .milliseconds(5))
+        #expect(result.error == nil && result.lossRate == 0 && result.quality == .veryGood)
     }
 
     @Test func aServerThatIsNotThereIsAnErrorNotAHang() async throws {

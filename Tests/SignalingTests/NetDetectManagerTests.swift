@@ -1,0 +1,53 @@
+import Foundation
+import MediaEngine
+import Testing
+@testable import Signaling
+
+@Suite struct NetDetectManagers {
+    @Test func tasksRunAtOnceAStoppedOneSaysSoAndTheLogHoldsEveryTask() async throws {
+        let echo = try EchoResponder(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
+        echo.start()
+        defer { echo.stop() }
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("netdetect-\(UInt32.random(in: 0 ... .max)).log").path
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let manager = NetDetectManager(logFilePath: log)
+        #expect(manager.logFilePath == log)
+        let target = echo.localAddress.description
+
+        async let quick = manager.detect(kind: .audio, target: target, count: 20, interval: .milliseconds(5))
+        async let video = manager.detect(kind: .video720p, target: target, count: 40)
+        let (stopped, long) = await withCheckedContinuation { continuation in
+            let id = manager.startDetectTask(kind: .audio, target: target, count: 10_000, interval: .milliseconds(5)) { result in
+                continuation.resume(returning: (result, 0))
+            }
+            Task {
+                try? await Task.sleep(for: .milliseconds(200))
+                try? manager.stopDetectTask(id)
+            }
+        }
+        _ = long
+        let first = await quick
+        let second = await video
+        #expect(first.error == nil && first.lossRate == 0 && first.expandInfo.received == 20)
+        #expect(second.error == nil && second.expandInfo.probeSize == 1_000 && second.expandInfo.received == 40)
+        #expect(stopped.error?.code == .stopped, "\(stopped.error?.message ?? "no error")")
+        #expect(stopped.expandInfo.sent < 10_000)
+        #expect(Set([first.taskId, second.taskId, stopped.taskId]).count == 3, "each task has its own ID")
+
+        let lines = try String(contentsOfFile: log, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 3, "one line per task")
+        let ids = try lines.map { line -> UInt64 in
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            let result = object?["result"] as? [String: Any]
+            return (result?["taskId"] as? NSNumber)?.uint64Value ?? 0
+        }
+        #expect(Set(ids) == Set([first.taskId, second.taskId, stopped.taskId]))
+        #expect(lines.contains { $0.contains("\"stopped\"") }, "the stopped task's error is logged")
+        #expect(manager.runningTasks.isEmpty)
+    }
+
+    @Test func stoppingAnUnknownTaskIsAnError() {
+        let manager = NetDetectManager()
+        #expect(throws: NetDetectError.self) { try manager.stopDetectTask(12_345) }
+    }
+}
