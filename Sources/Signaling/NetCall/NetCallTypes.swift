@@ -9,18 +9,19 @@ public enum NetStatus: Int, Sendable, Hashable, Codable, CaseIterable {
     case bad = 2
     case veryBad = 3
 
-    /// The index for loss (percent), round trip and jitter (milliseconds).
+    /// The index for loss (percent), round trip and jitter (milliseconds), as net-detect
+    /// computes it (`NetQuality.index`, jitter in place of the RTT's mean deviation).
     public static func index(lossPercent: Double, roundTripMilliseconds: Double, jitterMilliseconds: Double) -> Double {
-        (lossPercent / 20) * 0.5 + (roundTripMilliseconds / 1_200) * 0.25 + (jitterMilliseconds / 150) * 0.25
+        NetQuality.index(lossRate: lossPercent, rttAverage: roundTripMilliseconds, rttMeanDeviation: jitterMilliseconds)
     }
 
-    /// The level of an index: <= 0.2625 very good, <= 0.55 good, <= 1 bad, above very bad.
+    /// The level of an index, with net-detect's class boundaries.
     public init(index: Double) {
-        switch index {
-        case ...0.2625: self = .veryGood
-        case ...0.55: self = .good
-        case ...1: self = .bad
-        default: self = .veryBad
+        switch NetQuality(index: index) {
+        case .veryGood: self = .veryGood
+        case .good: self = .good
+        case .poor: self = .bad
+        case .veryPoor: self = .veryBad
         }
     }
 }
