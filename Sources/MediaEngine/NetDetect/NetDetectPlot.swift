@@ -2,7 +2,7 @@ extension NetDetectResult {
     /// RTT per probe as an SVG line chart; lost probes are red marks on the axis. The
     /// title gives loss, RTT figures and the quality class.
     public func svgPlot(width: Double = 800, height: Double = 360) -> String {
-        let left = 60.0, right = 20.0, top = 40.0, bottom = 40.0
+        let left = 80.0, right = 20.0, top = 56.0, bottom = 40.0
         let plotWidth = width - left - right
         let plotHeight = height - top - bottom
         let values = rtts.compactMap { $0 }
@@ -14,7 +14,8 @@ extension NetDetectResult {
         var svg = """
         <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" viewBox="0 0 \(Int(width)) \(Int(height))" font-family="sans-serif" font-size="12">
         <rect width="100%" height="100%" fill="white"/>
-        <text x="\(Int(left))" y="20" font-size="14">net-detect \(expandInfo.target) (\(expandInfo.kind.rawValue)): loss \(f(lossRate)) %, rtt avg \(f(rttAverage)) ms, min \(f(rttMinimal)), max \(f(rttMaximal)), mdev \(f(rttMeanDeviation)) ms: \(quality.rawValue)</text>
+        <text x="\(Int(left))" y="20" font-size="14">net-detect \(expandInfo.target) (\(expandInfo.kind.rawValue)): \(quality.rawValue)</text>
+        <text x="\(Int(left))" y="38">loss \(f(lossRate)) % (red marks), rtt avg \(f(rttAverage)) ms, min \(f(rttMinimal)), max \(f(rttMaximal)), mdev \(f(rttMeanDeviation)) ms</text>
         <line x1="\(Int(left))" y1="\(Int(top + plotHeight))" x2="\(Int(left + plotWidth))" y2="\(Int(top + plotHeight))" stroke="black"/>
         <line x1="\(Int(left))" y1="\(Int(top))" x2="\(Int(left))" y2="\(Int(top + plotHeight))" stroke="black"/>
         <text x="\(Int(left - 8))" y="\(Int(top + 4))" text-anchor="end">\(f(ceiling)) ms</text>
