@@ -127,6 +127,7 @@ enum CallPrinter {
             "netStatus \(user) \(status) loss=\(String(format: "%.1f", loss))% rtt=\(Int(rtt))ms jitter=\(Int(jitter))ms"
         case .connectionLost(let why): "signaling connection lost: \(why); reconnecting"
         case .reconnected: "signaling reconnected"
+        case .audioMixTaskCompleted(let task): "audioMixTaskCompleted \(task.fileURL.path)"
         case .remoteVideoFrame, .localPreviewFrame, .myVolume, .speakingUsers: nil
         }
     }

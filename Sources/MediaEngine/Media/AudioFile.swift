@@ -10,9 +10,15 @@ public enum AudioFile {
     /// - Throws: `MediaFileError` naming the file: `cannotOpen`, `corrupt`,
     ///   `unsupportedFormat` (channel count) or `unsupportedSampleRate`.
     public static func read(path: String) throws(MediaFileError) -> AudioFrame {
+        try read(path: path, resampling: false)
+    }
+
+    /// Reads a whole file; with `resampling`, any sample rate is converted to 48 kHz with
+    /// libsoxr (very high quality) instead of refused.
+    public static func read(path: String, resampling: Bool) throws(MediaFileError) -> AudioFrame {
         let file = try SoundFile(path: path, mode: Int32(SFM_READ))
         let info = file.info
-        guard info.samplerate == Int32(AudioFrame.sampleRate) else {
+        guard info.samplerate == Int32(AudioFrame.sampleRate) || (resampling && info.samplerate > 0 && info.samplerate <= 384_000) else {
             throw MediaFileError(.unsupportedSampleRate, path: path,
                                  "sample rate is \(info.samplerate) Hz; the engine takes 48000 Hz")
         }
@@ -35,7 +41,22 @@ public enum AudioFile {
             if count == 0 { break }
             samples.append(contentsOf: block[0..<(Int(count) * layout.count)])
         }
-        return AudioFrame(layout: layout, samples: samples)
+        guard info.samplerate != Int32(AudioFrame.sampleRate) else { return AudioFrame(layout: layout, samples: samples) }
+        do {
+            let resampler = try Resampler(inputRate: Int(info.samplerate), layout: layout)
+            let capacity = samples.count * AudioFrame.sampleRate / Int(info.samplerate) + 4_096 * layout.count
+            var output = [Int16](repeating: 0, count: capacity)
+            let produced = samples.withUnsafeBufferPointer { input in
+                output.withUnsafeMutableBufferPointer { out in
+                    // The resampler counts samples per channel.
+                    let first = resampler.process(input, into: out) * layout.count
+                    return first + resampler.flush(into: UnsafeMutableBufferPointer(rebasing: out[first...])) * layout.count
+                }
+            }
+            return AudioFrame(layout: layout, samples: Array(output[0..<produced]))
+        } catch {
+            throw MediaFileError(.unsupportedSampleRate, path: path, "cannot resample \(info.samplerate) Hz: \(error)")
+        }
     }
 
     /// Writes `frame` as 16-bit PCM WAV at 48 kHz, replacing any file at `path`.

@@ -43,8 +43,11 @@ public final class MediaSender {
         public var socket: UDPSocket?
         /// Live mute, video pause, bitrate cap and keyframe requests.
         public var controls: SenderControls?
-        /// Sees each captured audio frame as it will be sent (after muting), on the
-        /// sending thread: for level meters.
+        /// Mixes more audio into each captured frame (after muting), on the sending thread:
+        /// audio-file mixing.
+        public var audioMix: ((inout AudioFrame) -> Void)?
+        /// Sees each captured audio frame as it will be sent (after muting and mixing), on
+        /// the sending thread: for level meters.
         public var capturedAudio: ((AudioFrame) -> Void)?
         /// Sees each captured picture before encoding, on the sending thread: for previews.
         public var capturedVideo: ((VideoFrame) -> Void)?
@@ -227,6 +230,7 @@ public final class MediaSender {
                     if configuration.controls?.current.audioMuted == true {
                         for index in audioFrame.samples.indices { audioFrame.samples[index] = 0 }
                     }
+                    configuration.audioMix?(&audioFrame)
                     configuration.capturedAudio?(audioFrame)
                     try sendAudio(audioFrame, index: audioIndex, encoder: opus, stream: stream, now: elapsed)
                     // A sender report right behind the first packet gives receivers the

@@ -70,6 +70,8 @@ public final class MediaSession: Sendable {
         case localAudioLevel(Double)
         /// Level of the audio being played, 0...1.
         case remoteAudioLevel(Double)
+        /// The audio-file mix task played its last pass.
+        case audioMixTaskCompleted(AudioFileMixTask)
     }
 
     /// Final figures of both directions.
@@ -125,6 +127,29 @@ public final class MediaSession: Sendable {
     /// Sends pictures from `source` from the next frame on (see `SenderControls.replaceVideoSource`).
     public func replaceVideoSource(_ source: sending any VideoSource) {
         controls.replaceVideoSource(source)
+    }
+
+    private let mixTask = Mutex<AudioFileMixTask?>(nil)
+
+    /// Mixes `task`'s file into what is sent from the next frame on; a running task ends
+    /// (it is stopped, without a completion event).
+    public func startAudioMix(_ task: AudioFileMixTask) {
+        let previous = mixTask.withLock { current in
+            defer { current = task }
+            return current
+        }
+        previous?.stop()
+    }
+
+    /// The task mixing now, if any.
+    public var currentAudioMixTask: AudioFileMixTask? { mixTask.withLock { $0 } }
+
+    /// Ends the running task, if any.
+    public func stopAudioMix() {
+        mixTask.withLock { current in
+            current?.stop()
+            current = nil
+        }
     }
 
     /// Whether this side sends video (a video source was configured).
@@ -259,6 +284,32 @@ public final class MediaSession: Sendable {
                 if let value = frame.samples.withUnsafeBufferPointer({ level.add($0) }) { events(.localAudioLevel(value)) }
             }
             settings.capturedVideo = { frame in events(.localVideoFrame(frame)) }
+            var mixed = [Int16](repeating: 0, count: 4_800)
+            settings.audioMix = { [self] frame in
+                guard let task = mixTask.withLock({ $0 }) else { return }
+                let count = frame.samplesPerChannel
+                if mixed.count < count { mixed = [Int16](repeating: 0, count: count) }
+                let (send, _, completed) = mixed.withUnsafeMutableBufferPointer { task.pull(into: UnsafeMutableBufferPointer(rebasing: $0[0..<count])) }
+                let channels = frame.layout.count
+                frame.samples.withUnsafeMutableBufferPointer { samples in
+                    mixed.withUnsafeBufferPointer { file in
+                        if channels == 1 {
+                            AudioMixer.add(UnsafeBufferPointer(rebasing: file[0..<count]), gain: send, into: samples)
+                        } else {
+                            for channel in 0..<channels {
+                                for index in 0..<count {
+                                    let mixedSample = (Int32(samples[index * channels + channel]) + Int32(Double(file[index]) * send))
+                                    samples[index * channels + channel] = Int16(clamping: mixedSample)
+                                }
+                            }
+                        }
+                    }
+                }
+                if completed {
+                    mixTask.withLock { if $0 === task { $0 = nil } }
+                    events(.audioMixTaskCompleted(task))
+                }
+            }
             let sender = try MediaSender(configuration: settings)
             let statistics = try sender.run(duration: nil, stop: { [self] in stopping.load(ordering: .relaxed) })
             state.withLock { $0.summary.sent = statistics }

@@ -260,6 +260,32 @@ public actor NetCallManager {
         self.call = call
     }
 
+    /// Mixes an audio file into what this side sends (NIM's `startAudioMix`); a running
+    /// task ends. `audioMixTaskCompleted` follows its last pass.
+    public func startAudioMix(_ task: AudioFileMixTask) throws(SignalingError) {
+        guard let call else { throw SignalingError(.callNotFound, "startAudioMix: no call in progress") }
+        call.session.startAudioMix(task)
+    }
+
+    /// The task mixing now.
+    public var currentAudioMixTask: AudioFileMixTask? { call?.session.currentAudioMixTask }
+
+    public func pauseAudioMix() { call?.session.currentAudioMixTask?.pause() }
+    public func resumeAudioMix() { call?.session.currentAudioMixTask?.resume() }
+    public func stopAudioMix() { call?.session.stopAudioMix() }
+
+    /// Changes the running task's loops (restarting their count) and volumes (0...1).
+    public func updateAudioMix(numberOfLoops: Int? = nil, sendVolume: Double? = nil, playbackVolume: Double? = nil)
+        throws(SignalingError) {
+        guard let task = currentAudioMixTask else { throw SignalingError(.callNotFound, "updateAudioMix: no mix task running") }
+        do {
+            try task.setVolumes(send: sendVolume, playback: playbackVolume)
+        } catch {
+            throw SignalingError(.invalidRequest, "updateAudioMix: \(error.message)")
+        }
+        if let numberOfLoops { task.numberOfLoops = numberOfLoops }
+    }
+
     /// Plays the peer's audio on `sink` from now on (another device, or nil for none).
     public func setAudioOutput(_ sink: sending (any AudioSink)?) throws(SignalingError) {
         guard let call else { throw SignalingError(.callNotFound, "setAudioOutput: no call in progress") }
@@ -364,6 +390,8 @@ public actor NetCallManager {
                     emit.yield(.localPreviewFrame(frame))
                 case .localAudioLevel(let level):
                     emit.yield(.myVolume(level))
+                case .audioMixTaskCompleted(let task):
+                    emit.yield(.audioMixTaskCompleted(task))
                 case .remoteAudioLevel(let level):
                     emit.yield(.speakingUsers(level >= threshold ? [peer: level] : [:]))
                 }

@@ -61,6 +61,8 @@ public enum NetCallEvent: Sendable {
     case connectionLost(String)
     /// Logged in again after a drop.
     case reconnected
+    /// The audio-file mix task played its last pass.
+    case audioMixTaskCompleted(AudioFileMixTask)
 }
 
 /// How `NetCallManager` gets the media of a call: the app says which sources to use for

@@ -15,6 +15,7 @@ import Testing
             var disconnected: [String] = []
             var remoteLevels: [Double] = []
             var localFrames = 0
+            var mixCompletions = 0
         }
 
         let seen = Mutex(Seen())
@@ -28,6 +29,7 @@ import Testing
                 case .remoteVideoFrame(let frame): if seen.frames.count < 200 { seen.frames.append(frame) }
                 case .localVideoFrame: seen.localFrames += 1
                 case .remoteAudioLevel(let level): seen.remoteLevels.append(level)
+                case .audioMixTaskCompleted: seen.mixCompletions += 1
                 case .statistics, .localAudioLevel: break
                 }
             }
@@ -174,5 +176,39 @@ import Testing
         await stopped(b)
         #expect(before > 0.2, "a full-scale-ish sine is loud: \(before)")
         #expect(after < 0.01, "muted: \(after)")
+    }
+
+    @Test func aMixedFileArrivesAtTheSendVolumeAndCompletesAfterItsLoops() async throws {
+        let atA = Collected()
+        let atB = Collected()
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("mix-\(UInt32.random(in: 0 ... .max)).wav").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try writeWAV(sine(500, rate: 44_100, seconds: 0.5, amplitude: 0.6), rate: 44_100, to: path)
+        let a = try session(audio: "silence", video: nil, collected: atA)
+        let b = try session(audio: "silence", video: nil, collected: atB)
+        try b.start(remote: a.local) { atB.handle($0) }
+        try a.start(remote: b.local) { atA.handle($0) }
+        try await Task.sleep(for: .milliseconds(500))
+        let task = try AudioFileMixTask(fileURL: URL(fileURLWithPath: path))
+        task.numberOfLoops = 2
+        try task.setVolumes(send: 0.5)
+        let heardBefore = atB.snapshot.audio.count
+        a.startAudioMix(task)
+        try await Task.sleep(for: .milliseconds(2_200))
+        await stopped(a)
+        await stopped(b)
+        #expect(atA.snapshot.mixCompletions == 1, "one completion after 3 plays of 0.5 s")
+        let heard = Array(atB.snapshot.audio.dropFirst(heardBefore))
+        // The loudest stretch: the file at half volume, 0.6 x 0.5 of full scale.
+        let blocks = stride(from: 0, to: heard.count - 4_800, by: 4_800).map { start -> Double in
+            let block = heard[start..<(start + 4_800)]
+            return (block.reduce(0.0) { $0 + Double($1) * Double($1) } / 4_800).squareRoot() / 32_768
+        }
+        let expected = 0.6 * 0.5 / 2.0.squareRoot()
+        let loud = blocks.filter { $0 > expected / 2 }
+        #expect(loud.count >= 10, "\(loud.count) blocks of 100 ms carried the file")
+        let median = loud.sorted()[loud.count / 2]
+        #expect(abs(median - expected) / expected < 0.1, "RMS \(median), expected \(expected)")
+        #expect(blocks.suffix(3).allSatisfy { $0 < 0.01 }, "silence after the last pass")
     }
 }

@@ -1,0 +1,56 @@
+/// Mixes 48 kHz Int16 audio with per-input gains: sums in 32 bits, then saturates to
+/// Int16 once, so inputs that overflow together clip instead of wrapping around.
+/// Allocation-free: callers own every buffer.
+public enum AudioMixer {
+    /// Gains are applied in Q16 fixed point: 65536 is unity.
+    static func fixedGain(_ gain: Double) -> Int64 { Int64((max(0, min(gain, 8)) * 65_536).rounded()) }
+
+    /// Adds `input × gain` to `accumulator` over the shorter of the two lengths.
+    public static func accumulate(_ input: UnsafeBufferPointer<Int16>, gain: Double, into accumulator: UnsafeMutableBufferPointer<Int32>) {
+        let factor = fixedGain(gain)
+        for index in 0..<min(input.count, accumulator.count) {
+            accumulator[index] &+= Int32(truncatingIfNeeded: (Int64(input[index]) * factor) >> 16)
+        }
+    }
+
+    /// Writes the accumulated sum to `output`, saturating at the Int16 range.
+    /// - Returns: How many samples were clipped.
+    @discardableResult
+    public static func finish(_ accumulator: UnsafeBufferPointer<Int32>, into output: UnsafeMutableBufferPointer<Int16>) -> Int {
+        var clipped = 0
+        for index in 0..<min(accumulator.count, output.count) {
+            let value = accumulator[index]
+            if value > Int32(Int16.max) {
+                output[index] = .max
+                clipped += 1
+            } else if value < Int32(Int16.min) {
+                output[index] = .min
+                clipped += 1
+            } else {
+                output[index] = Int16(value)
+            }
+        }
+        return clipped
+    }
+
+    /// `output = saturate(output + addition × gain)`, in place: mixing one input into a frame.
+    /// - Returns: How many samples were clipped.
+    @discardableResult
+    public static func add(_ addition: UnsafeBufferPointer<Int16>, gain: Double, into output: UnsafeMutableBufferPointer<Int16>) -> Int {
+        let factor = fixedGain(gain)
+        var clipped = 0
+        for index in 0..<min(addition.count, output.count) {
+            let sum = Int64(output[index]) + ((Int64(addition[index]) * factor) >> 16)
+            if sum > Int64(Int16.max) {
+                output[index] = .max
+                clipped += 1
+            } else if sum < Int64(Int16.min) {
+                output[index] = .min
+                clipped += 1
+            } else {
+                output[index] = Int16(sum)
+            }
+        }
+        return clipped
+    }
+}
