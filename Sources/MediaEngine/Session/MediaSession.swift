@@ -130,6 +130,7 @@ public final class MediaSession: Sendable {
     }
 
     private let mixTask = Mutex<AudioFileMixTask?>(nil)
+    private let playbackMix = PlaybackMixRing()
 
     /// Mixes `task`'s file into what is sent from the next frame on; a running task ends
     /// (it is stopped, without a completion event).
@@ -222,6 +223,7 @@ public final class MediaSession: Sendable {
         var timedOut = false
         var level = LevelMeter()
         var sink = configuration.audioSink
+        var playing = [Int16](repeating: 0, count: 1_920)
         do {
             let statistics = try receiver.run(duration: nil, stop: { [self] in stopping.load(ordering: .relaxed) }, audio: { [self] pcm in
                 configuration.remoteAudio?(pcm)
@@ -229,7 +231,18 @@ public final class MediaSession: Sendable {
                     try? sink?.close()
                     sink = replacement.sink
                 }
-                try sink?.write(pcm)
+                if let sink, !playbackMix.isEmpty {
+                    // The file mix plays locally at its playback volume, mixed into the peer's audio.
+                    if playing.count < pcm.count { playing = [Int16](repeating: 0, count: pcm.count) }
+                    try playing.withUnsafeMutableBufferPointer { buffer in
+                        let block = UnsafeMutableBufferPointer(rebasing: buffer[0..<pcm.count])
+                        _ = block.initialize(from: pcm)
+                        playbackMix.mix(into: block, channels: sink.layout.count)
+                        try sink.write(UnsafeBufferPointer(block))
+                    }
+                } else {
+                    try sink?.write(pcm)
+                }
                 if let value = level.add(pcm) { events(.remoteAudioLevel(value)) }
             }, video: { frame in
                 events(.remoteVideoFrame(frame))
@@ -289,7 +302,10 @@ public final class MediaSession: Sendable {
                 guard let task = mixTask.withLock({ $0 }) else { return }
                 let count = frame.samplesPerChannel
                 if mixed.count < count { mixed = [Int16](repeating: 0, count: count) }
-                let (send, _, completed) = mixed.withUnsafeMutableBufferPointer { task.pull(into: UnsafeMutableBufferPointer(rebasing: $0[0..<count])) }
+                let (send, playback, completed) = mixed.withUnsafeMutableBufferPointer {
+                    task.pull(into: UnsafeMutableBufferPointer(rebasing: $0[0..<count]))
+                }
+                mixed.withUnsafeBufferPointer { playbackMix.push(UnsafeBufferPointer(rebasing: $0[0..<count]), gain: playback) }
                 let channels = frame.layout.count
                 frame.samples.withUnsafeMutableBufferPointer { samples in
                     mixed.withUnsafeBufferPointer { file in

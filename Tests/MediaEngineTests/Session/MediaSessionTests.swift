@@ -184,14 +184,15 @@ import Testing
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("mix-\(UInt32.random(in: 0 ... .max)).wav").path
         defer { try? FileManager.default.removeItem(atPath: path) }
         try writeWAV(sine(500, rate: 44_100, seconds: 0.5, amplitude: 0.6), rate: 44_100, to: path)
-        let a = try session(audio: "silence", video: nil, collected: atA)
+        let speaker = CapturingSink()
+        let a = try session(audio: "silence", video: nil, collected: atA) { $0.audioSink = speaker }
         let b = try session(audio: "silence", video: nil, collected: atB)
         try b.start(remote: a.local) { atB.handle($0) }
         try a.start(remote: b.local) { atA.handle($0) }
         try await Task.sleep(for: .milliseconds(500))
         let task = try AudioFileMixTask(fileURL: URL(fileURLWithPath: path))
         task.numberOfLoops = 2
-        try task.setVolumes(send: 0.5)
+        try task.setVolumes(send: 0.5, playback: 0.25)
         let heardBefore = atB.snapshot.audio.count
         a.startAudioMix(task)
         try await Task.sleep(for: .milliseconds(2_200))
@@ -210,5 +211,26 @@ import Testing
         let median = loud.sorted()[loud.count / 2]
         #expect(abs(median - expected) / expected < 0.1, "RMS \(median), expected \(expected)")
         #expect(blocks.suffix(3).allSatisfy { $0 < 0.01 }, "silence after the last pass")
+        // Locally, the file plays at its playback volume, mixed into the peer's (silent) audio.
+        let played = speaker.samples
+        let local = stride(from: 0, to: max(0, played.count - 4_800), by: 4_800).map { start -> Double in
+            let block = played[start..<(start + 4_800)]
+            return (block.reduce(0.0) { $0 + Double($1) * Double($1) } / 4_800).squareRoot() / 32_768
+        }
+        let localExpected = 0.6 * 0.25 / 2.0.squareRoot()
+        let localLoud = local.filter { $0 > localExpected / 2 }.sorted()
+        #expect(localLoud.count >= 10, "\(localLoud.count) blocks played locally")
+        let localMedian = localLoud.isEmpty ? 0 : localLoud[localLoud.count / 2]
+        #expect(abs(localMedian - localExpected) / localExpected < 0.1, "local RMS \(localMedian), expected \(localExpected)")
+    }
+
+    /// Collects what a session plays.
+    final class CapturingSink: AudioSink, Sendable {
+        let layout = ChannelLayout.mono
+        let name = "capture"
+        private let store = Mutex<[Int16]>([])
+        func write(_ samples: UnsafeBufferPointer<Int16>) throws { store.withLock { $0.append(contentsOf: samples) } }
+        func close() throws {}
+        var samples: [Int16] { store.withLock { $0 } }
     }
 }
