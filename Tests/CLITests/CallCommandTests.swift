@@ -66,6 +66,32 @@ import Testing
         }
     }
 
+    @Test func aMixFileIsSentAtItsVolumeAndCompletes() throws {
+        let setup = try Setup()
+        defer { setup.finish() }
+        let file = setup.directory.appendingPathComponent("prompt.wav").path
+        let tone = (0..<24_000).map { Int16(0.6 * 32_767 * sin(2 * Double.pi * 880 * Double($0) / 48_000)) }
+        try AudioFile.writeWAV(AudioFrame(layout: .mono, samples: tone), path: file)
+        let wav = setup.directory.appendingPathComponent("heard.wav").path
+        let answer = try CLI.start(["answer", "--server", setup.url, "--token", setup.bob, "--auto-accept", "--audio", "silence",
+                                    "--record-remote", wav, "--media-host", "127.0.0.1"])
+        #expect(answer.waitForOutput(containing: "waiting for calls", timeout: 20))
+        let call = try CLI.run(["call", "bob", "--server", setup.url, "--token", setup.alice, "--audio", "silence", "--duration", "2",
+                                "--mix-file", file, "--mix-loops", "1", "--mix-send-volume", "0.5", "--media-host", "127.0.0.1"])
+        #expect(call.status == 0, "\(call.stderr)")
+        #expect(call.stdout.contains("audioMixTaskCompleted \(file)"), "\(call.stdout)")
+        _ = try answer.wait(timeout: 20)
+        let heard = try AudioFile.read(path: wav).samples
+        let blocks = stride(from: 0, to: heard.count - 4_800, by: 4_800).map { start -> Double in
+            (heard[start..<(start + 4_800)].reduce(0.0) { $0 + Double($1) * Double($1) } / 4_800).squareRoot() / 32_768
+        }
+        let loud = blocks.filter { $0 > 0.1 }
+        let expected = 0.6 * 0.5 / 2.0.squareRoot()
+        #expect(loud.count >= 8 && loud.count <= 12, "two plays of 0.5 s: \(loud.count) loud blocks of 100 ms")
+        let median = loud.sorted()[loud.count / 2]
+        #expect(abs(median - expected) / expected < 0.1, "RMS \(median), half of the file's \(expected * 2)")
+    }
+
     @Test func aRejectedCallEndsAsRejectedOnBothSides() throws {
         let setup = try Setup()
         defer { setup.finish() }
@@ -97,6 +123,8 @@ import Testing
         (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--quality", "4k"], "--quality '4k' is not one of"),
         (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--audio", "sine:0"], "sine needs a frequency"),
         (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--record-remote", "x.mp3"], "use a .wav file"),
+        (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--mix-file", "/nonexistent/a.wav"], "/nonexistent/a.wav"),
+        (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--mix-file", "/dev/null", "--mix-send-volume", "2"], "/dev/null"),
     ])
     func badOptionsAreNamed(arguments: [String], message: String) throws {
         let run = try CLI.run(arguments)

@@ -50,6 +50,27 @@ struct CallMediaOptions: ParsableArguments {
     @Option(help: "Hang up this many seconds after the media connects (default: when the peer hangs up or Ctrl-C).")
     var duration: Double?
 
+    @Option(help: "Mix an audio file (WAV, FLAC, Ogg, any rate) into what is sent, once the call connects.")
+    var mixFile: String?
+
+    @Option(help: "Times the mix file repeats after its first play; negative: forever.")
+    var mixLoops = 0
+
+    @Option(help: "Volume of the mix file in what is sent, 0...1.")
+    var mixSendVolume = 1.0
+
+    @Option(help: "Volume of the mix file in local playback, 0...1.")
+    var mixPlaybackVolume = 1.0
+
+    /// The mix task these options ask for, checked.
+    func mixTask() throws -> AudioFileMixTask? {
+        guard let mixFile else { return nil }
+        let task = try AudioFileMixTask(fileURL: URL(fileURLWithPath: mixFile))
+        try task.setVolumes(send: mixSendVolume, playback: mixPlaybackVolume)
+        task.numberOfLoops = mixLoops
+        return task
+    }
+
     var videoQuality: CallVideoQuality { CallVideoQuality(rawValue: quality) ?? .default }
 
     func check() throws {
@@ -62,6 +83,11 @@ struct CallMediaOptions: ParsableArguments {
         _ = try MediaSources.audio(audio)
         if let videoSource { _ = try MediaSources.video(videoSource) }
         if let play { _ = try MediaSources.audioSink(play) }
+        do {
+            _ = try mixTask()
+        } catch let error as MixError {
+            throw ValidationError(error.message)
+        }
     }
 
     /// Builds each call's media from these options.
@@ -160,7 +186,8 @@ enum CallPrinter {
 /// Drives one call's events until its record arrives: prints them, hangs up after the
 /// duration or on Ctrl-C.
 enum CallLoop {
-    static func run(_ manager: NetCallManager, duration: Double?, untilRecordOf callID: @escaping @Sendable () async -> UInt64?,
+    static func run(_ manager: NetCallManager, duration: Double?, mixTask: @escaping () throws -> AudioFileMixTask? = { nil },
+                    untilRecordOf callID: @escaping @Sendable () async -> UInt64?,
                     onEvent: @escaping (NetCallEvent) async -> Void = { _ in }) async {
         Interruption.install()
         let watcher = Task {
@@ -182,10 +209,13 @@ enum CallLoop {
                 lastNetStatus = Date()
             }
             if let line = CallPrinter.line(event) { say(line) }
-            if case .callStatus(let id, .connected) = event, let duration {
-                Task {
-                    try? await Task.sleep(for: .milliseconds(Int64(duration * 1_000)))
-                    try? await manager.hangup(callID: id)
+            if case .callStatus(let id, .connected) = event {
+                if let mix = try? mixTask() { try? await manager.startAudioMix(mix) }
+                if let duration {
+                    Task {
+                        try? await Task.sleep(for: .milliseconds(Int64(duration * 1_000)))
+                        try? await manager.hangup(callID: id)
+                    }
                 }
             }
             if case .callRecord(let record) = event, await callID() == record.callID { return }
@@ -230,7 +260,7 @@ struct CallCommand: AsyncParsableCommand {
             let id = try await manager.start(callee: account, type: video ? .video : .audio,
                                              option: CallOption(videoQuality: media.videoQuality, extendMessage: extendMessage))
             say("calling \(account) callID=\(id)")
-            await CallLoop.run(manager, duration: media.duration, untilRecordOf: { id }) { event in
+            await CallLoop.run(manager, duration: media.duration, mixTask: media.mixTask, untilRecordOf: { id }) { event in
                 if case .callStatus(_, .connected) = event {
                     say("setup \(String(format: "%.0f", Date().timeIntervalSince(started) * 1_000)) ms")
                 }
@@ -286,7 +316,7 @@ struct AnswerCommand: AsyncParsableCommand {
         let accept = autoAccept
         for _ in 0..<calls {
             let current = CallBox()
-            await CallLoop.run(manager, duration: media.duration, untilRecordOf: { await current.id }) { event in
+            await CallLoop.run(manager, duration: media.duration, mixTask: media.mixTask, untilRecordOf: { await current.id }) { event in
                 guard case .receive(let id, _, _, _) = event else { return }
                 await current.set(id)
                 do throws(SignalingError) {
