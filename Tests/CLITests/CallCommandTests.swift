@@ -76,9 +76,14 @@ import Testing
         let answer = try CLI.start(["answer", "--server", setup.url, "--token", setup.bob, "--auto-accept", "--audio", "silence",
                                     "--record-remote", wav, "--media-host", "127.0.0.1"])
         #expect(answer.waitForOutput(containing: "waiting for calls", timeout: 20))
+        let recording = setup.directory.appendingPathComponent("call.ogg").path
         let call = try CLI.run(["call", "bob", "--server", setup.url, "--token", setup.alice, "--audio", "silence", "--duration", "2",
-                                "--mix-file", file, "--mix-loops", "1", "--mix-send-volume", "0.5", "--media-host", "127.0.0.1"])
+                                "--mix-file", file, "--mix-loops", "1", "--mix-send-volume", "0.5", "--media-host", "127.0.0.1",
+                                "--record-audio", recording])
         #expect(call.status == 0, "\(call.stderr)")
+        #expect(call.stdout.contains("recording the call's audio to \(recording)"), "\(call.stdout)")
+        let recorded = try AudioFile.read(path: recording).samples
+        #expect(abs(Double(recorded.count) / 48_000 - 2) < 0.5, "Ogg Opus recording of \(Double(recorded.count) / 48_000) s")
         #expect(call.stdout.contains("audioMixTaskCompleted \(file)"), "\(call.stdout)")
         _ = try answer.wait(timeout: 20)
         let heard = try AudioFile.read(path: wav).samples
@@ -124,6 +129,8 @@ import Testing
         (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--audio", "sine:0"], "sine needs a frequency"),
         (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--record-remote", "x.mp3"], "use a .wav file"),
         (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--mix-file", "/nonexistent/a.wav"], "/nonexistent/a.wav"),
+        (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--record-audio", "/nonexistent/dir/c.wav"], "the directory /nonexistent/dir does not exist"),
+        (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--record-audio", "c.mp3"], "use a .wav, .ogg or .opus file"),
         (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--mix-file", "/dev/null", "--mix-send-volume", "2"], "/dev/null"),
     ])
     func badOptionsAreNamed(arguments: [String], message: String) throws {

@@ -50,6 +50,9 @@ struct CallMediaOptions: ParsableArguments {
     @Option(help: "Hang up this many seconds after the media connects (default: when the peer hangs up or Ctrl-C).")
     var duration: Double?
 
+    @Option(help: "Record the call's audio (both sides and the mix) to a .wav or .ogg (Opus) file.")
+    var recordAudio: String?
+
     @Option(help: "Mix an audio file (WAV, FLAC, Ogg, any rate) into what is sent, once the call connects.")
     var mixFile: String?
 
@@ -79,6 +82,13 @@ struct CallMediaOptions: ParsableArguments {
         }
         if let duration, !(duration > 0) { throw ValidationError("--duration \(duration) must be more than 0") }
         if let recordRemote, !recordRemote.hasSuffix(".wav") { throw ValidationError("--record-remote \(recordRemote): use a .wav file") }
+        if let recordAudio {
+            guard WAVWriter.Container(path: recordAudio) != nil else { throw ValidationError("--record-audio \(recordAudio): use a .wav, .ogg or .opus file") }
+            let directory = (recordAudio as NSString).deletingLastPathComponent
+            guard directory.isEmpty || FileManager.default.fileExists(atPath: directory) else {
+                throw ValidationError("--record-audio \(recordAudio): the directory \(directory) does not exist")
+            }
+        }
         // Open each source once now, so a bad spec is named before any call is placed.
         _ = try MediaSources.audio(audio)
         if let videoSource { _ = try MediaSources.video(videoSource) }
@@ -187,6 +197,7 @@ enum CallPrinter {
 /// duration or on Ctrl-C.
 enum CallLoop {
     static func run(_ manager: NetCallManager, duration: Double?, mixTask: @escaping () throws -> AudioFileMixTask? = { nil },
+                    recordAudio: String? = nil,
                     untilRecordOf callID: @escaping @Sendable () async -> UInt64?,
                     onEvent: @escaping (NetCallEvent) async -> Void = { _ in }) async {
         Interruption.install()
@@ -211,6 +222,13 @@ enum CallLoop {
             if let line = CallPrinter.line(event) { say(line) }
             if case .callStatus(let id, .connected) = event {
                 if let mix = try? mixTask() { try? await manager.startAudioMix(mix) }
+                if let recordAudio {
+                    do throws(SignalingError) {
+                        say("recording the call's audio to \(try await manager.startAudioRecording(path: recordAudio))")
+                    } catch {
+                        say("recording failed: \(error.message)")
+                    }
+                }
                 if let duration {
                     Task {
                         try? await Task.sleep(for: .milliseconds(Int64(duration * 1_000)))
@@ -260,7 +278,7 @@ struct CallCommand: AsyncParsableCommand {
             let id = try await manager.start(callee: account, type: video ? .video : .audio,
                                              option: CallOption(videoQuality: media.videoQuality, extendMessage: extendMessage))
             say("calling \(account) callID=\(id)")
-            await CallLoop.run(manager, duration: media.duration, mixTask: media.mixTask, untilRecordOf: { id }) { event in
+            await CallLoop.run(manager, duration: media.duration, mixTask: media.mixTask, recordAudio: media.recordAudio, untilRecordOf: { id }) { event in
                 if case .callStatus(_, .connected) = event {
                     say("setup \(String(format: "%.0f", Date().timeIntervalSince(started) * 1_000)) ms")
                 }
@@ -316,7 +334,7 @@ struct AnswerCommand: AsyncParsableCommand {
         let accept = autoAccept
         for _ in 0..<calls {
             let current = CallBox()
-            await CallLoop.run(manager, duration: media.duration, mixTask: media.mixTask, untilRecordOf: { await current.id }) { event in
+            await CallLoop.run(manager, duration: media.duration, mixTask: media.mixTask, recordAudio: media.recordAudio, untilRecordOf: { await current.id }) { event in
                 guard case .receive(let id, _, _, _) = event else { return }
                 await current.set(id)
                 do throws(SignalingError) {

@@ -1,3 +1,4 @@
+import Foundation
 import CSndFile
 
 /// Reads and writes audio files through libsndfile.
@@ -89,12 +90,27 @@ public final class WAVWriter {
     /// Samples per channel written so far.
     public private(set) var samplesWritten = 0
 
+    /// The file types written: 16-bit PCM WAV, or Opus in Ogg (libsndfile's libopus encoder).
+    public enum Container: Sendable, Hashable {
+        case wav
+        case oggOpus
+
+        /// The container a path's extension names: `.wav`, or `.ogg`/`.opus`; nil otherwise.
+        public init?(path: String) {
+            switch (path as NSString).pathExtension.lowercased() {
+            case "wav": self = .wav
+            case "ogg", "opus": self = .oggOpus
+            default: return nil
+            }
+        }
+    }
+
     /// Creates (or replaces) `path`.
-    public init(path: String, layout: ChannelLayout) throws(MediaFileError) {
+    public init(path: String, layout: ChannelLayout, container: Container = .wav) throws(MediaFileError) {
         var info = SF_INFO()
         info.samplerate = Int32(AudioFrame.sampleRate)
         info.channels = Int32(layout.count)
-        info.format = Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16)
+        info.format = container == .wav ? Int32(SF_FORMAT_WAV | SF_FORMAT_PCM_16) : Int32(SF_FORMAT_OGG | SF_FORMAT_OPUS)
         self.path = path
         self.layout = layout
         file = try SoundFile(path: path, mode: Int32(SFM_WRITE), info: info)

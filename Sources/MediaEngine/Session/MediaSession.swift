@@ -130,6 +130,34 @@ public final class MediaSession: Sendable {
     }
 
     private let mixTask = Mutex<AudioFileMixTask?>(nil)
+    private let recorder = Mutex<CallAudioRecorder?>(nil)
+
+    /// Records the call's audio (this side's sent audio with the file mix, and the peer's)
+    /// to `path`, WAV or Ogg Opus by extension; nil picks a WAV in the temporary directory.
+    /// - Returns: The path recorded to.
+    /// - Throws: `MixError` for a missing directory, an unsupported extension, a file that
+    ///   cannot be created, or a recording already running.
+    @discardableResult
+    public func startAudioRecording(path: String? = nil) throws(MixError) -> String {
+        guard recorder.withLock({ $0 }) == nil else { throw MixError("a call audio recording is already running") }
+        let chosen = path ?? FileManager.default.temporaryDirectory
+            .appendingPathComponent("mediaengine-call-\(Int64(Date().timeIntervalSince1970 * 1_000)).wav").path
+        let started = try CallAudioRecorder(path: chosen)
+        recorder.withLock { $0 = started }
+        return chosen
+    }
+
+    /// Stops the call audio recording.
+    /// - Throws: `MixError` when none runs, or writing failed (what was written stays).
+    public func stopAudioRecording() throws(MixError) {
+        guard let running = recorder.withLock({ current in defer { current = nil }; return current }) else {
+            throw MixError("no call audio recording is running")
+        }
+        try running.stop()
+    }
+
+    /// The file the call audio recording writes to, while one runs.
+    public var currentAudioRecordingFilePath: String? { recorder.withLock { $0?.path } }
     private let playbackMix = PlaybackMixRing()
 
     /// Mixes `task`'s file into what is sent from the next frame on; a running task ends
@@ -227,6 +255,7 @@ public final class MediaSession: Sendable {
         do {
             let statistics = try receiver.run(duration: nil, stop: { [self] in stopping.load(ordering: .relaxed) }, audio: { [self] pcm in
                 configuration.remoteAudio?(pcm)
+                recorder.withLock { $0 }?.remote(pcm)
                 if let replacement = sinkHandoff.withLock({ pending in defer { pending = nil }; return pending }) {
                     try? sink?.close()
                     sink = replacement.sink
@@ -293,8 +322,9 @@ public final class MediaSession: Sendable {
             settings.socket = sendSocket
             settings.controls = controls
             var level = LevelMeter()
-            settings.capturedAudio = { frame in
+            settings.capturedAudio = { [self] frame in
                 if let value = frame.samples.withUnsafeBufferPointer({ level.add($0) }) { events(.localAudioLevel(value)) }
+                recorder.withLock { $0 }?.local(frame)
             }
             settings.capturedVideo = { frame in events(.localVideoFrame(frame)) }
             var mixed = [Int16](repeating: 0, count: 4_800)

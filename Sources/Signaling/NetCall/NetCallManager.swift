@@ -286,6 +286,30 @@ public actor NetCallManager {
         if let numberOfLoops { task.numberOfLoops = numberOfLoops }
     }
 
+    /// Records the current call's audio (both parties and the file mix) to WAV or Ogg Opus
+    /// by extension; nil picks a WAV in the temporary directory. Never creates directories.
+    /// - Returns: The path.
+    @discardableResult
+    public func startAudioRecording(path: String? = nil) throws(SignalingError) -> String {
+        guard let call else { throw SignalingError(.callNotFound, "startAudioRecording: no call in progress") }
+        do {
+            return try call.session.startAudioRecording(path: path)
+        } catch {
+            throw SignalingError(.invalidRequest, "startAudioRecording: \(error.message)")
+        }
+    }
+
+    public func stopAudioRecording() throws(SignalingError) {
+        guard let call else { throw SignalingError(.callNotFound, "stopAudioRecording: no call in progress") }
+        do {
+            try call.session.stopAudioRecording()
+        } catch {
+            throw SignalingError(.invalidRequest, "stopAudioRecording: \(error.message)")
+        }
+    }
+
+    public var currentAudioRecordingFilePath: String? { call?.session.currentAudioRecordingFilePath }
+
     /// Plays the peer's audio on `sink` from now on (another device, or nil for none).
     public func setAudioOutput(_ sink: sending (any AudioSink)?) throws(SignalingError) {
         guard let call else { throw SignalingError(.callNotFound, "setAudioOutput: no call in progress") }
@@ -411,6 +435,7 @@ public actor NetCallManager {
         if let call {
             self.call = nil
             let session = call.session
+            try? session.stopAudioRecording()
             stopping = Task { await self.stop(session) }
         }
         if let stopping {

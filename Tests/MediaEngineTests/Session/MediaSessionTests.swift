@@ -233,4 +233,77 @@ import Testing
         func close() throws {}
         var samples: [Int16] { store.withLock { $0 } }
     }
+
+    /// Power of `frequency` in `samples` (Goertzel), relative to full scale.
+    static func tonePower(_ samples: ArraySlice<Int16>, _ frequency: Double) -> Double {
+        let coefficient = 2 * cos(2 * .pi * frequency / 48_000)
+        var (previous, beforePrevious) = (0.0, 0.0)
+        for sample in samples {
+            let current = Double(sample) / 32_768 + coefficient * previous - beforePrevious
+            beforePrevious = previous
+            previous = current
+        }
+        let power = previous * previous + beforePrevious * beforePrevious - coefficient * previous * beforePrevious
+        return power / Double(samples.count * samples.count)
+    }
+
+    @Test func theCallAudioRecordingHoldsBothPartiesAndTheMix() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("callrec-\(UInt32.random(in: 0 ... .max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let mixPath = directory.appendingPathComponent("mix.wav").path
+        try writeWAV(sine(1_000, rate: 48_000, seconds: 1, amplitude: 0.6), rate: 48_000, to: mixPath)
+        let atA = Collected()
+        let atB = Collected()
+        let a = try session(audio: "sine:440", video: nil, collected: atA)
+        let b = try session(audio: "sine:660", video: nil, collected: atB)
+        try b.start(remote: a.local) { atB.handle($0) }
+        try a.start(remote: b.local) { atA.handle($0) }
+
+        let wav = directory.appendingPathComponent("call.wav").path
+        let ogg = directory.appendingPathComponent("call.ogg").path
+        #expect(try a.startAudioRecording(path: wav) == wav)
+        #expect(throws: MixError.self) { try a.startAudioRecording(path: ogg) }
+        #expect(try b.startAudioRecording(path: ogg) == ogg)
+        #expect(a.currentAudioRecordingFilePath == wav)
+        let mix = try AudioFileMixTask(fileURL: URL(fileURLWithPath: mixPath))
+        mix.numberOfLoops = -1
+        try mix.setVolumes(send: 0.5)
+        a.startAudioMix(mix)
+        try await Task.sleep(for: .milliseconds(2_000))
+        try a.stopAudioRecording()
+        try b.stopAudioRecording()
+        #expect(a.currentAudioRecordingFilePath == nil)
+        #expect(throws: MixError.self) { try a.stopAudioRecording() }
+        await stopped(a)
+        await stopped(b)
+
+        let recorded = try AudioFile.read(path: wav).samples
+        #expect(abs(Double(recorded.count) / 48_000 - 2) < 0.3, "\(Double(recorded.count) / 48_000) s recorded")
+        let middle = recorded.dropFirst(24_000).prefix(48_000)
+        let own = Self.tonePower(middle, 440)
+        let peer = Self.tonePower(middle, 660)
+        let file = Self.tonePower(middle, 1_000)
+        let absent = Self.tonePower(middle, 1_500)
+        #expect(own > 100 * absent && peer > 100 * absent && file > 100 * absent,
+                "440 \(own), 660 \(peer), 1000 \(file), 1500 (absent) \(absent)")
+        let opus = try AudioFile.read(path: ogg).samples
+        #expect(abs(Double(opus.count) / 48_000 - 2) < 0.3, "Ogg Opus: \(Double(opus.count) / 48_000) s")
+    }
+
+    @Test func recordingToAMissingDirectoryOrAnUnknownTypeIsRefused() throws {
+        let a = try session(audio: "sine:440", video: nil, collected: Collected())
+        do {
+            try a.startAudioRecording(path: "/nonexistent/dir/call.wav")
+            Issue.record("recorded into a directory that does not exist")
+        } catch {
+            #expect(error.message.contains("the directory /nonexistent/dir does not exist"), "\(error.message)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: "/nonexistent/dir"), "no directory was created")
+        #expect(throws: MixError.self) { try a.startAudioRecording(path: FileManager.default.temporaryDirectory.appendingPathComponent("x.mp3").path) }
+        let chosen = try a.startAudioRecording()
+        #expect(chosen.hasSuffix(".wav") && FileManager.default.fileExists(atPath: chosen))
+        try a.stopAudioRecording()
+        try? FileManager.default.removeItem(atPath: chosen)
+    }
 }
