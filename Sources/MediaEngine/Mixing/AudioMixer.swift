@@ -19,16 +19,7 @@ public enum AudioMixer {
     public static func finish(_ accumulator: UnsafeBufferPointer<Int32>, into output: UnsafeMutableBufferPointer<Int16>) -> Int {
         var clipped = 0
         for index in 0..<min(accumulator.count, output.count) {
-            let value = accumulator[index]
-            if value > Int32(Int16.max) {
-                output[index] = .max
-                clipped += 1
-            } else if value < Int32(Int16.min) {
-                output[index] = .min
-                clipped += 1
-            } else {
-                output[index] = Int16(value)
-            }
+            output[index] = saturate(Int64(accumulator[index]), clipped: &clipped)
         }
         return clipped
     }
@@ -40,17 +31,16 @@ public enum AudioMixer {
         let factor = fixedGain(gain)
         var clipped = 0
         for index in 0..<min(addition.count, output.count) {
-            let sum = Int64(output[index]) + ((Int64(addition[index]) * factor) >> 16)
-            if sum > Int64(Int16.max) {
-                output[index] = .max
-                clipped += 1
-            } else if sum < Int64(Int16.min) {
-                output[index] = .min
-                clipped += 1
-            } else {
-                output[index] = Int16(sum)
-            }
+            output[index] = saturate(Int64(output[index]) + ((Int64(addition[index]) * factor) >> 16), clipped: &clipped)
         }
         return clipped
+    }
+
+    /// `value` limited to the Int16 range, counting the samples that had to be limited.
+    @inline(__always)
+    static func saturate(_ value: Int64, clipped: inout Int) -> Int16 {
+        guard value > Int64(Int16.max) || value < Int64(Int16.min) else { return Int16(value) }
+        clipped += 1
+        return value > 0 ? .max : .min
     }
 }

@@ -59,6 +59,17 @@ import Testing
         return try MediaSession(configuration: configuration)
     }
 
+    /// Two audio-only sessions (440 Hz and 660 Hz), each started toward the other.
+    func connectedPair() throws -> (MediaSession, MediaSession, Collected, Collected) {
+        let atA = Collected()
+        let atB = Collected()
+        let a = try session(audio: "sine:440", video: nil, collected: atA)
+        let b = try session(audio: "sine:660", video: nil, collected: atB)
+        try b.start(remote: a.local) { atB.handle($0) }
+        try a.start(remote: b.local) { atA.handle($0) }
+        return (a, b, atA, atB)
+    }
+
     @Test func twoSessionsExchangeAudioAndVideoWithQualityIntact() async throws {
         let atA = Collected()
         let atB = Collected()
@@ -120,12 +131,7 @@ import Testing
     }
 
     @Test func aPeerThatHangsUpEndsItsMediaWithBYE() async throws {
-        let atA = Collected()
-        let atB = Collected()
-        let a = try session(audio: "sine:440", video: nil, collected: atA)
-        let b = try session(audio: "sine:660", video: nil, collected: atB)
-        try b.start(remote: a.local) { atB.handle($0) }
-        try a.start(remote: b.local) { atA.handle($0) }
+        let (a, b, atA, atB) = try connectedPair()
         try await Task.sleep(for: .milliseconds(1000))
         await stopped(b)
         let deadline = Date().addingTimeInterval(5)
@@ -161,12 +167,7 @@ import Testing
     }
 
     @Test func muteSendsSilence() async throws {
-        let atA = Collected()
-        let atB = Collected()
-        let a = try session(audio: "sine:440", video: nil, collected: atA)
-        let b = try session(audio: "sine:660", video: nil, collected: atB)
-        try b.start(remote: a.local) { atB.handle($0) }
-        try a.start(remote: b.local) { atA.handle($0) }
+        let (a, b, atA, atB) = try connectedPair()
         try await Task.sleep(for: .milliseconds(1000))
         let before = atB.snapshot.remoteLevels.last ?? 0
         a.controls.update { $0.audioMuted = true }
@@ -253,12 +254,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let mixPath = directory.appendingPathComponent("mix.wav").path
         try writeWAV(sine(1_000, rate: 48_000, seconds: 1, amplitude: 0.6), rate: 48_000, to: mixPath)
-        let atA = Collected()
-        let atB = Collected()
-        let a = try session(audio: "sine:440", video: nil, collected: atA)
-        let b = try session(audio: "sine:660", video: nil, collected: atB)
-        try b.start(remote: a.local) { atB.handle($0) }
-        try a.start(remote: b.local) { atA.handle($0) }
+        let (a, b, atA, atB) = try connectedPair()
 
         let wav = directory.appendingPathComponent("call.wav").path
         let ogg = directory.appendingPathComponent("call.ogg").path
