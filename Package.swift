@@ -41,10 +41,11 @@ let package = Package(
         systemLibrary("CYUV", pkgConfig: nil, apt: ["libyuv-dev"]),
         systemLibrary("CTurboJPEG", pkgConfig: "libturbojpeg", apt: ["libturbojpeg0-dev"]),
         systemLibrary("CSoxr", pkgConfig: "soxr", apt: ["libsoxr-dev"]),
+        systemLibrary("CPNG", pkgConfig: "libpng", apt: ["libpng-dev"]),
 
         .target(
             name: "MediaEngine",
-            dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2", "CSndFile", "CYUV", "CTurboJPEG", "CSoxr"],
+            dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2", "CSndFile", "CYUV", "CTurboJPEG", "CSoxr", "CPNG"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(
@@ -91,6 +92,7 @@ let package = Package(
             name: "MediaEngineTests",
             dependencies: [
                 "MediaEngine",
+                "CPNG",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]

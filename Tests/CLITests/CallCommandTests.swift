@@ -45,9 +45,13 @@ import Testing
         let answer = try CLI.start(["answer", "--server", setup.url, "--token", setup.bob, "--auto-accept", "--audio", "sine:660",
                                     "--record-remote", wav, "--media-host", "127.0.0.1"])
         #expect(answer.waitForOutput(containing: "waiting for calls as bob", timeout: 20), "\(answer.stderr)")
+        let png = setup.directory.appendingPathComponent("me.png").path
         let call = try CLI.run(["call", "bob", "--server", setup.url, "--token", setup.alice, "--video", "--quality", "low",
-                                "--audio", "sine:440", "--duration", "2", "--media-host", "127.0.0.1"])
+                                "--audio", "sine:440", "--duration", "2", "--media-host", "127.0.0.1", "--snapshot", png])
         #expect(call.status == 0, "\(call.stderr)")
+        #expect(call.stdout.contains("snapshot 176x144 saved to \(png)"), "\(call.stdout)")
+        let signature = try Data(contentsOf: URL(fileURLWithPath: png)).prefix(8)
+        #expect(Array(signature) == [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A], "a PNG file")
         let answered = try answer.wait(timeout: 20)
         #expect(answered.status == 0, "\(answered.stderr)")
         for output in [call.stdout, answered.stdout] {
@@ -131,6 +135,7 @@ import Testing
         (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--mix-file", "/nonexistent/a.wav"], "/nonexistent/a.wav"),
         (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--record-audio", "/nonexistent/dir/c.wav"], "the directory /nonexistent/dir does not exist"),
         (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--record-audio", "c.mp3"], "use a .wav, .ogg or .opus file"),
+        (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--snapshot", "me.jpg"], "--snapshot me.jpg: use a .png file"),
         (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--mix-file", "/dev/null", "--mix-send-volume", "2"], "/dev/null"),
     ])
     func badOptionsAreNamed(arguments: [String], message: String) throws {

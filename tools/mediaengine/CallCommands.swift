@@ -53,6 +53,9 @@ struct CallMediaOptions: ParsableArguments {
     @Option(help: "Record the call's audio (both sides and the mix) to a .wav or .ogg (Opus) file.")
     var recordAudio: String?
 
+    @Option(help: "Save the first picture sent, once the call connects, as a PNG file.")
+    var snapshot: String?
+
     @Option(help: "Mix an audio file (WAV, FLAC, Ogg, any rate) into what is sent, once the call connects.")
     var mixFile: String?
 
@@ -82,6 +85,13 @@ struct CallMediaOptions: ParsableArguments {
         }
         if let duration, !(duration > 0) { throw ValidationError("--duration \(duration) must be more than 0") }
         if let recordRemote, !recordRemote.hasSuffix(".wav") { throw ValidationError("--record-remote \(recordRemote): use a .wav file") }
+        if let snapshot {
+            guard snapshot.hasSuffix(".png") else { throw ValidationError("--snapshot \(snapshot): use a .png file") }
+            let directory = (snapshot as NSString).deletingLastPathComponent
+            guard directory.isEmpty || FileManager.default.fileExists(atPath: directory) else {
+                throw ValidationError("--snapshot \(snapshot): the directory \(directory) does not exist")
+            }
+        }
         if let recordAudio {
             guard WAVWriter.Container(path: recordAudio) != nil else { throw ValidationError("--record-audio \(recordAudio): use a .wav, .ogg or .opus file") }
             let directory = (recordAudio as NSString).deletingLastPathComponent
@@ -197,7 +207,7 @@ enum CallPrinter {
 /// duration or on Ctrl-C.
 enum CallLoop {
     static func run(_ manager: NetCallManager, duration: Double?, mixTask: @escaping () throws -> AudioFileMixTask? = { nil },
-                    recordAudio: String? = nil,
+                    recordAudio: String? = nil, snapshot: String? = nil,
                     untilRecordOf callID: @escaping @Sendable () async -> UInt64?,
                     onEvent: @escaping (NetCallEvent) async -> Void = { _ in }) async {
         Interruption.install()
@@ -222,6 +232,18 @@ enum CallLoop {
             if let line = CallPrinter.line(event) { say(line) }
             if case .callStatus(let id, .connected) = event {
                 if let mix = try? mixTask() { try? await manager.startAudioMix(mix) }
+                if let snapshot {
+                    if let picture = await manager.snapshotLocalVideo() {
+                        do {
+                            try picture.writePNG(path: snapshot)
+                            say("snapshot \(picture.width)x\(picture.height) saved to \(snapshot)")
+                        } catch {
+                            say("snapshot failed: \(error)")
+                        }
+                    } else {
+                        say("snapshot failed: no picture is being sent")
+                    }
+                }
                 if let recordAudio {
                     do throws(SignalingError) {
                         say("recording the call's audio to \(try await manager.startAudioRecording(path: recordAudio))")
@@ -278,7 +300,7 @@ struct CallCommand: AsyncParsableCommand {
             let id = try await manager.start(callee: account, type: video ? .video : .audio,
                                              option: CallOption(videoQuality: media.videoQuality, extendMessage: extendMessage))
             say("calling \(account) callID=\(id)")
-            await CallLoop.run(manager, duration: media.duration, mixTask: media.mixTask, recordAudio: media.recordAudio, untilRecordOf: { id }) { event in
+            await CallLoop.run(manager, duration: media.duration, mixTask: media.mixTask, recordAudio: media.recordAudio, snapshot: media.snapshot, untilRecordOf: { id }) { event in
                 if case .callStatus(_, .connected) = event {
                     say("setup \(String(format: "%.0f", Date().timeIntervalSince(started) * 1_000)) ms")
                 }
@@ -334,7 +356,7 @@ struct AnswerCommand: AsyncParsableCommand {
         let accept = autoAccept
         for _ in 0..<calls {
             let current = CallBox()
-            await CallLoop.run(manager, duration: media.duration, mixTask: media.mixTask, recordAudio: media.recordAudio, untilRecordOf: { await current.id }) { event in
+            await CallLoop.run(manager, duration: media.duration, mixTask: media.mixTask, recordAudio: media.recordAudio, snapshot: media.snapshot, untilRecordOf: { await current.id }) { event in
                 guard case .receive(let id, _, _, _) = event else { return }
                 await current.set(id)
                 do throws(SignalingError) {

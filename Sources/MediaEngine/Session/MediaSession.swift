@@ -130,6 +130,25 @@ public final class MediaSession: Sendable {
     }
 
     private let mixTask = Mutex<AudioFileMixTask?>(nil)
+    private let snapshots = Mutex<(next: Int, waiting: [Int: CheckedContinuation<VideoFrame?, Never>])>((0, [:]))
+
+    /// The next picture to be sent (captured, before encoding), or nil when none comes
+    /// within `timeout` (no video source, or the session is not sending).
+    public func snapshotLocalVideo(timeout: Duration = .seconds(2)) async -> VideoFrame? {
+        guard sendsVideo else { return nil }
+        return await withCheckedContinuation { (continuation: CheckedContinuation<VideoFrame?, Never>) in
+            let id = snapshots.withLock { state in
+                defer { state.next += 1 }
+                state.waiting[state.next] = continuation
+                return state.next
+            }
+            Thread.detachNewThread { [self] in
+                Thread.sleep(forTimeInterval: timeout / .seconds(1))
+                // Still waiting after the timeout: nothing came.
+                snapshots.withLock { $0.waiting.removeValue(forKey: id) }?.resume(returning: nil)
+            }
+        }
+    }
     private let recorder = Mutex<CallAudioRecorder?>(nil)
 
     /// Records the call's audio (this side's sent audio with the file mix, and the peer's)
@@ -326,7 +345,14 @@ public final class MediaSession: Sendable {
                 if let value = frame.samples.withUnsafeBufferPointer({ level.add($0) }) { events(.localAudioLevel(value)) }
                 recorder.withLock { $0 }?.local(frame)
             }
-            settings.capturedVideo = { frame in events(.localVideoFrame(frame)) }
+            settings.capturedVideo = { [self] frame in
+                events(.localVideoFrame(frame))
+                let waiting = snapshots.withLock { state in
+                    defer { state.waiting.removeAll() }
+                    return state.waiting.values
+                }
+                for continuation in waiting { continuation.resume(returning: frame) }
+            }
             var mixed = [Int16](repeating: 0, count: 4_800)
             settings.audioMix = { [self] frame in
                 guard let task = mixTask.withLock({ $0 }) else { return }

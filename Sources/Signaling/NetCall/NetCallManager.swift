@@ -310,6 +310,13 @@ public actor NetCallManager {
 
     public var currentAudioRecordingFilePath: String? { call?.session.currentAudioRecordingFilePath }
 
+    /// The next picture this side sends (nil without a call, a video source, or a picture
+    /// within 2 s). `VideoFrame.writePNG(path:)` saves it.
+    public func snapshotLocalVideo() async -> VideoFrame? {
+        guard let session = call?.session else { return nil }
+        return await session.snapshotLocalVideo()
+    }
+
     /// Plays the peer's audio on `sink` from now on (another device, or nil for none).
     public func setAudioOutput(_ sink: sending (any AudioSink)?) throws(SignalingError) {
         guard let call else { throw SignalingError(.callNotFound, "setAudioOutput: no call in progress") }

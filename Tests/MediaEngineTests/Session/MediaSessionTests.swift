@@ -1,3 +1,4 @@
+import CPNG
 import Foundation
 import Synchronization
 import Testing
@@ -301,5 +302,39 @@ import Testing
         #expect(chosen.hasSuffix(".wav") && FileManager.default.fileExists(atPath: chosen))
         try a.stopAudioRecording()
         try? FileManager.default.removeItem(atPath: chosen)
+    }
+
+    @Test func aSnapshotIsTheNextPictureSentAndSavesAsPNG() async throws {
+        let atA = Collected()
+        let atB = Collected()
+        let a = try session(audio: "sine:440", video: "testsrc:160x120@15", collected: atA)
+        let b = try session(audio: "sine:660", video: nil, collected: atB)
+        try b.start(remote: a.local) { atB.handle($0) }
+        try a.start(remote: b.local) { atA.handle($0) }
+        let picture = try #require(await a.snapshotLocalVideo())
+        #expect(picture.width == 160 && picture.height == 120)
+        #expect(await b.snapshotLocalVideo(timeout: .milliseconds(100)) == nil, "no video source, no snapshot")
+        await stopped(a)
+        await stopped(b)
+
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("snap-\(UInt32.random(in: 0 ... .max)).png").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try picture.writePNG(path: path)
+        var image = png_image()
+        image.version = UInt32(PNG_IMAGE_VERSION)
+        #expect(png_image_begin_read_from_file(&image, path) != 0, "libpng reads it back")
+        image.format = UInt32(PNG_FORMAT_RGB)
+        var pixels = [UInt8](repeating: 0, count: Int(image.width * image.height) * 3)
+        #expect(pixels.withUnsafeMutableBufferPointer { png_image_finish_read(&image, nil, $0.baseAddress, 160 * 3, nil) } != 0)
+        #expect(image.width == 160 && image.height == 120)
+        // The top-left of the test pattern is not uniform grey: the PNG holds a picture.
+        let distinct = Set(stride(from: 0, to: pixels.count, by: 3).map { pixels[$0] })
+        #expect(distinct.count > 10, "\(distinct.count) distinct red values")
+        do {
+            try picture.writePNG(path: "/nonexistent/dir/snap.png")
+            Issue.record("wrote into a missing directory")
+        } catch {
+            #expect(error.description.contains("/nonexistent/dir/snap.png"), "\(error)")
+        }
     }
 }
