@@ -44,7 +44,10 @@ import Testing
 
         let frequency = try toneFrequency(ofWAV: wav)
         #expect(abs((frequency ?? 0) - 440) <= 2, "tone at \(frequency ?? 0) Hz")
-        #expect(abs(try duration(ofWAV: wav) - 3) < 0.2)
+        // 3 s were sent; the jitter buffer may stretch or shorten the playout a little to
+        // follow the delay (more on a loaded machine), so allow half a second either way.
+        let seconds = try duration(ofWAV: wav)
+        #expect(abs(seconds - 3) < 0.5, "\(seconds) s recorded")
         let video = try frames(ofY4M: y4m)
         #expect(video.width == 320 && video.height == 240)
         #expect(abs(video.count - 90) <= 4, "\(video.count) of 90 frames")

@@ -56,7 +56,9 @@ import Testing
         // The receiver measured the path's round trip (20 ms each way) from RRTR/DLRR, so
         // retransmissions count as recovered rather than as reordered originals.
         let rtt = try #require(received.roundTripTime)
-        #expect(rtt > 0.035 && rtt < 0.080, "rtt \(rtt)")
+        // At least the proxy's 2 x 20 ms; the sender answers RRTR from its send loop, so a
+        // busy machine adds its scheduling delay on top.
+        #expect(rtt > 0.035 && rtt < 0.250, "rtt \(rtt)")
         #expect(Double(video.packetsRecovered) >= Double(sent.retransmissions) * 0.5)
         let audio = received.received[0]
         #expect(Double(audio.concealedSamples) < Double(audio.totalSamplesReceived) * 0.15)
