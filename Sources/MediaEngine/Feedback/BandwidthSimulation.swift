@@ -132,8 +132,8 @@ public struct BandwidthSimulation {
 
     private var forward: ImpairmentModel
     private var backward: ImpairmentModel
-    private var toReceiver = EventQueue<UInt16>()
-    private var toSender = EventQueue<[UInt8]>()
+    private var toReceiver = DeliveryHeap<UInt16>()
+    private var toSender = DeliveryHeap<[UInt8]>()
     private var pacerQueue: [Int] = []
     private var pacerHead = 0
     private var nextPacerSend = Duration.zero
@@ -209,20 +209,20 @@ public struct BandwidthSimulation {
         while true {
             var next = min(nextFrame, nextSample)
             if pacerHead < pacerQueue.count { next = min(next, nextPacerSend) }
-            if let arrival = toReceiver.firstTime { next = min(next, arrival) }
-            if let arrival = toSender.firstTime { next = min(next, arrival) }
+            if let arrival = toReceiver.nextDue { next = min(next, arrival) }
+            if let arrival = toSender.nextDue { next = min(next, arrival) }
             if let due = generator.nextFeedbackTime { next = min(next, due) }
             // Events at `end` belong to the next run, so runs of 1 s hold 30 frames each.
             guard next < end else { break }
             now = max(now, next)
-            while let (arrival, sequence) = toReceiver.popFirst(notAfter: now) {
+            while let (sequence, arrival) = toReceiver.popDue(now: now) {
                 generator.packetReceived(transportSequenceNumber: sequence, now: arrival)
             }
             for feedback in generator.feedback(now: now) {
                 let bytes = RTCPPacket.serializedCompound([.transportFeedback(feedback)])
-                if case .delivered(let at, _) = backward.process(size: bytes.count, now: now) { toSender.insert(bytes, at: at) }
+                if case .delivered(let at, _) = backward.process(size: bytes.count, now: now) { toSender.insert(bytes, due: at) }
             }
-            while let (_, bytes) = toSender.popFirst(notAfter: now) {
+            while let (bytes, _) = toSender.popDue(now: now) {
                 for packet in (try? RTCPPacket.parseCompound(bytes)) ?? [] { estimator.handle(packet, now: now) }
             }
             if now >= nextSample { takeSample() }
@@ -261,8 +261,8 @@ public struct BandwidthSimulation {
             interval.sent += 1
             switch forward.process(size: size, now: now) {
             case .delivered(let at, let duplicateAt):
-                toReceiver.insert(sequence, at: at)
-                if let duplicateAt { toReceiver.insert(sequence, at: duplicateAt) }
+                toReceiver.insert(sequence, due: at)
+                if let duplicateAt { toReceiver.insert(sequence, due: duplicateAt) }
             case .lost, .queueDropped:
                 interval.lost += 1
             }
@@ -280,48 +280,5 @@ public struct BandwidthSimulation {
         ))
         interval = (0, 0, 0)
         nextSample += options.sampleInterval
-    }
-}
-
-/// Events ordered by time, ties in insertion order: a binary min-heap.
-private struct EventQueue<Value> {
-    private var heap: [(time: Duration, order: Int, value: Value)] = []
-    private var inserted = 0
-
-    var firstTime: Duration? { heap.first?.time }
-
-    mutating func insert(_ value: Value, at time: Duration) {
-        heap.append((time, inserted, value))
-        inserted += 1
-        var child = heap.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard precedes(child, parent) else { break }
-            heap.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    /// Removes and returns the earliest event if it is due by `time`.
-    mutating func popFirst(notAfter time: Duration) -> (Duration, Value)? {
-        guard let first = heap.first, first.time <= time else { return nil }
-        heap.swapAt(0, heap.count - 1)
-        heap.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1
-            let right = left + 1
-            var smallest = parent
-            if left < heap.count, precedes(left, smallest) { smallest = left }
-            if right < heap.count, precedes(right, smallest) { smallest = right }
-            guard smallest != parent else { break }
-            heap.swapAt(parent, smallest)
-            parent = smallest
-        }
-        return (first.time, first.value)
-    }
-
-    private func precedes(_ a: Int, _ b: Int) -> Bool {
-        (heap[a].time, heap[a].order) < (heap[b].time, heap[b].order)
     }
 }

@@ -47,7 +47,7 @@ private struct VideoSimulationRun {
     private var now: Duration = .zero
     private var forwardLink: ImpairmentModel
     private var backwardLink: ImpairmentModel
-    private var pending = PendingDeliveries<Payload>()
+    private var pending = DeliveryHeap<Payload>()
 
     // Sender.
     private var pattern: TestPattern
@@ -112,10 +112,10 @@ private struct VideoSimulationRun {
         var nextTick = Duration.zero
         while true {
             let nextFrame = frameInterval * frameIndex < settings.duration ? frameInterval * frameIndex : never
-            let next = min(nextFrame, nextTick, pending.earliest ?? never)
+            let next = min(nextFrame, nextTick, pending.nextDue ?? never)
             guard next <= end else { break }
             now = next
-            while let payload = pending.popDue(now: now) { try deliver(payload) }
+            while let (payload, _) = pending.popDue(now: now) { try deliver(payload) }
             if nextFrame == now {
                 try sendFrame(index: frameIndex)
                 frameIndex += 1
@@ -171,8 +171,8 @@ private struct VideoSimulationRun {
         if isRetransmission { result.retransmissionsSent += 1 }
         guard !inOutage(now) else { return false }
         guard case .delivered(let at, let duplicateAt) = forwardLink.process(size: packet.count, now: now) else { return false }
-        pending.insert(.media(packet, isRetransmission: isRetransmission), at: at)
-        if let duplicateAt { pending.insert(.media(packet, isRetransmission: isRetransmission), at: duplicateAt) }
+        pending.insert(.media(packet, isRetransmission: isRetransmission), due: at)
+        if let duplicateAt { pending.insert(.media(packet, isRetransmission: isRetransmission), due: duplicateAt) }
         return true
     }
 
@@ -250,8 +250,8 @@ private struct VideoSimulationRun {
         let datagram = RTCPPacket.serializedCompound([packet])
         guard !inOutage(now) else { return }
         guard case .delivered(let at, let duplicateAt) = backwardLink.process(size: datagram.count, now: now) else { return }
-        pending.insert(.feedback(datagram), at: at)
-        if let duplicateAt { pending.insert(.feedback(datagram), at: duplicateAt) }
+        pending.insert(.feedback(datagram), due: at)
+        if let duplicateAt { pending.insert(.feedback(datagram), due: duplicateAt) }
     }
 
     private mutating func decode(_ frame: VideoReceiveStream.Frame) {
@@ -294,47 +294,5 @@ private struct VideoSimulationRun {
             report.frameDelay95 = delays[min(delays.count - 1, delays.count * 95 / 100)]
         }
         return report
-    }
-}
-
-/// Deliveries in time order; ties keep insertion order, so runs repeat exactly.
-private struct PendingDeliveries<Element> {
-    private var heap: [(at: Duration, order: Int, element: Element)] = []
-    private var inserted = 0
-
-    var earliest: Duration? { heap.first?.at }
-
-    mutating func insert(_ element: Element, at time: Duration) {
-        heap.append((time, inserted, element))
-        inserted += 1
-        var child = heap.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard precedes(child, parent) else { break }
-            heap.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    mutating func popDue(now: Duration) -> Element? {
-        guard let first = heap.first, first.at <= now else { return nil }
-        heap.swapAt(0, heap.count - 1)
-        heap.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1
-            let right = left + 1
-            var smallest = parent
-            if left < heap.count, precedes(left, smallest) { smallest = left }
-            if right < heap.count, precedes(right, smallest) { smallest = right }
-            guard smallest != parent else { break }
-            heap.swapAt(parent, smallest)
-            parent = smallest
-        }
-        return first.element
-    }
-
-    private func precedes(_ a: Int, _ b: Int) -> Bool {
-        (heap[a].at, heap[a].order) < (heap[b].at, heap[b].order)
     }
 }

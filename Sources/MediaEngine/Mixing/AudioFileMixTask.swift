@@ -49,9 +49,10 @@ public final class AudioFileMixTask: Sendable {
         }
         guard !decoded.samples.isEmpty else { throw MixError("mix file \(path): has no audio") }
         var mono = decoded.samples
-        if decoded.layout == .stereo {
-            mono = stride(from: 0, to: decoded.samples.count - 1, by: 2).map {
-                Int16((Int32(decoded.samples[$0]) + Int32(decoded.samples[$0 + 1])) / 2)
+        if decoded.layout != .mono {
+            mono = [Int16](repeating: 0, count: decoded.samplesPerChannel)
+            decoded.samples.withUnsafeBufferPointer { samples in
+                mono.withUnsafeMutableBufferPointer { AudioMixer.remix(samples, channels: decoded.layout.count, into: $0, channels: 1) }
             }
         }
         guard mono.count <= Self.maximumSamples else { throw MixError("mix file \(path): longer than 30 minutes") }

@@ -43,4 +43,31 @@ public enum AudioMixer {
         clipped += 1
         return value > 0 ? .max : .min
     }
+
+    /// Remixes interleaved frames: to mono by averaging every channel; mono to stereo or
+    /// more by copying it to the first two channels; otherwise channel by channel, with
+    /// channels past the input's left silent and channels past the output's dropped.
+    public static func remix(_ input: UnsafeBufferPointer<Int16>, channels inputChannels: Int,
+                             into output: UnsafeMutableBufferPointer<Int16>, channels outputChannels: Int) {
+        let frames = min(input.count / inputChannels, output.count / outputChannels)
+        if outputChannels == 1 {
+            for frame in 0..<frames {
+                var sum = 0
+                for channel in 0..<inputChannels { sum += Int(input[frame * inputChannels + channel]) }
+                output[frame] = Int16(sum / inputChannels)
+            }
+            return
+        }
+        for frame in 0..<frames {
+            for channel in 0..<outputChannels {
+                let source: Int16
+                if inputChannels == 1 {
+                    source = channel < 2 ? input[frame] : 0
+                } else {
+                    source = channel < inputChannels ? input[frame * inputChannels + channel] : 0
+                }
+                output[frame * outputChannels + channel] = source
+            }
+        }
+    }
 }

@@ -55,14 +55,13 @@ public final class CallAudioRecorder: Sendable {
             guard let writer = state.writer, state.failure == nil else { return }
             let count = frame.samplesPerChannel
             if state.mixed.count < count { state.mixed = [Int16](repeating: 0, count: count) }
-            let channels = frame.layout.count
-            for index in 0..<count {
-                var sum = 0
-                for channel in 0..<channels { sum += Int(frame.samples[index * channels + channel]) }
-                state.mixed[index] = Int16(sum / channels)
+            frame.samples.withUnsafeBufferPointer { samples in
+                state.mixed.withUnsafeMutableBufferPointer {
+                    AudioMixer.remix(samples, channels: frame.layout.count, into: $0, channels: 1)
+                }
             }
             let take = min(count, state.remote.count)
-            state.mixed.withUnsafeMutableBufferPointer { mixed in
+            _ = state.mixed.withUnsafeMutableBufferPointer { mixed in
                 state.remote.withUnsafeBufferPointer { remote in
                     AudioMixer.add(UnsafeBufferPointer(rebasing: remote[0..<take]), gain: 1, into: UnsafeMutableBufferPointer(rebasing: mixed[0..<count]))
                 }

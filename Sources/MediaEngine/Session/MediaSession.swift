@@ -354,6 +354,7 @@ public final class MediaSession: Sendable {
                 for continuation in waiting { continuation.resume(returning: frame) }
             }
             var mixed = [Int16](repeating: 0, count: 4_800)
+            var remixed = [Int16](repeating: 0, count: 9_600)
             settings.audioMix = { [self] frame in
                 guard let task = mixTask.withLock({ $0 }) else { return }
                 let count = frame.samplesPerChannel
@@ -363,18 +364,18 @@ public final class MediaSession: Sendable {
                 }
                 mixed.withUnsafeBufferPointer { playbackMix.push(UnsafeBufferPointer(rebasing: $0[0..<count]), gain: playback) }
                 let channels = frame.layout.count
-                frame.samples.withUnsafeMutableBufferPointer { samples in
+                if channels > 1 {
+                    // The file is mono: spread it over the frame's channels first.
+                    if remixed.count < count * channels { remixed = [Int16](repeating: 0, count: count * channels) }
                     mixed.withUnsafeBufferPointer { file in
-                        if channels == 1 {
-                            AudioMixer.add(UnsafeBufferPointer(rebasing: file[0..<count]), gain: send, into: samples)
-                        } else {
-                            for channel in 0..<channels {
-                                for index in 0..<count {
-                                    let mixedSample = (Int32(samples[index * channels + channel]) + Int32(Double(file[index]) * send))
-                                    samples[index * channels + channel] = Int16(clamping: mixedSample)
-                                }
-                            }
+                        remixed.withUnsafeMutableBufferPointer {
+                            AudioMixer.remix(UnsafeBufferPointer(rebasing: file[0..<count]), channels: 1, into: $0, channels: channels)
                         }
+                    }
+                }
+                _ = frame.samples.withUnsafeMutableBufferPointer { samples in
+                    (channels > 1 ? remixed : mixed).withUnsafeBufferPointer { file in
+                        AudioMixer.add(UnsafeBufferPointer(rebasing: file[0..<(count * channels)]), gain: send, into: samples)
                     }
                 }
                 if completed {

@@ -9,7 +9,7 @@ import Testing
         func remix(_ input: [Int16], _ from: Int, _ to: Int) -> [Int16] {
             var output = [Int16](repeating: -1, count: input.count / from * to)
             input.withUnsafeBufferPointer { source in
-                output.withUnsafeMutableBufferPointer { ALSAFormatBridge.remix(source, channels: from, into: $0, channels: to) }
+                output.withUnsafeMutableBufferPointer { AudioMixer.remix(source, channels: from, into: $0, channels: to) }
             }
             return output
         }

@@ -93,7 +93,7 @@ func sine(_ frequency: Double, rate: Int, seconds: Double, amplitude: Double = 0
         try writeWAV([], rate: 48_000, to: empty)
         #expect(message(empty).contains("has no audio"), "\(message(empty))")
         let zero = directory.appendingPathComponent("zero.wav").path
-        FileManager.default.createFile(atPath: zero, contents: Data())
+        _ = FileManager.default.createFile(atPath: zero, contents: Data())
         #expect(message(zero).contains(zero))
         let garbage = directory.appendingPathComponent("garbage.mp3").path
         try Data((0..<4_000).map { UInt8(truncatingIfNeeded: $0 &* 37) }).write(to: URL(fileURLWithPath: garbage))

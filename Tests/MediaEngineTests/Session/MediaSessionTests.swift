@@ -132,7 +132,7 @@ import Testing
     }
 
     @Test func aPeerThatHangsUpEndsItsMediaWithBYE() async throws {
-        let (a, b, atA, atB) = try connectedPair()
+        let (a, b, atA, _) = try connectedPair()
         try await Task.sleep(for: .milliseconds(1000))
         await stopped(b)
         let deadline = Date().addingTimeInterval(5)
@@ -168,7 +168,7 @@ import Testing
     }
 
     @Test func muteSendsSilence() async throws {
-        let (a, b, atA, atB) = try connectedPair()
+        let (a, b, _, atB) = try connectedPair()
         try await Task.sleep(for: .milliseconds(1000))
         let before = atB.snapshot.remoteLevels.last ?? 0
         a.controls.update { $0.audioMuted = true }
@@ -255,7 +255,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let mixPath = directory.appendingPathComponent("mix.wav").path
         try writeWAV(sine(1_000, rate: 48_000, seconds: 1, amplitude: 0.6), rate: 48_000, to: mixPath)
-        let (a, b, atA, atB) = try connectedPair()
+        let (a, b, _, _) = try connectedPair()
 
         let wav = directory.appendingPathComponent("call.wav").path
         let ogg = directory.appendingPathComponent("call.ogg").path

@@ -55,7 +55,7 @@ final class ALSAFormatBridge {
         var current = UnsafeBufferPointer(rebasing: input[0..<frames * inputChannels])
         var channels = inputChannels
         if outputChannels < inputChannels {
-            ALSAFormatBridge.remix(current, channels: inputChannels, into: remixed, channels: outputChannels)
+            AudioMixer.remix(current, channels: inputChannels, into: remixed, channels: outputChannels)
             current = UnsafeBufferPointer(rebasing: remixed[0..<frames * outputChannels])
             channels = outputChannels
         }
@@ -77,34 +77,7 @@ final class ALSAFormatBridge {
     private func expand(_ current: UnsafeBufferPointer<Int16>, channels: Int) -> UnsafeBufferPointer<Int16> {
         guard channels != outputChannels else { return current }
         let frames = current.count / channels
-        ALSAFormatBridge.remix(current, channels: channels, into: expanded, channels: outputChannels)
+        AudioMixer.remix(current, channels: channels, into: expanded, channels: outputChannels)
         return UnsafeBufferPointer(rebasing: expanded[0..<frames * outputChannels])
-    }
-
-    /// Remixes interleaved frames: to mono by averaging every channel; mono to stereo or
-    /// more by copying it to the first two channels; otherwise channel by channel, with
-    /// channels past the input's left silent and channels past the output's dropped.
-    static func remix(_ input: UnsafeBufferPointer<Int16>, channels inputChannels: Int,
-                      into output: UnsafeMutableBufferPointer<Int16>, channels outputChannels: Int) {
-        let frames = min(input.count / inputChannels, output.count / outputChannels)
-        if outputChannels == 1 {
-            for frame in 0..<frames {
-                var sum = 0
-                for channel in 0..<inputChannels { sum += Int(input[frame * inputChannels + channel]) }
-                output[frame] = Int16(sum / inputChannels)
-            }
-            return
-        }
-        for frame in 0..<frames {
-            for channel in 0..<outputChannels {
-                let source: Int16
-                if inputChannels == 1 {
-                    source = channel < 2 ? input[frame] : 0
-                } else {
-                    source = channel < inputChannels ? input[frame * inputChannels + channel] : 0
-                }
-                output[frame * outputChannels + channel] = source
-            }
-        }
     }
 }
