@@ -42,10 +42,11 @@ let package = Package(
         systemLibrary("CTurboJPEG", pkgConfig: "libturbojpeg", apt: ["libturbojpeg0-dev"]),
         systemLibrary("CSoxr", pkgConfig: "soxr", apt: ["libsoxr-dev"]),
         systemLibrary("CPNG", pkgConfig: "libpng", apt: ["libpng-dev"]),
+        systemLibrary("CAVFormat", pkgConfig: "libavformat", apt: ["libavformat-dev"]),
 
         .target(
             name: "MediaEngine",
-            dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2", "CSndFile", "CYUV", "CTurboJPEG", "CSoxr", "CPNG"],
+            dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2", "CSndFile", "CYUV", "CTurboJPEG", "CSoxr", "CPNG", "CAVFormat"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(
@@ -93,6 +94,7 @@ let package = Package(
             dependencies: [
                 "MediaEngine",
                 "CPNG",
+                "TestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]

@@ -9,6 +9,15 @@ func say(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))
 }
 
+/// Refuses an output file whose directory does not exist (files are created, directories never).
+func requireDirectory(of path: String, option: String) throws {
+    let directory = (path as NSString).deletingLastPathComponent
+    var isDirectory: ObjCBool = false
+    guard directory.isEmpty || (FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) && isDirectory.boolValue) else {
+        throw ValidationError("\(option) \(path): the directory \(directory) does not exist")
+    }
+}
+
 /// A failure while a command runs, printed as `Error: MESSAGE`.
 struct CommandFailure: Error, CustomStringConvertible {
     let description: String
@@ -41,8 +50,14 @@ struct CallMediaOptions: ParsableArguments {
     @Option(help: "Play the peer's audio: alsa:NAME or null.")
     var play: String?
 
-    @Option(help: "Record the peer's audio to a WAV file.")
+    @Option(help: "Record the peer: to a .webm file (its audio and video as received), or its audio to a .wav file.")
     var recordRemote: String?
+
+    @Option(help: "Record what this side sends to a .webm file.")
+    var recordLocal: String?
+
+    @Option(help: "Record this side's video re-encoded at this bitrate (b/s) instead of as sent (with --record-local).")
+    var recordVideoBitrate: Int?
 
     @Option(help: "Local address for media; 0.0.0.0 offers every interface.")
     var mediaHost = "0.0.0.0"
@@ -84,20 +99,29 @@ struct CallMediaOptions: ParsableArguments {
             throw ValidationError("--quality '\(quality)' is not one of \(CallVideoQuality.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         if let duration, !(duration > 0) { throw ValidationError("--duration \(duration) must be more than 0") }
-        if let recordRemote, !recordRemote.hasSuffix(".wav") { throw ValidationError("--record-remote \(recordRemote): use a .wav file") }
+        if let recordRemote {
+            guard recordRemote.hasSuffix(".wav") || recordRemote.hasSuffix(".webm") else {
+                throw ValidationError("--record-remote \(recordRemote): use a .webm or .wav file")
+            }
+            try requireDirectory(of: recordRemote, option: "--record-remote")
+        }
+        if let recordLocal {
+            guard recordLocal.hasSuffix(".webm") else { throw ValidationError("--record-local \(recordLocal): use a .webm file") }
+            try requireDirectory(of: recordLocal, option: "--record-local")
+        }
+        if let recordVideoBitrate {
+            guard recordLocal != nil else { throw ValidationError("--record-video-bitrate needs --record-local") }
+            guard VP8.bitrates.contains(recordVideoBitrate) else {
+                throw ValidationError("--record-video-bitrate \(recordVideoBitrate) is outside \(VP8.bitrates) b/s")
+            }
+        }
         if let snapshot {
             guard snapshot.hasSuffix(".png") else { throw ValidationError("--snapshot \(snapshot): use a .png file") }
-            let directory = (snapshot as NSString).deletingLastPathComponent
-            guard directory.isEmpty || FileManager.default.fileExists(atPath: directory) else {
-                throw ValidationError("--snapshot \(snapshot): the directory \(directory) does not exist")
-            }
+            try requireDirectory(of: snapshot, option: "--snapshot")
         }
         if let recordAudio {
             guard WAVWriter.Container(path: recordAudio) != nil else { throw ValidationError("--record-audio \(recordAudio): use a .wav, .ogg or .opus file") }
-            let directory = (recordAudio as NSString).deletingLastPathComponent
-            guard directory.isEmpty || FileManager.default.fileExists(atPath: directory) else {
-                throw ValidationError("--record-audio \(recordAudio): the directory \(directory) does not exist")
-            }
+            try requireDirectory(of: recordAudio, option: "--record-audio")
         }
         // Open each source once now, so a bad spec is named before any call is placed.
         _ = try MediaSources.audio(audio)
@@ -108,6 +132,18 @@ struct CallMediaOptions: ParsableArguments {
         } catch let error as MixError {
             throw ValidationError(error.message)
         }
+    }
+
+    /// The WAV recorder of the peer's audio, when --record-remote names a .wav file.
+    func remoteAudioRecorder() throws -> RemoteRecorder? {
+        guard let recordRemote, recordRemote.hasSuffix(".wav") else { return nil }
+        return try RemoteRecorder(path: recordRemote)
+    }
+
+    /// The WebM recordings to start once a call connects.
+    var webmRecordings: CallLoop.Recordings {
+        CallLoop.Recordings(remote: recordRemote.flatMap { $0.hasSuffix(".webm") ? $0 : nil }, local: recordLocal,
+                            videoBitrate: recordVideoBitrate, audio: recordAudio)
     }
 
     /// Builds each call's media from these options.
@@ -174,6 +210,11 @@ enum CallPrinter {
         case .connectionLost(let why): "signaling connection lost: \(why); reconnecting"
         case .reconnected: "signaling reconnected"
         case .audioMixTaskCompleted(let task): "audioMixTaskCompleted \(task.fileURL.path)"
+        case .recordStarted(let id, let file, let user): "recordStarted callID=\(id) user=\(user) file=\(file)"
+        case .recordError(let id, let user, let error): "recordError callID=\(id) user=\(user): \(error.message)"
+        case .recordStopped(let id, let file, let user): "recordStopped callID=\(id) user=\(user) file=\(file)"
+        case .recordVideoSizeChanged(let id, let user, let width, let height):
+            "recordVideoSizeChanged callID=\(id) user=\(user) \(width)x\(height)"
         case .remoteVideoFrame, .localPreviewFrame, .myVolume, .speakingUsers: nil
         }
     }
@@ -206,8 +247,16 @@ enum CallPrinter {
 /// Drives one call's events until its record arrives: prints them, hangs up after the
 /// duration or on Ctrl-C.
 enum CallLoop {
+    /// Recordings to start when the call connects.
+    struct Recordings {
+        var remote: String?
+        var local: String?
+        var videoBitrate: Int?
+        var audio: String?
+    }
+
     static func run(_ manager: NetCallManager, duration: Double?, mixTask: @escaping () throws -> AudioFileMixTask? = { nil },
-                    recordAudio: String? = nil, snapshot: String? = nil,
+                    recordings: Recordings = Recordings(), snapshot: String? = nil,
                     untilRecordOf callID: @escaping @Sendable () async -> UInt64?,
                     onEvent: @escaping (NetCallEvent) async -> Void = { _ in }) async {
         Interruption.install()
@@ -244,9 +293,19 @@ enum CallLoop {
                         say("snapshot failed: no picture is being sent")
                     }
                 }
-                if let recordAudio {
+                if let recordAudio = recordings.audio {
                     do throws(SignalingError) {
                         say("recording the call's audio to \(try await manager.startAudioRecording(path: recordAudio))")
+                    } catch {
+                        say("recording failed: \(error.message)")
+                    }
+                }
+                let peer = await manager.currentPeer
+                let me = await manager.account
+                for (path, user, bitrate) in [(recordings.remote, peer, nil), (recordings.local, me, recordings.videoBitrate)] {
+                    guard let path, let user else { continue }
+                    do throws(SignalingError) {
+                        try await manager.startRecording(path: path, videoBitrate: bitrate, user: user)
                     } catch {
                         say("recording failed: \(error.message)")
                     }
@@ -291,7 +350,7 @@ struct CallCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let recorder = try media.recordRemote.map { try RemoteRecorder(path: $0) }
+        let recorder = try media.remoteAudioRecorder()
         let manager = NetCallManager(configuration: NetCallManager.Configuration(
             server: signaling.server, token: signaling.token, device: signaling.device, media: media.factory(recorder: recorder)))
         do {
@@ -300,7 +359,8 @@ struct CallCommand: AsyncParsableCommand {
             let id = try await manager.start(callee: account, type: video ? .video : .audio,
                                              option: CallOption(videoQuality: media.videoQuality, extendMessage: extendMessage))
             say("calling \(account) callID=\(id)")
-            await CallLoop.run(manager, duration: media.duration, mixTask: media.mixTask, recordAudio: media.recordAudio, snapshot: media.snapshot, untilRecordOf: { id }) { event in
+            await CallLoop.run(manager, duration: media.duration, mixTask: media.mixTask, recordings: media.webmRecordings,
+                               snapshot: media.snapshot, untilRecordOf: { id }) { event in
                 if case .callStatus(_, .connected) = event {
                     say("setup \(String(format: "%.0f", Date().timeIntervalSince(started) * 1_000)) ms")
                 }
@@ -344,7 +404,7 @@ struct AnswerCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let recorder = try media.recordRemote.map { try RemoteRecorder(path: $0) }
+        let recorder = try media.remoteAudioRecorder()
         let manager = NetCallManager(configuration: NetCallManager.Configuration(
             server: signaling.server, token: signaling.token, device: signaling.device, media: media.factory(recorder: recorder)))
         do throws(SignalingError) {
@@ -356,7 +416,8 @@ struct AnswerCommand: AsyncParsableCommand {
         let accept = autoAccept
         for _ in 0..<calls {
             let current = CallBox()
-            await CallLoop.run(manager, duration: media.duration, mixTask: media.mixTask, recordAudio: media.recordAudio, snapshot: media.snapshot, untilRecordOf: { await current.id }) { event in
+            await CallLoop.run(manager, duration: media.duration, mixTask: media.mixTask, recordings: media.webmRecordings,
+                               snapshot: media.snapshot, untilRecordOf: { await current.id }) { event in
                 guard case .receive(let id, _, _, _) = event else { return }
                 await current.set(id)
                 do throws(SignalingError) {

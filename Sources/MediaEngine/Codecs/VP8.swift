@@ -2,6 +2,9 @@ import CVpx
 
 /// VP8 (RFC 6386) through libvpx.
 public enum VP8 {
+    /// Bitrates the encoder takes, bits per second.
+    public static let bitrates = 10_000...100_000_000
+
     /// The RTP clock rate VP8 uses (RFC 7741); encoder timestamps are in these ticks.
     public static let clockRate = 90_000
 

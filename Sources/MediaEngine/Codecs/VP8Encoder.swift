@@ -67,8 +67,8 @@ extension VP8 {
                     throw CodecError(.invalidConfiguration, "vp8: \(name) \(value) is odd; I420 needs even dimensions")
                 }
             }
-            guard bitrate >= 10_000, bitrate <= 100_000_000 else {
-                throw CodecError(.invalidConfiguration, "vp8: bitrate \(bitrate) b/s is outside 10000...100000000")
+            guard VP8.bitrates.contains(bitrate) else {
+                throw CodecError(.invalidConfiguration, "vp8: bitrate \(bitrate) b/s is outside \(VP8.bitrates)")
             }
             guard (1...240).contains(frameRate) else {
                 throw CodecError(.invalidConfiguration, "vp8: frame rate \(frameRate) is outside 1...240")

@@ -200,6 +200,12 @@ public final class MediaReceiver {
     /// When set, STUN binding requests whose USERNAME is this token are answered (the
     /// peer's connectivity check, which also measures its RTT); others are counted and dropped.
     public var connectivityToken: String?
+    /// Sees every Opus packet the jitter buffer accepts and every VP8 frame that decodes,
+    /// as received (for recordings), on the receive thread.
+    public var encodedMedia: ((EncodedMedia) -> Void)?
+    /// Polled each turn of the loop; true sends a PLI for every video stream (a recording
+    /// starting mid-call needs a keyframe).
+    public var keyframeWanted: (() -> Bool)?
     /// Connectivity checks answered and refused.
     public private(set) var connectivityChecks = (answered: 0, refused: 0)
 
@@ -294,6 +300,7 @@ public final class MediaReceiver {
                 try video(first.frame)
             }
             sendTransportFeedback(now: elapsed)
+            if keyframeWanted?() == true { requestKeyframes() }
             try playAudio(now: elapsed, pcm: &pcm, sink: audio)
             for stream in streams where stream.video?.nextProcessTime().map({ $0 <= elapsed }) == true {
                 try processVideo(stream, picture: &picture, now: elapsed, sink: video)
@@ -386,6 +393,7 @@ public final class MediaReceiver {
         let outcome = jitter.insert(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
                                     payload: packet.payload, arrival: now)
         guard outcome == .accepted || outcome == .restarted else { return }
+        encodedMedia?(EncodedMedia(kind: .audio, data: packet.payload, rtpTimestamp: packet.timestamp, time: .now))
         stream.lastArrival = now
         // The playout clock starts (or restarts after an idle spell) with the first packet.
         if stream.nextPull == nil { stream.nextPull = now }
@@ -453,6 +461,12 @@ public final class MediaReceiver {
                     let shown = try frame.data.withUnsafeBufferPointer {
                         try decoder.decode(UnsafeRawBufferPointer($0), timestamp: .zero, into: &picture)
                     }
+                    if let encodedMedia {
+                        frame.data.withUnsafeBytes {
+                            encodedMedia(EncodedMedia(kind: .video, data: $0, rtpTimestamp: frame.timestamp, isKeyframe: frame.isKeyframe,
+                                                      width: picture.width, height: picture.height, time: .now))
+                        }
+                    }
                     if shown {
                         stream.statistics.framesDecoded += 1
                         if frame.isKeyframe { stream.statistics.keyFramesDecoded += 1 }
@@ -484,6 +498,15 @@ public final class MediaReceiver {
                 guard let media = stream.statistics.ssrc else { continue }
                 let fir = FullIntraRequest(senderSSRC: ssrc, entries: [FullIntraRequest.Entry(ssrc: media, sequenceNumber: sequenceNumber)])
                 if sendFeedback(.fullIntraRequest(fir), for: stream) { stream.statistics.firSent += 1 }
+            }
+        }
+    }
+
+    private func requestKeyframes() {
+        for stream in streams where stream.description.kind == .video {
+            guard let media = stream.statistics.ssrc else { continue }
+            if sendFeedback(.pictureLossIndication(PictureLossIndication(senderSSRC: ssrc, mediaSSRC: media)), for: stream) {
+                stream.statistics.pliSent += 1
             }
         }
     }

@@ -51,6 +51,8 @@ public final class MediaSender {
         public var capturedAudio: ((AudioFrame) -> Void)?
         /// Sees each captured picture before encoding, on the sending thread: for previews.
         public var capturedVideo: ((VideoFrame) -> Void)?
+        /// Sees each Opus packet and VP8 frame as encoded, on the sending thread: for recordings.
+        public var encodedMedia: ((EncodedMedia) -> Void)?
 
         public init(audio: (any AudioSource)?, video: (any VideoSource)?, audioDestination: SocketAddress,
                     videoDestination: SocketAddress) {
@@ -341,6 +343,8 @@ public final class MediaSender {
             try stream.send(now: now, over: transport, audioLevel: level) { payload in
                 size = try encoder.encode(pcm, into: payload)
                 let (timestamp, marker) = opusPayloader.next(samples: frame.samplesPerChannel, payloadSize: size)
+                configuration.encodedMedia?(EncodedMedia(kind: .audio, data: UnsafeRawBufferPointer(rebasing: payload[0..<size]),
+                                                         rtpTimestamp: timestamp, time: .now))
                 return (size, timestamp, marker)
             }
         }
@@ -359,6 +363,8 @@ public final class MediaSender {
         var payloader = VP8Payloader(maximumPayloadSize: stream.payloadCapacity, firstPictureID: UInt16(truncatingIfNeeded: index))
         try buffer.withUnsafeBytes { bytes in
             let frameBytes = UnsafeRawBufferPointer(rebasing: bytes[0..<info.byteCount])
+            configuration.encodedMedia?(EncodedMedia(kind: .video, data: frameBytes, rtpTimestamp: timestamp, isKeyframe: info.isKeyframe,
+                                                     width: frame.width, height: frame.height, time: .now))
             for fragment in payloader.fragments(frameSize: info.byteCount) {
                 try stream.send(now: now, over: transport) { payload in
                     (try VP8Payloader.write(fragment, of: frameBytes, into: payload), timestamp, fragment.isLast)

@@ -72,6 +72,24 @@ public final class MediaSession: Sendable {
         case remoteAudioLevel(Double)
         /// The audio-file mix task played its last pass.
         case audioMixTaskCompleted(AudioFileMixTask)
+        /// A WebM recording of `target` began writing to `path`.
+        case recordStarted(RecordingTarget, path: String)
+        /// A recording ended early (a full disk); what was written stays playable.
+        case recordError(RecordingTarget, RecordingError)
+        /// A recording was stopped and its file closed.
+        case recordStopped(RecordingTarget, MediaRecorder.Summary)
+        /// The recorded video's picture size changed (the recording goes on).
+        case recordVideoSizeChanged(RecordingTarget, width: Int, height: Int)
+    }
+
+    /// Whose media a per-user recording holds.
+    public enum RecordingTarget: Sendable, Hashable, CustomStringConvertible {
+        /// What this side sends.
+        case local
+        /// What the peer sends.
+        case remote
+
+        public var description: String { self == .local ? "local" : "remote" }
     }
 
     /// Final figures of both directions.
@@ -96,6 +114,7 @@ public final class MediaSession: Sendable {
 
     struct State {
         var started = false
+        var remote: Endpoint?
         var summary = Summary()
         var threads = 0
     }
@@ -130,6 +149,104 @@ public final class MediaSession: Sendable {
     }
 
     private let mixTask = Mutex<AudioFileMixTask?>(nil)
+    private let localRecording = Mutex<MediaRecorder?>(nil)
+    private let remoteRecording = Mutex<MediaRecorder?>(nil)
+    private let remoteKeyframeWanted = Atomic<Bool>(false)
+    private let eventHandler = Mutex<(@Sendable (Event) -> Void)?>(nil)
+    private let localAudioChannels: Int
+
+    private func withRecording<R: Sendable>(_ target: RecordingTarget, _ body: (inout sending MediaRecorder?) -> sending R) -> R {
+        target == .local ? localRecording.withLock(body) : remoteRecording.withLock(body)
+    }
+
+    /// Records `target`'s media to WebM as the call carries it (Opus and VP8, not
+    /// re-encoded), from the next keyframe on; a keyframe is asked for at once. Events:
+    /// `recordStarted` now, `recordVideoSizeChanged` and `recordError` as they happen,
+    /// `recordStopped` at `stopRecording` or when the session stops.
+    /// - Parameters:
+    ///   - path: A .webm file; nil picks one in the temporary directory. Its directory
+    ///     must exist.
+    ///   - videoBitrate: For this side's video only: record it re-encoded at this rate
+    ///     (from the captured pictures) instead of as sent. Nil, or the rate being sent,
+    ///     records what is sent.
+    /// - Returns: The path recorded to.
+    /// - Throws: `RecordingError`: already recording that user, a remote user before the
+    ///   call started, a missing directory, a file that cannot be created.
+    @discardableResult
+    public func startRecording(_ target: RecordingTarget, path: String? = nil, videoBitrate: Int? = nil) throws(RecordingError) -> String {
+        let chosen = path ?? FileManager.default.temporaryDirectory
+            .appendingPathComponent("mediaengine-\(target)-\(Int64(Date().timeIntervalSince1970 * 1_000)).webm").path
+        if let videoBitrate, !VP8.bitrates.contains(videoBitrate) {
+            throw RecordingError(.invalidOptions, "recording \(chosen): video bitrate \(videoBitrate) b/s is outside \(VP8.bitrates)")
+        }
+        let (audioChannels, video): (Int?, Bool)
+        switch target {
+        case .local:
+            (audioChannels, video) = (localAudioChannels, sendsVideo)
+        case .remote:
+            if videoBitrate != nil {
+                throw RecordingError(.invalidOptions, "recording \(chosen): the peer's video is recorded as received; a video bitrate applies to this side only")
+            }
+            guard let remote = state.withLock({ $0.remote }) else {
+                throw RecordingError(.nothingToRecord, "recording \(chosen): the call has not started; the peer's media is not known yet")
+            }
+            (audioChannels, video) = (1, remote.videoSSRC != nil)
+        }
+        if let running = withRecording(target, { $0 }) {
+            throw RecordingError(.alreadyRecording, "a recording of the \(target) user is already running (\(running.path))")
+        }
+        let sendingRate = controls.current.videoBitrate ?? parts.configuration.videoBitrate
+        let reencode = target == .local && video && videoBitrate != nil && videoBitrate != sendingRate ? videoBitrate : nil
+        let recorder = try MediaRecorder(path: chosen, audioChannels: audioChannels, video: video, reencodeVideoAt: reencode) { [self] notice in
+            switch notice {
+            case .keyframeNeeded:
+                if target == .local {
+                    controls.update { $0.keyframeRequested = true }
+                } else {
+                    remoteKeyframeWanted.store(true, ordering: .relaxed)
+                }
+            case .videoSizeChanged(let width, let height):
+                eventHandler.withLock { $0 }?(.recordVideoSizeChanged(target, width: width, height: height))
+            case .failed(let error):
+                eventHandler.withLock { $0 }?(.recordError(target, error))
+            }
+        }
+        let raced = withRecording(target) { current in
+            guard current == nil else { return true }
+            current = recorder
+            return false
+        }
+        if raced {
+            recorder.stop()
+            try? FileManager.default.removeItem(atPath: chosen)
+            throw RecordingError(.alreadyRecording, "a recording of the \(target) user is already running")
+        }
+        eventHandler.withLock { $0 }?(.recordStarted(target, path: chosen))
+        return chosen
+    }
+
+    /// Stops `target`'s recording: what is queued is written, then the cues and duration.
+    /// - Returns: What was recorded (with `failure` set if it had ended early).
+    /// - Throws: `RecordingError` `.notRecording` when none runs.
+    @discardableResult
+    public func stopRecording(_ target: RecordingTarget) throws(RecordingError) -> MediaRecorder.Summary {
+        guard let recorder = withRecording(target, { current in defer { current = nil }; return current }) else {
+            throw RecordingError(.notRecording, "no recording of the \(target) user is running")
+        }
+        let summary = recorder.stop()
+        eventHandler.withLock { $0 }?(.recordStopped(target, summary))
+        return summary
+    }
+
+    /// The file `target`'s recording writes to, while one runs.
+    public func currentRecordingPath(_ target: RecordingTarget) -> String? { withRecording(target) { $0?.path } }
+
+    /// Stops every recording still running (the session is ending).
+    private func stopRecordings() {
+        for target in [RecordingTarget.local, .remote] where withRecording(target, { $0 }) != nil {
+            _ = try? stopRecording(target)
+        }
+    }
     private let snapshots = Mutex<(next: Int, waiting: [Int: CheckedContinuation<VideoFrame?, Never>])>((0, [:]))
 
     /// The next picture to be sent (captured, before encoding), or nil when none comes
@@ -207,6 +324,7 @@ public final class MediaSession: Sendable {
     /// - Throws: `TransportError` when `host` cannot be bound.
     public init(configuration: Configuration) throws {
         parts = Parts(configuration)
+        localAudioChannels = configuration.audio.layout.count
         receiveSocket = try UDPSocket(bindTo: SocketAddress(host: configuration.host, port: 0))
         sendSocket = try UDPSocket(bindTo: SocketAddress(host: configuration.host, port: 0))
         let port = receiveSocket.localAddress.port
@@ -225,9 +343,13 @@ public final class MediaSession: Sendable {
     /// - Parameter events: Gets every event, on the session's threads.
     public func start(remote: Endpoint, events: @escaping @Sendable (Event) -> Void) throws {
         let alreadyStarted = state.withLock { state in
-            defer { state.started = true }
+            defer {
+                state.started = true
+                state.remote = state.remote ?? remote
+            }
             return state.started
         }
+        if !alreadyStarted { eventHandler.withLock { $0 = events } }
         guard !alreadyStarted else { return }
         var streams = [MediaReceiver.StreamDescription(kind: .audio, payloadType: 111, clockRate: 48_000, port: 0, rtcpPort: 0,
                                                        keying: remote.keying, ssrc: remote.audioSSRC, transportSequenceExtensionID: 3)]
@@ -237,6 +359,8 @@ public final class MediaSession: Sendable {
         }
         let receiver = try MediaReceiver(streams: streams, socket: receiveSocket)
         receiver.connectivityToken = local.checkToken
+        receiver.encodedMedia = { [self] media in remoteRecording.withLock { $0 }?.offer(media) }
+        receiver.keyframeWanted = { [self] in remoteKeyframeWanted.exchange(false, ordering: .relaxed) }
         let box = ReceiverBox(receiver)
         state.withLock { $0.threads = 2 }
         Thread.detachNewThread { [self] in
@@ -340,6 +464,7 @@ public final class MediaSession: Sendable {
             settings.videoBitrate = configuration.videoBitrate
             settings.socket = sendSocket
             settings.controls = controls
+            settings.encodedMedia = { [self] media in localRecording.withLock { $0 }?.offer(media) }
             var level = LevelMeter()
             settings.capturedAudio = { [self] frame in
                 if let value = frame.samples.withUnsafeBufferPointer({ level.add($0) }) { events(.localAudioLevel(value)) }
@@ -347,6 +472,7 @@ public final class MediaSession: Sendable {
             }
             settings.capturedVideo = { [self] frame in
                 events(.localVideoFrame(frame))
+                localRecording.withLock { $0 }?.offerPicture(frame)
                 let waiting = snapshots.withLock { state in
                     defer { state.waiting.removeAll() }
                     return state.waiting.values
@@ -397,7 +523,11 @@ public final class MediaSession: Sendable {
     public func stop() -> Summary {
         stopping.store(true, ordering: .relaxed)
         let running = state.withLock { $0.started && $0.threads > 0 }
-        if running { finished.wait() }
+        if running {
+            finished.wait()
+            finished.signal()
+        }
+        stopRecordings()
         return state.withLock { $0.summary }
     }
 

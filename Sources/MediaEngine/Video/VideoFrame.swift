@@ -73,6 +73,26 @@ public struct VideoFrame: Sendable, Equatable {
         }
     }
 
+    /// Makes this frame a copy of `other` (size, strides, pixels, timestamp), reusing the
+    /// buffer when it is large enough, so handing pictures between threads allocates
+    /// nothing in steady state (plain assignment would share the buffer, and the next
+    /// write to either copy would allocate).
+    public mutating func copy(from other: VideoFrame) {
+        width = other.width
+        height = other.height
+        strideY = other.strideY
+        strideUV = other.strideUV
+        timestamp = other.timestamp
+        if data.count > other.data.count {
+            data.removeLast(data.count - other.data.count)
+        } else if data.count < other.data.count {
+            data.append(contentsOf: repeatElement(0, count: other.data.count - data.count))
+        }
+        data.withUnsafeMutableBufferPointer { target in
+            other.data.withUnsafeBufferPointer { source in _ = target.update(fromContentsOf: source) }
+        }
+    }
+
     /// Makes the frame `width` x `height` with tight strides, reusing the buffer when it
     /// is large enough (no allocation in steady state). Pixel contents are unspecified
     /// afterwards.

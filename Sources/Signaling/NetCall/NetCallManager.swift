@@ -310,6 +310,42 @@ public actor NetCallManager {
 
     public var currentAudioRecordingFilePath: String? { call?.session.currentAudioRecordingFilePath }
 
+    /// The other party of the current call.
+    public var currentPeer: String? { call?.peer }
+
+    /// Records `user` (this account, or the peer) to WebM as the call carries it: Opus and
+    /// VP8, not re-encoded, unless `videoBitrate` asks this side's video at another rate.
+    /// Events: `recordStarted`, `recordVideoSizeChanged`, `recordError`, `recordStopped`.
+    /// - Parameters:
+    ///   - path: A .webm file in an existing directory; nil picks one in the temporary directory.
+    /// - Returns: The path.
+    @discardableResult
+    public func startRecording(path: String? = nil, videoBitrate: Int? = nil, user: String) throws(SignalingError) -> String {
+        let (call, target) = try recordingTarget(user, "startRecording")
+        do {
+            return try call.session.startRecording(target, path: path, videoBitrate: videoBitrate)
+        } catch {
+            throw SignalingError(.invalidRequest, "startRecording: \(error.message)")
+        }
+    }
+
+    /// Stops the recording of `user`; its file is closed with cues and duration.
+    public func stopRecording(user: String) throws(SignalingError) {
+        let (call, target) = try recordingTarget(user, "stopRecording")
+        do {
+            try call.session.stopRecording(target)
+        } catch {
+            throw SignalingError(.invalidRequest, "stopRecording: \(error.message)")
+        }
+    }
+
+    private func recordingTarget(_ user: String, _ operation: String) throws(SignalingError) -> (Call, MediaSession.RecordingTarget) {
+        guard let call else { throw SignalingError(.callNotFound, "\(operation): no call in progress") }
+        if user == account { return (call, .local) }
+        if user == call.peer { return (call, .remote) }
+        throw SignalingError(.invalidRequest, "\(operation): \(user) is not in the call")
+    }
+
     /// The next picture this side sends (nil without a call, a video source, or a picture
     /// within 2 s). `VideoFrame.writePNG(path:)` saves it.
     public func snapshotLocalVideo() async -> VideoFrame? {
@@ -401,6 +437,7 @@ public actor NetCallManager {
         let emit = self.emit
         let status = NetStatusMeter()
         let threshold = configuration.speakingThreshold
+        let me = account ?? ""
         do {
             try session.start(remote: remote) { [weak self] event in
                 switch event {
@@ -423,6 +460,14 @@ public actor NetCallManager {
                     emit.yield(.myVolume(level))
                 case .audioMixTaskCompleted(let task):
                     emit.yield(.audioMixTaskCompleted(task))
+                case .recordStarted(let target, let path):
+                    emit.yield(.recordStarted(callID: callID, file: path, user: target == .local ? me : peer))
+                case .recordError(let target, let error):
+                    emit.yield(.recordError(callID: callID, user: target == .local ? me : peer, error))
+                case .recordStopped(let target, let summary):
+                    emit.yield(.recordStopped(callID: callID, file: summary.path, user: target == .local ? me : peer))
+                case .recordVideoSizeChanged(let target, let width, let height):
+                    emit.yield(.recordVideoSizeChanged(callID: callID, user: target == .local ? me : peer, width: width, height: height))
                 case .remoteAudioLevel(let level):
                     emit.yield(.speakingUsers(level >= threshold ? [peer: level] : [:]))
                 }

@@ -63,6 +63,14 @@ public enum NetCallEvent: Sendable {
     case reconnected
     /// The audio-file mix task played its last pass.
     case audioMixTaskCompleted(AudioFileMixTask)
+    /// A WebM recording of `user` began writing to `file`.
+    case recordStarted(callID: UInt64, file: String, user: String)
+    /// A recording of `user` ended early (a full disk); what was written stays playable.
+    case recordError(callID: UInt64, user: String, RecordingError)
+    /// A recording of `user` was stopped and its file closed.
+    case recordStopped(callID: UInt64, file: String, user: String)
+    /// The recorded user's picture size changed; the recording goes on in the same file.
+    case recordVideoSizeChanged(callID: UInt64, user: String, width: Int, height: Int)
 }
 
 /// How `NetCallManager` gets the media of a call: the app says which sources to use for

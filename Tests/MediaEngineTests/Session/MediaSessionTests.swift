@@ -31,7 +31,7 @@ import Testing
                 case .localVideoFrame: seen.localFrames += 1
                 case .remoteAudioLevel(let level): seen.remoteLevels.append(level)
                 case .audioMixTaskCompleted: seen.mixCompletions += 1
-                case .statistics, .localAudioLevel: break
+                case .statistics, .localAudioLevel, .recordStarted, .recordError, .recordStopped, .recordVideoSizeChanged: break
                 }
             }
         }

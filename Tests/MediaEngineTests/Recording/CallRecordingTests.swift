@@ -1,0 +1,189 @@
+import Foundation
+import Synchronization
+import Testing
+import TestSupport
+@testable import MediaEngine
+
+/// Per-user WebM recordings of P2P calls on loopback, checked with ffprobe and ffmpeg.
+@Suite(.serialized) struct CallRecordings {
+    /// The recording events one side saw.
+    final class Seen: Sendable {
+        struct State {
+            var started: [(MediaSession.RecordingTarget, String)] = []
+            var errors: [RecordingError] = []
+            var stopped: [MediaRecorder.Summary] = []
+            var sizes: [(Int, Int)] = []
+            var disconnected = false
+        }
+
+        let state = Mutex(State())
+
+        func handle(_ event: MediaSession.Event) {
+            state.withLock { state in
+                switch event {
+                case .recordStarted(let target, let path): state.started.append((target, path))
+                case .recordError(_, let error): state.errors.append(error)
+                case .recordStopped(_, let summary): state.stopped.append(summary)
+                case .recordVideoSizeChanged(_, let width, let height): state.sizes.append((width, height))
+                case .disconnected: state.disconnected = true
+                default: break
+                }
+            }
+        }
+
+        var snapshot: State { state.withLock { $0 } }
+    }
+
+    func session(audio: any AudioSource, video: (any VideoSource)?) throws -> MediaSession {
+        var configuration = MediaSession.Configuration(audio: audio, video: video)
+        configuration.host = "127.0.0.1"
+        configuration.videoBitrate = 600_000
+        return try MediaSession(configuration: configuration)
+    }
+
+    func stopped(_ session: MediaSession) async -> MediaSession.Summary {
+        await withCheckedContinuation { continuation in Thread.detachNewThread { continuation.resume(returning: session.stop()) } }
+    }
+
+    func stopRecording(_ session: MediaSession, _ target: MediaSession.RecordingTarget) async throws -> MediaRecorder.Summary {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread.detachNewThread {
+                do throws(RecordingError) {
+                    continuation.resume(returning: try session.stopRecording(target))
+                } catch {
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
+    func waitUntil(_ timeout: Duration, _ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !condition() && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+    }
+
+    @Test func aTenSecondCallRecordsToWebMThatFFmpegPlays() async throws {
+        let directory = try temporaryDirectory("webm")
+        let tones = ToneGenerator.Signal.multiTone([440, 1_000])
+        let a = try session(audio: FiniteTone(tones, seconds: 10), video: FinitePattern(width: 320, height: 240, frameRate: 15, frames: 150))
+        let b = try session(audio: try MediaSources.audio("sine:660"), video: nil)
+        let atA = Seen()
+        let atB = Seen()
+        let remotePath = directory.appendingPathComponent("remote.webm").path
+        let localPath = directory.appendingPathComponent("local.webm").path
+        try b.start(remote: a.local) { atB.handle($0) }
+        try b.startRecording(.remote, path: remotePath)
+        try a.start(remote: b.local) { atA.handle($0) }
+        try a.startRecording(.local, path: localPath)
+        // A's sources end after 10 s; its BYE ends B's receiving.
+        let began = ContinuousClock.now
+        try await waitUntil(.seconds(20)) { atB.snapshot.disconnected }
+        print("webm: the peer's media ended after \(ContinuousClock.now - began)")
+        let remote = try await stopRecording(b, .remote)
+        await stopped(a)
+        await stopped(b)
+        let local = try #require(atA.snapshot.stopped.first, "stopping the session stops its recordings")
+
+        #expect(atB.snapshot.started.map(\.1) == [remotePath] && atA.snapshot.started.map(\.1) == [localPath])
+        #expect(remote.failure == nil && local.failure == nil)
+        for (path, summary) in [(remotePath, remote), (localPath, local)] {
+            let probe = try Probe(path: path)
+            #expect(probe.streams.map(\.codec).sorted() == ["opus", "vp8"], "\(path): \(probe.streams)")
+            let video = try #require(probe.streams.first { $0.kind == "video" })
+            #expect(video.width == 320 && video.height == 240)
+            let duration = try #require(probe.duration)
+            #expect(abs(duration - 10) <= 0.2, "\(path): duration \(duration) s")
+            #expect(try Tool.decodeErrors(path).isEmpty, "\(path) decodes without errors")
+            let decoded = try Tool.decodedAudio(path)
+            let reference = FiniteTone.samples(tones, seconds: 10)
+            // One clock on both ends of a file: a single lag, then the whole file.
+            let correlation = reference.withUnsafeBufferPointer { ref in
+                decoded.withUnsafeBufferPointer { test in
+                    let lag = AudioQuality.bestLag(reference: ref, test: test, range: -2_400...2_400, start: 9_600)
+                    return AudioQuality.correlation(reference: ref, test: test, lag: lag)
+                }
+            }
+            #expect(correlation >= 0.9, "\(path): audio correlation \(correlation)")
+            #expect(summary.audioPackets >= 495 && summary.videoFrames >= 148, "\(summary)")
+            print("webm \(path.hasSuffix("remote.webm") ? "remote" : "local"): duration \(duration) s, "
+                + "\(summary.audioPackets) audio packets, \(summary.videoFrames) frames, \(summary.bytes) bytes, correlation \(correlation)")
+        }
+    }
+
+    @Test func aResolutionChangeMidRecordingGoesOnInTheSameFile() async throws {
+        let directory = try temporaryDirectory("webm")
+        let a = try session(audio: try MediaSources.audio("sine:440"), video: try MediaSources.video("testsrc:320x240@15"))
+        let b = try session(audio: try MediaSources.audio("sine:660"), video: nil)
+        let atB = Seen()
+        let path = directory.appendingPathComponent("resized.webm").path
+        try b.start(remote: a.local) { atB.handle($0) }
+        try a.start(remote: b.local) { _ in }
+        try await Task.sleep(for: .milliseconds(500))
+        try b.startRecording(.remote, path: path)
+        try await Task.sleep(for: .milliseconds(1_500))
+        a.replaceVideoSource(try MediaSources.video("testsrc:640x480@15"))
+        try await Task.sleep(for: .milliseconds(1_500))
+        let summary = try await stopRecording(b, .remote)
+        await stopped(a)
+        await stopped(b)
+
+        #expect(atB.snapshot.sizes.map { "\($0.0)x\($0.1)" } == ["640x480"], "recordVideoSizeChanged")
+        #expect(summary.resolutionChanges == 1 && summary.failure == nil)
+        #expect(try Tool.decodeErrors(path).isEmpty)
+        let sizes = try Probe.frameSizes(path: path)
+        #expect(sizes.first == "320x240" && sizes.last == "640x480", "\(sizes.count) frames")
+        #expect(sizes.count >= 35, "\(sizes.count) frames of about 45 sent")
+    }
+
+    @Test func aFullDiskEndsTheRecordingWithAnErrorAndKeepsWhatWasWritten() async throws {
+        let directory = try temporaryDirectory("tmpfs")
+        let mount = try Tool.run("mount", ["-t", "tmpfs", "-o", "size=160k", "tmpfs", directory.path])
+        try #require(mount.status == 0, "mounting a 160 KiB tmpfs for a full disk: \(mount.stderr)")
+        defer { _ = try? Tool.run("umount", [directory.path]) }
+        let a = try session(audio: try MediaSources.audio("sine:440"), video: try MediaSources.video("testsrc:320x240@15"))
+        let b = try session(audio: try MediaSources.audio("sine:660"), video: nil)
+        let atB = Seen()
+        let path = directory.appendingPathComponent("full.webm").path
+        try b.start(remote: a.local) { atB.handle($0) }
+        try b.startRecording(.remote, path: path)
+        try a.start(remote: b.local) { _ in }
+        try await waitUntil(.seconds(15)) { !atB.snapshot.errors.isEmpty }
+        let summary = try await stopRecording(b, .remote)
+        await stopped(a)
+        await stopped(b)
+
+        let error = try #require(atB.snapshot.errors.first, "a recordError event")
+        #expect(error.kind == .diskFull && error.message.contains(path), "\(error)")
+        #expect(summary.failure?.kind == .diskFull)
+        // What was written up to the failure plays: whole clusters only.
+        #expect(try Tool.decodeErrors(path).isEmpty)
+        let frames = try Probe.frameSizes(path: path)
+        #expect(frames.count >= 15, "\(frames.count) frames kept, \(summary.bytes) bytes")
+        print("full disk: \(frames.count) frames kept in \(summary.bytes) bytes; \(error)")
+    }
+
+    @Test func badRecordingRequestsGetTypedErrors() async throws {
+        let directory = try temporaryDirectory("webm")
+        let a = try session(audio: try MediaSources.audio("sine:440"), video: nil)
+        // Before the call starts the peer's media is unknown.
+        #expect(throws: RecordingError.self) { try a.startRecording(.remote, path: directory.appendingPathComponent("r.webm").path) }
+        #expect { try a.stopRecording(.local) } throws: { ($0 as? RecordingError)?.kind == .notRecording }
+        #expect { try a.startRecording(.local, path: "/nonexistent-dir/x.webm") } throws: {
+            ($0 as? RecordingError)?.kind == .missingDirectory && "\($0)".contains("/nonexistent-dir")
+        }
+        #expect { try a.startRecording(.local, path: directory.appendingPathComponent("x.mp4").path) } throws: {
+            ($0 as? RecordingError)?.kind == .invalidOptions
+        }
+        #expect { try a.startRecording(.local, path: directory.appendingPathComponent("x.webm").path, videoBitrate: 5) } throws: {
+            ($0 as? RecordingError)?.kind == .invalidOptions
+        }
+        #expect { try a.startRecording(.local, path: directory.path) } throws: { ($0 as? RecordingError)?.kind == .invalidOptions }
+        let path = try a.startRecording(.local, path: directory.appendingPathComponent("y.webm").path)
+        #expect { try a.startRecording(.local) } throws: { ($0 as? RecordingError)?.kind == .alreadyRecording }
+        let summary = try a.stopRecording(.local)
+        // Stopped before any media came: no file is left, and the summary says why.
+        #expect(summary.path == path && summary.audioPackets == 0 && summary.failure?.kind == .nothingToRecord)
+        #expect(!FileManager.default.fileExists(atPath: path))
+        await stopped(a)
+    }
+}
