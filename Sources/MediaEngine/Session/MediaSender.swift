@@ -49,8 +49,11 @@ public final class MediaSender {
         /// Sees each captured audio frame as it will be sent (after muting and mixing), on
         /// the sending thread: for level meters.
         public var capturedAudio: ((AudioFrame) -> Void)?
-        /// Sees each captured picture before encoding, on the sending thread: for previews.
+        /// Sees each picture about to be encoded (after the video hook), on the sending
+        /// thread: for previews and snapshots.
         public var capturedVideo: ((VideoFrame) -> Void)?
+        /// The app's audio and video hooks, run between capture and encoding.
+        public var captureHooks: CaptureHooks?
         /// Sees each Opus packet and VP8 frame as encoded, on the sending thread: for recordings.
         public var encodedMedia: ((EncodedMedia) -> Void)?
 
@@ -229,6 +232,7 @@ public final class MediaSender {
             }
             if audioLive && nextAudio <= elapsed, let source = configuration.audio, let opus, let stream = audioStream {
                 if readAudio(source, into: &audioFrame) {
+                    configuration.captureHooks?.process(&audioFrame)
                     if configuration.controls?.current.audioMuted == true {
                         for index in audioFrame.samples.indices { audioFrame.samples[index] = 0 }
                     }
@@ -251,15 +255,18 @@ public final class MediaSender {
                     forceKeyframe = true
                 }
                 if let source = videoSource, readVideo(source, into: &videoFrame) {
-                    configuration.capturedVideo?(videoFrame)
                     let controls = configuration.controls?.current ?? SenderControls.State()
                     if configuration.controls?.takeKeyframeRequest() == true { forceKeyframe = true }
                     try applyVideoBitrate(controls)
+                    // With a video hook, what is sent is the latest picture it handed back, if any.
+                    let hooked = configuration.captureHooks?.process(&videoFrame) ?? true
+                    let encodable = hooked && videoFrame.width == vp8.configuration.width && videoFrame.height == vp8.configuration.height
+                    if hooked { configuration.capturedVideo?(videoFrame) }
                     if controls.videoPaused {
                         // Resuming starts with a keyframe: the receiver's decoder lost its references.
                         videoPaused = true
-                    } else {
-                        let keyframe = forceKeyframe || videoIndex == 0 || videoPaused
+                    } else if encodable {
+                        let keyframe = forceKeyframe || statistics.videoFrames == 0 || videoPaused
                         forceKeyframe = false
                         videoPaused = false
                         if keyframe { responder?.keyframeSent(now: elapsed) }

@@ -46,6 +46,8 @@ public final class MediaSession: Sendable {
         public var connectTimeout: Duration = .seconds(10)
         /// No media from the peer for this long: `disconnected`.
         public var mediaTimeout: Duration = .seconds(10)
+        /// The app's capture hooks (audio and video processing before encoding).
+        public var captureHooks: CaptureHooks?
         /// Sees every block of decoded remote audio, on the receive thread.
         public var remoteAudio: (@Sendable (UnsafeBufferPointer<Int16>) -> Void)?
 
@@ -464,6 +466,7 @@ public final class MediaSession: Sendable {
             settings.videoBitrate = configuration.videoBitrate
             settings.socket = sendSocket
             settings.controls = controls
+            settings.captureHooks = configuration.captureHooks
             settings.encodedMedia = { [self] media in localRecording.withLock { $0 }?.offer(media) }
             var level = LevelMeter()
             settings.capturedAudio = { [self] frame in

@@ -51,6 +51,9 @@ public actor NetCallManager {
     public let configuration: Configuration
     /// Every event, in order; one reader.
     public nonisolated let events: AsyncStream<NetCallEvent>
+    /// The app's capture hooks, used by every call (unless the media factory sets its own):
+    /// `captureHooks.setAudioHook`, `setVideoHook`, `sendVideoFrame`.
+    public nonisolated let captureHooks = CaptureHooks()
     private let emit: AsyncStream<NetCallEvent>.Continuation
     private var client: SignalingClient?
     private var call: Call?
@@ -417,6 +420,7 @@ public actor NetCallManager {
     private func makeSession(type: CallType, quality: CallVideoQuality) throws(SignalingError) -> MediaSession {
         do {
             var settings = try configuration.media(type, quality)
+            settings.captureHooks = settings.captureHooks ?? captureHooks
             let target = settings.videoBitrate
             settings.videoBitrate = max(target, CallVideoQuality.allCases.map(\.encoding.bitrate).max() ?? target)
             let session = try MediaSession(configuration: settings)
