@@ -61,7 +61,7 @@ import Testing
         (["send", "--to", "127.0.0.1:5004", "--audio", "sine:440", "--srtp-key", "c2hvcnQ=", "--no-srtp"], "cannot be combined"),
         (["send", "--to", "127.0.0.1:5004", "--audio", "sine:440", "--no-srtp", "--srtp-profile", "NULL"], "--srtp-profile 'NULL'"),
         (["receive", "--sdp", "/nonexistent/in.sdp"], "cannot read the SDP file /nonexistent/in.sdp"),
-        (["receive", "--sdp", "x.sdp", "--record", "out.mp3"], "use a .wav (audio) or .y4m (video) file"),
+        (["receive", "--sdp", "x.sdp", "--record", "out.mp3"], "use a .wav (audio), .y4m (video) or .webm (both, as received) file"),
     ])
     func badOptionsExitNonZeroNamingTheProblem(arguments: [String], message: String) throws {
         let run = try CLI.run(arguments)

@@ -125,6 +125,11 @@ public final class BackgroundProcess: @unchecked Sendable {
         if isRunning { kill(pid, SIGINT) }
     }
 
+    /// Kills the process outright (SIGKILL), as a crash or the OOM killer would.
+    public func killNow() {
+        if isRunning { kill(pid, SIGKILL) }
+    }
+
     /// Waits for the process to end and returns its output; after `timeout` seconds it is
     /// sent SIGTERM, and SIGKILL 3 s later.
     public func wait(timeout: Double) throws -> CLIRun {

@@ -9,15 +9,6 @@ func say(_ text: String) {
     FileHandle.standardOutput.write(Data((text + "\n").utf8))
 }
 
-/// Refuses an output file whose directory does not exist (files are created, directories never).
-func requireDirectory(of path: String, option: String) throws {
-    let directory = (path as NSString).deletingLastPathComponent
-    var isDirectory: ObjCBool = false
-    guard directory.isEmpty || (FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) && isDirectory.boolValue) else {
-        throw ValidationError("\(option) \(path): the directory \(directory) does not exist")
-    }
-}
-
 /// A failure while a command runs, printed as `Error: MESSAGE`.
 struct CommandFailure: Error, CustomStringConvertible {
     let description: String
@@ -53,44 +44,14 @@ struct CallMediaOptions: ParsableArguments {
     @Option(help: "Record the peer: to a .webm file (its audio and video as received), or its audio to a .wav file.")
     var recordRemote: String?
 
-    @Option(help: "Record what this side sends to a .webm file.")
-    var recordLocal: String?
-
-    @Option(help: "Record this side's video re-encoded at this bitrate (b/s) instead of as sent (with --record-local).")
-    var recordVideoBitrate: Int?
-
     @Option(help: "Local address for media; 0.0.0.0 offers every interface.")
     var mediaHost = "0.0.0.0"
 
     @Option(help: "Hang up this many seconds after the media connects (default: when the peer hangs up or Ctrl-C).")
     var duration: Double?
 
-    @Option(help: "Record the call's audio (both sides and the mix) to a .wav or .ogg (Opus) file.")
-    var recordAudio: String?
-
-    @Option(help: "Save the first picture sent, once the call connects, as a PNG file.")
-    var snapshot: String?
-
-    @Option(help: "Mix an audio file (WAV, FLAC, Ogg, any rate) into what is sent, once the call connects.")
-    var mixFile: String?
-
-    @Option(help: "Times the mix file repeats after its first play; negative: forever.")
-    var mixLoops = 0
-
-    @Option(help: "Volume of the mix file in what is sent, 0...1.")
-    var mixSendVolume = 1.0
-
-    @Option(help: "Volume of the mix file in local playback, 0...1.")
-    var mixPlaybackVolume = 1.0
-
-    /// The mix task these options ask for, checked.
-    func mixTask() throws -> AudioFileMixTask? {
-        guard let mixFile else { return nil }
-        let task = try AudioFileMixTask(fileURL: URL(fileURLWithPath: mixFile))
-        try task.setVolumes(send: mixSendVolume, playback: mixPlaybackVolume)
-        task.numberOfLoops = mixLoops
-        return task
-    }
+    @OptionGroup var outputs: LocalOutputOptions
+    @OptionGroup var mix: MixOptions
 
     var videoQuality: CallVideoQuality { CallVideoQuality(rawValue: quality) ?? .default }
 
@@ -105,33 +66,12 @@ struct CallMediaOptions: ParsableArguments {
             }
             try requireDirectory(of: recordRemote, option: "--record-remote")
         }
-        if let recordLocal {
-            guard recordLocal.hasSuffix(".webm") else { throw ValidationError("--record-local \(recordLocal): use a .webm file") }
-            try requireDirectory(of: recordLocal, option: "--record-local")
-        }
-        if let recordVideoBitrate {
-            guard recordLocal != nil else { throw ValidationError("--record-video-bitrate needs --record-local") }
-            guard VP8.bitrates.contains(recordVideoBitrate) else {
-                throw ValidationError("--record-video-bitrate \(recordVideoBitrate) is outside \(VP8.bitrates) b/s")
-            }
-        }
-        if let snapshot {
-            guard snapshot.hasSuffix(".png") else { throw ValidationError("--snapshot \(snapshot): use a .png file") }
-            try requireDirectory(of: snapshot, option: "--snapshot")
-        }
-        if let recordAudio {
-            guard WAVWriter.Container(path: recordAudio) != nil else { throw ValidationError("--record-audio \(recordAudio): use a .wav, .ogg or .opus file") }
-            try requireDirectory(of: recordAudio, option: "--record-audio")
-        }
+        try outputs.check()
         // Open each source once now, so a bad spec is named before any call is placed.
         _ = try MediaSources.audio(audio)
         if let videoSource { _ = try MediaSources.video(videoSource) }
         if let play { _ = try MediaSources.audioSink(play) }
-        do {
-            _ = try mixTask()
-        } catch let error as MixError {
-            throw ValidationError(error.message)
-        }
+        try mix.check()
     }
 
     /// The WAV recorder of the peer's audio, when --record-remote names a .wav file.
@@ -142,8 +82,8 @@ struct CallMediaOptions: ParsableArguments {
 
     /// The WebM recordings to start once a call connects.
     var webmRecordings: CallLoop.Recordings {
-        CallLoop.Recordings(remote: recordRemote.flatMap { $0.hasSuffix(".webm") ? $0 : nil }, local: recordLocal,
-                            videoBitrate: recordVideoBitrate, audio: recordAudio)
+        CallLoop.Recordings(remote: recordRemote.flatMap { $0.hasSuffix(".webm") ? $0 : nil }, local: outputs.recordLocal,
+                            videoBitrate: outputs.recordVideoBitrate, audio: outputs.recordAudio)
     }
 
     /// Builds each call's media from these options.
@@ -359,8 +299,8 @@ struct CallCommand: AsyncParsableCommand {
             let id = try await manager.start(callee: account, type: video ? .video : .audio,
                                              option: CallOption(videoQuality: media.videoQuality, extendMessage: extendMessage))
             say("calling \(account) callID=\(id)")
-            await CallLoop.run(manager, duration: media.duration, mixTask: media.mixTask, recordings: media.webmRecordings,
-                               snapshot: media.snapshot, untilRecordOf: { id }) { event in
+            await CallLoop.run(manager, duration: media.duration, mixTask: media.mix.task, recordings: media.webmRecordings,
+                               snapshot: media.outputs.snapshot, untilRecordOf: { id }) { event in
                 if case .callStatus(_, .connected) = event {
                     say("setup \(String(format: "%.0f", Date().timeIntervalSince(started) * 1_000)) ms")
                 }
@@ -416,8 +356,8 @@ struct AnswerCommand: AsyncParsableCommand {
         let accept = autoAccept
         for _ in 0..<calls {
             let current = CallBox()
-            await CallLoop.run(manager, duration: media.duration, mixTask: media.mixTask, recordings: media.webmRecordings,
-                               snapshot: media.snapshot, untilRecordOf: { await current.id }) { event in
+            await CallLoop.run(manager, duration: media.duration, mixTask: media.mix.task, recordings: media.webmRecordings,
+                               snapshot: media.outputs.snapshot, untilRecordOf: { await current.id }) { event in
                 guard case .receive(let id, _, _, _) = event else { return }
                 await current.set(id)
                 do throws(SignalingError) {

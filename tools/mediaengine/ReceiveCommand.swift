@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Synchronization
 import MediaEngine
 
 struct ReceiveCommand: ParsableCommand {
@@ -16,7 +17,7 @@ struct ReceiveCommand: ParsableCommand {
     @Option(help: "SDP file describing the streams.")
     var sdp: String
 
-    @Option(help: "Record audio to a .wav or video to a .y4m file (repeat for both).")
+    @Option(help: "Record audio to a .wav, video to a .y4m, or both as received (Opus and VP8, not re-encoded) to a .webm file; repeat for several.")
     var record: [String] = []
 
     @Option(help: "Seconds to receive (default: until BYE or Ctrl-C).")
@@ -29,11 +30,14 @@ struct ReceiveCommand: ParsableCommand {
     var stats = false
 
     func validate() throws {
-        for path in record where !(path.hasSuffix(".wav") || path.hasSuffix(".y4m")) {
-            throw ValidationError("--record \(path): use a .wav (audio) or .y4m (video) file")
+        for path in record {
+            guard path.hasSuffix(".wav") || path.hasSuffix(".y4m") || path.hasSuffix(".webm") else {
+                throw ValidationError("--record \(path): use a .wav (audio), .y4m (video) or .webm (both, as received) file")
+            }
+            try requireDirectory(of: path, option: "--record")
         }
-        if record.filter({ $0.hasSuffix(".wav") }).count > 1 || record.filter({ $0.hasSuffix(".y4m") }).count > 1 {
-            throw ValidationError("--record takes at most one .wav and one .y4m file")
+        if [".wav", ".y4m", ".webm"].contains(where: { suffix in record.filter { $0.hasSuffix(suffix) }.count > 1 }) {
+            throw ValidationError("--record takes at most one .wav, one .y4m and one .webm file")
         }
         if let duration, !(duration > 0 && duration <= 86_400) {
             throw ValidationError("--duration \(duration) must be more than 0 and at most 86400 seconds")
@@ -66,6 +70,21 @@ struct ReceiveCommand: ParsableCommand {
             receiver = try MediaReceiver(streams: plan.streams, host: plan.host.contains(":") ? "::" : "0.0.0.0")
         }
 
+        var webm: MediaRecorder?
+        if let path = record.first(where: { $0.hasSuffix(".webm") }) {
+            let keyframeWanted = Atomic<Bool>(false)
+            let recorder = try MediaRecorder(path: path, audioChannels: plan.streams.first { $0.kind == .audio }?.layout.count,
+                                             video: plan.streams.contains { $0.kind == .video }) { notice in
+                switch notice {
+                case .keyframeNeeded: keyframeWanted.store(true, ordering: .relaxed)
+                case .failed(let error): printError("recording stopped: \(error.message)")
+                case .videoSizeChanged(let width, let height): printError("recording: the video is now \(width)x\(height)")
+                }
+            }
+            receiver.encodedMedia = { recorder.offer($0) }
+            receiver.keyframeWanted = { keyframeWanted.exchange(false, ordering: .relaxed) }
+            webm = recorder
+        }
         let wavPath = record.first { $0.hasSuffix(".wav") }
         let y4mPath = record.first { $0.hasSuffix(".y4m") }
         let audioLayout = plan.streams.first { $0.kind == .audio }?.layout ?? .mono
@@ -105,6 +124,10 @@ struct ReceiveCommand: ParsableCommand {
             let text = Self.statisticsLines(statistics, at: elapsed).joined(separator: "\n") + "\n"
             FileHandle.standardOutput.write(Data(text.utf8))
         } : nil)
+        if let summary = webm?.stop() {
+            printError("recorded \(summary.path): \(summary.audioPackets) audio packets, \(summary.videoFrames) video frames, "
+                + "\(String(format: "%.1f", summary.duration)) s" + (summary.failure.map { "; \($0.message)" } ?? ""))
+        }
         try wav?.close()
         try y4m?.close()
         try speaker?.close()

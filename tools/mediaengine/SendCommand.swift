@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Synchronization
 import MediaEngine
 
 struct SendCommand: ParsableCommand {
@@ -62,6 +63,9 @@ struct SendCommand: ParsableCommand {
     @Option(help: "Seconds between keyframes.")
     var keyframeInterval: Double = 2
 
+    @OptionGroup var outputs: LocalOutputOptions
+    @OptionGroup var mix: MixOptions
+
     func validate() throws {
         if audio == nil && video == nil { throw ValidationError("give --audio, --video or both") }
         if audioSsrc == 0 || videoSsrc == 0 { throw ValidationError("an SSRC must not be 0") }
@@ -81,6 +85,11 @@ struct SendCommand: ParsableCommand {
         guard keyframeInterval > 0 && keyframeInterval <= 3_600 else {
             throw ValidationError("--keyframe-interval \(keyframeInterval) must be more than 0 and at most 3600 seconds")
         }
+        try outputs.check()
+        try mix.check()
+        if mix.mixFile != nil && audio == nil { throw ValidationError("--mix-file needs --audio: the file is mixed into the sent audio") }
+        if outputs.recordAudio != nil && audio == nil { throw ValidationError("--record-audio needs --audio") }
+        if outputs.snapshot != nil && video == nil { throw ValidationError("--snapshot needs --video") }
     }
 
     func run() throws {
@@ -98,6 +107,9 @@ struct SendCommand: ParsableCommand {
         if !noSrtp {
             configuration.keying = try srtpKey.map { try SRTPKeyingMaterial(profile: profile, base64: $0) } ?? .random(profile: profile)
         }
+        let controls = SenderControls()
+        configuration.controls = controls
+        let outputs = try SendOutputs(options: self.outputs, mix: mix, configuration: &configuration, controls: controls)
         let sender = try MediaSender(configuration: configuration)
         if let sdp {
             let text = try sender.sessionDescription().text
@@ -111,6 +123,7 @@ struct SendCommand: ParsableCommand {
         printError("sending to \(destination)\(bundle ? " (bundled)" : "") from \(sender.transport.socket.localAddress)"
             + (configuration.keying.map { ", SRTP \($0.profile)" } ?? ", plain RTP"))
         let statistics = try sender.run(duration: duration.map { .milliseconds(Int64($0 * 1_000)) }, stop: { Interruption.requested })
+        outputs.finish()
         if let failure = statistics.audioFailure { printError("audio stopped: \(failure)") }
         if let failure = statistics.videoFailure { printError("video stopped: \(failure)") }
         print(Self.summary(statistics))
@@ -132,5 +145,93 @@ struct SendCommand: ParsableCommand {
         }
         if let target = s.targetBitrate { parts.append("estimate=\(target / 1_000)k") }
         return "sent: " + (parts.isEmpty ? "nothing" : parts.joined(separator: " | "))
+    }
+}
+
+/// What `send` writes besides the network: a WebM of what it sends, its audio, a
+/// snapshot; and the file it mixes in. Built before sending starts, finished after.
+final class SendOutputs: Sendable {
+    private let recorder: MediaRecorder?
+    private let audio: AudioOutput?
+
+    /// The sent audio to WAV or Ogg Opus; written on the sending thread alone.
+    final class AudioOutput: @unchecked Sendable {
+        let writer: WAVWriter
+        var failure: String?
+        init(_ writer: WAVWriter) { self.writer = writer }
+    }
+
+    init(options: LocalOutputOptions, mix: MixOptions, configuration: inout MediaSender.Configuration, controls: SenderControls) throws {
+        let layout = configuration.audio?.layout ?? .mono
+        if let path = options.recordLocal {
+            let bitrate = options.recordVideoBitrate.flatMap { $0 == configuration.videoBitrate ? nil : $0 }
+            let recorder = try MediaRecorder(path: path, audioChannels: configuration.audio == nil ? nil : layout.count,
+                                             video: configuration.video != nil, reencodeVideoAt: bitrate) { notice in
+                switch notice {
+                case .keyframeNeeded: controls.update { $0.keyframeRequested = true }
+                case .failed(let error): printError("recording stopped: \(error.message)")
+                case .videoSizeChanged(let width, let height): printError("recording: the video is now \(width)x\(height)")
+                }
+            }
+            configuration.encodedMedia = { recorder.offer($0) }
+            self.recorder = recorder
+            printError("recording what is sent to \(path)")
+        } else {
+            recorder = nil
+        }
+        if let path = options.recordAudio, let container = WAVWriter.Container(path: path) {
+            audio = AudioOutput(try WAVWriter(path: path, layout: layout, container: container))
+        } else {
+            audio = nil
+        }
+        let snapshot = Mutex<String?>(options.snapshot)
+        let recorder = self.recorder
+        configuration.capturedVideo = { frame in
+            recorder?.offerPicture(frame)
+            guard let path = snapshot.withLock({ path in defer { path = nil }; return path }) else { return }
+            // Saved off the sending thread; the copy shares the picture until the next capture.
+            Thread.detachNewThread {
+                do {
+                    try frame.writePNG(path: path)
+                    printError("snapshot \(frame.width)x\(frame.height) saved to \(path)")
+                } catch {
+                    printError("snapshot failed: \(error)")
+                }
+            }
+        }
+        if let audio {
+            configuration.capturedAudio = { frame in
+                guard audio.failure == nil else { return }
+                do {
+                    try frame.samples.withUnsafeBufferPointer { try audio.writer.write($0) }
+                } catch {
+                    audio.failure = "\(error)"
+                }
+            }
+        }
+        if let task = try mix.task() {
+            var mixer = FrameFileMixer()
+            configuration.audioMix = { frame in
+                guard !task.isFinished else { return }
+                if mixer.mix(task, into: &frame) { printError("mix file finished: \(task.fileURL.path)") }
+            }
+        }
+    }
+
+    /// Closes the recordings and says what they hold.
+    func finish() {
+        if let recorder {
+            let summary = recorder.stop()
+            printError("recorded \(summary.path): \(summary.audioPackets) audio packets, \(summary.videoFrames) video frames, "
+                + "\(String(format: "%.1f", summary.duration)) s" + (summary.failure.map { "; \($0.message)" } ?? ""))
+        }
+        if let audio {
+            do {
+                try audio.writer.close()
+            } catch {
+                audio.failure = audio.failure ?? "\(error)"
+            }
+            if let failure = audio.failure { printError("audio recording \(audio.writer.path): \(failure)") }
+        }
     }
 }

@@ -482,31 +482,10 @@ public final class MediaSession: Sendable {
                 }
                 for continuation in waiting { continuation.resume(returning: frame) }
             }
-            var mixed = [Int16](repeating: 0, count: 4_800)
-            var remixed = [Int16](repeating: 0, count: 9_600)
+            var mixer = FrameFileMixer()
             settings.audioMix = { [self] frame in
                 guard let task = mixTask.withLock({ $0 }) else { return }
-                let count = frame.samplesPerChannel
-                if mixed.count < count { mixed = [Int16](repeating: 0, count: count) }
-                let (send, playback, completed) = mixed.withUnsafeMutableBufferPointer {
-                    task.pull(into: UnsafeMutableBufferPointer(rebasing: $0[0..<count]))
-                }
-                mixed.withUnsafeBufferPointer { playbackMix.push(UnsafeBufferPointer(rebasing: $0[0..<count]), gain: playback) }
-                let channels = frame.layout.count
-                if channels > 1 {
-                    // The file is mono: spread it over the frame's channels first.
-                    if remixed.count < count * channels { remixed = [Int16](repeating: 0, count: count * channels) }
-                    mixed.withUnsafeBufferPointer { file in
-                        remixed.withUnsafeMutableBufferPointer {
-                            AudioMixer.remix(UnsafeBufferPointer(rebasing: file[0..<count]), channels: 1, into: $0, channels: channels)
-                        }
-                    }
-                }
-                _ = frame.samples.withUnsafeMutableBufferPointer { samples in
-                    (channels > 1 ? remixed : mixed).withUnsafeBufferPointer { file in
-                        AudioMixer.add(UnsafeBufferPointer(rebasing: file[0..<(count * channels)]), gain: send, into: samples)
-                    }
-                }
+                let completed = mixer.mix(task, into: &frame) { block, playback in playbackMix.push(block, gain: playback) }
                 if completed {
                     mixTask.withLock { if $0 === task { $0 = nil } }
                     events(.audioMixTaskCompleted(task))
