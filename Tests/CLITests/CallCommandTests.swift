@@ -46,8 +46,11 @@ import Testing
                                     "--record-remote", wav, "--media-host", "127.0.0.1"])
         #expect(answer.waitForOutput(containing: "waiting for calls as bob", timeout: 20), "\(answer.stderr)")
         let png = setup.directory.appendingPathComponent("me.png").path
+        let bobWebM = setup.directory.appendingPathComponent("bob.webm").path
+        let aliceWebM = setup.directory.appendingPathComponent("alice.webm").path
         let call = try CLI.run(["call", "bob", "--server", setup.url, "--token", setup.alice, "--video", "--quality", "low",
-                                "--audio", "sine:440", "--duration", "2", "--media-host", "127.0.0.1", "--snapshot", png])
+                                "--audio", "sine:440", "--duration", "2", "--media-host", "127.0.0.1", "--snapshot", png,
+                                "--record-remote", bobWebM, "--record-local", aliceWebM])
         #expect(call.status == 0, "\(call.stderr)")
         #expect(call.stdout.contains("snapshot 176x144 saved to \(png)"), "\(call.stdout)")
         let signature = try Data(contentsOf: URL(fileURLWithPath: png)).prefix(8)
@@ -61,6 +64,17 @@ import Testing
         }
         #expect(call.stdout.contains("response callID=") && call.stdout.contains("accepted=true"))
         #expect(answered.stdout.contains("receive callID=") && answered.stdout.contains("from=alice type=video quality=low"))
+        // Per-user WebM recordings of both parties, with their events.
+        for (user, file) in [("bob", bobWebM), ("alice", aliceWebM)] {
+            #expect(call.stdout.contains("recordStarted callID=") && call.stdout.contains("user=\(user) file=\(file)"), "\(call.stdout)")
+            #expect(call.stdout.contains("recordStopped callID=") && call.stdout.contains("recordStopped callID=\(call.stdout.callID ?? "") user=\(user)"),
+                    "\(call.stdout)")
+            let probe = try Probe(path: file)
+            #expect(probe.streams.map(\.codec).sorted() == ["opus", "vp8"] && probe.streams.contains { $0.width == 176 && $0.height == 144 },
+                    "\(file): \(probe.streams)")
+            #expect((1.5...2.3).contains(probe.duration ?? 0), "\(file): \(probe.duration ?? 0) s of a 2 s call")
+            #expect(try Tool.decodeErrors(file).isEmpty)
+        }
         let heard = try AudioFile.read(path: wav)
         #expect(Double(heard.samples.count) > 1.5 * 48_000, "\(heard.samples.count) samples recorded")
         let frequency = heard.samples.dropFirst(9_600).withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
@@ -131,7 +145,8 @@ import Testing
         (["answer", "--server", "ws://127.0.0.1:1/", "--token", "t"], "give one of --auto-accept or --reject"),
         (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--quality", "4k"], "--quality '4k' is not one of"),
         (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--audio", "sine:0"], "sine needs a frequency"),
-        (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--record-remote", "x.mp3"], "use a .wav file"),
+        (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--record-remote", "x.mp3"], "use a .webm or .wav file"),
+        (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--record-local", "/nonexistent/me.webm"], "the directory /nonexistent does not exist"),
         (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--mix-file", "/nonexistent/a.wav"], "/nonexistent/a.wav"),
         (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--record-audio", "/nonexistent/dir/c.wav"], "the directory /nonexistent/dir does not exist"),
         (["call", "bob", "--server", "ws://127.0.0.1:1/", "--token", "t", "--record-audio", "c.mp3"], "use a .wav, .ogg or .opus file"),
@@ -142,5 +157,13 @@ import Testing
         let run = try CLI.run(arguments)
         #expect(run.status != 0)
         #expect(run.stderr.contains(message), "\(run.stderr)")
+    }
+}
+
+extension String {
+    /// The callID of the first `recordStarted` line.
+    var callID: String? {
+        guard let line = split(separator: "\n").first(where: { $0.hasPrefix("recordStarted callID=") }) else { return nil }
+        return line.dropFirst("recordStarted callID=".count).split(separator: " ").first.map(String.init)
     }
 }
