@@ -136,9 +136,7 @@ import TestSupport
     }
 
     @Test func aFullDiskEndsTheRecordingWithAnErrorAndKeepsWhatWasWritten() async throws {
-        let directory = try temporaryDirectory("tmpfs")
-        let mount = try Tool.run("mount", ["-t", "tmpfs", "-o", "size=160k", "tmpfs", directory.path])
-        try #require(mount.status == 0, "mounting a 160 KiB tmpfs for a full disk: \(mount.stderr)")
+        let directory = try smallDisk(kilobytes: 160)
         defer { _ = try? Tool.run("umount", [directory.path]) }
         let a = try session(audio: try MediaSources.audio("sine:440"), video: try MediaSources.video("testsrc:320x240@15"))
         let b = try session(audio: try MediaSources.audio("sine:660"), video: nil)
@@ -160,6 +158,29 @@ import TestSupport
         let frames = try Probe.frameSizes(path: path)
         #expect(frames.count >= 15, "\(frames.count) frames kept, \(summary.bytes) bytes")
         print("full disk: \(frames.count) frames kept in \(summary.bytes) bytes; \(error)")
+    }
+
+    @Test func aFullDiskStopsTheCallAudioRecordingAndKeepsWhatWasWritten() throws {
+        let directory = try smallDisk(kilobytes: 64)
+        defer { _ = try? Tool.run("umount", [directory.path]) }
+        let path = directory.appendingPathComponent("call.wav").path
+        let recorder = try CallAudioRecorder(path: path)
+        var tone = ToneGenerator(.sine(440))
+        // 2 s of audio is 192 KB: the disk fills after about a third of it.
+        for _ in 0..<100 { recorder.local(tone.nextFrame()) }
+        #expect { try recorder.stop() } throws: { "\($0)".contains("stopped early") && "\($0)".contains(path) }
+        let kept = try AudioFile.read(path: path)
+        #expect(kept.samplesPerChannel >= 14_400, "\(kept.samplesPerChannel) samples kept")
+        let frequency = kept.samples.withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
+        #expect(abs((frequency ?? 0) - 440) < 2)
+    }
+
+    /// A fresh tmpfs of `kilobytes`, to fill up (the caller unmounts it).
+    func smallDisk(kilobytes: Int) throws -> URL {
+        let directory = try temporaryDirectory("tmpfs")
+        let mount = try Tool.run("mount", ["-t", "tmpfs", "-o", "size=\(kilobytes)k", "tmpfs", directory.path])
+        guard mount.status == 0 else { throw ToolFailure("mounting a \(kilobytes) KiB tmpfs for a full disk: \(mount.stderr)") }
+        return directory
     }
 
     @Test func badRecordingRequestsGetTypedErrors() async throws {
