@@ -98,6 +98,14 @@ func sine(_ frequency: Double, rate: Int, seconds: Double, amplitude: Double = 0
         let garbage = directory.appendingPathComponent("garbage.mp3").path
         try Data((0..<4_000).map { UInt8(truncatingIfNeeded: $0 &* 37) }).write(to: URL(fileURLWithPath: garbage))
         #expect(message(garbage).contains(garbage))
+        // Unreadable: a directory where the file should be.
+        let folder = directory.appendingPathComponent("folder.wav").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        #expect(message(folder).contains(folder), "\(message(folder))")
+        // Unsupported: a real file of a format that is not audio (a PNG picture).
+        let picture = directory.appendingPathComponent("picture.png").path
+        try VideoFrame(width: 16, height: 16).writePNG(path: picture)
+        #expect(message(picture).contains(picture), "\(message(picture))")
         let good = directory.appendingPathComponent("good.wav").path
         try writeWAV(sine(440, rate: 48_000, seconds: 0.1), rate: 48_000, to: good)
         let task = try AudioFileMixTask(fileURL: URL(fileURLWithPath: good))
