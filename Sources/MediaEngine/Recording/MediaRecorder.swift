@@ -15,7 +15,10 @@ import Synchronization
 /// as they played. Video before the first keyframe is dropped; audio waits for it at most
 /// three seconds, after which the file is written without video. A keyframe of another
 /// size goes on in the same track (VP8 keyframes carry their size; decoders follow) and is
-/// reported as `videoSizeChanged`. A write error (a full disk) ends the recording with
+/// reported as `videoSizeChanged`. Audio lost on the way leaves no hole in the file: each
+/// missing packet's place gets a one-byte Opus packet (a TOC with an empty frame), which
+/// decoders conceal, so the audio track keeps its length and its sync with video. A
+/// write error (a full disk) ends the recording with
 /// `failed`; what was written before stays playable.
 ///
 /// With `reencodeVideoAt`, video comes from `offerPicture` instead (captured pictures),
@@ -39,6 +42,9 @@ public final class MediaRecorder: @unchecked Sendable {
         public var droppedOutOfOrder = 0
         /// Keyframes whose size differed from the one before.
         public var resolutionChanges = 0
+        /// Audio packets missing from the stream (lost on the way), written as empty
+        /// frames for decoders to conceal.
+        public var audioPacketsConcealed = 0
         /// Captured pictures the re-encoder skipped because it was busy.
         public var picturesDroppedWhileEncoding = 0
         /// Why the recording ended early.
@@ -274,6 +280,11 @@ public final class MediaRecorder: @unchecked Sendable {
         var tracks = [TrackClock(clockRate: 48_000), TrackClock(clockRate: 90_000)]
         var start: Int64 = .max
         var end: Int64 = .min
+        /// Where the audio written so far ends, the last packet's length and its TOC byte
+        /// with a single-frame code, for filling holes.
+        var audioEnd: Int64?
+        var audioFrame: Int64 = 0
+        var filler: [UInt8] = [0]
         init(muxer: WebMMuxer) { self.muxer = muxer }
     }
 
@@ -381,6 +392,8 @@ public final class MediaRecorder: @unchecked Sendable {
         var duration: Int64 = 0
         if track == .audio {
             duration = slot.bytes.withUnsafeBytes { Int64(WebMMuxer.opusSamples($0)) } * 1_000 / 48_000
+            fillAudioHole(before: milliseconds, writer)
+            guard !hasFailed else { return }
         } else if slot.isKeyframe, let size = writer.size, size.width != slot.width || size.height != slot.height {
             writer.size = (slot.width, slot.height)
             summary.resolutionChanges += 1
@@ -399,11 +412,36 @@ public final class MediaRecorder: @unchecked Sendable {
         writer.start = min(writer.start, milliseconds)
         writer.end = max(writer.end, milliseconds + duration)
         if track == .audio {
+            writer.audioEnd = milliseconds + duration
+            writer.audioFrame = duration
+            writer.filler[0] = slot.bytes[0] & 0xFC
             summary.audioPackets += 1
         } else {
             summary.videoFrames += 1
             if slot.isKeyframe { summary.keyframes += 1 }
         }
+    }
+
+    /// Writes an empty Opus frame (RFC 6716 3.2.1: decoders conceal it) for each packet
+    /// missing between the audio written so far and a packet at `milliseconds`. Holes
+    /// longer than 5 s (a paused sender) stay holes.
+    private func fillAudioHole(before milliseconds: Int64, _ writer: Writer) {
+        guard let end = writer.audioEnd, writer.audioFrame > 0 else { return }
+        let missing = (milliseconds - end) / writer.audioFrame
+        guard missing >= 1, milliseconds - end <= 5_000 else { return }
+        for index in 0..<missing {
+            do throws(RecordingError) {
+                try writer.filler.withUnsafeBufferPointer { (buffer) throws(RecordingError) in
+                    try writer.muxer.write(.audio, data: UnsafeRawBufferPointer(buffer), milliseconds: end + index * writer.audioFrame,
+                                           duration: writer.audioFrame, keyframe: true)
+                }
+            } catch {
+                fail(error)
+                return
+            }
+            summary.audioPacketsConcealed += 1
+        }
+        writer.tracks[0].lastMilliseconds = end + (missing - 1) * writer.audioFrame
     }
 
     /// Records the first failure (from the writer or the re-encoder) and stops taking frames.

@@ -208,3 +208,53 @@ import TestSupport
         await stopped(a)
     }
 }
+
+/// A recording of what arrives over a lossy path.
+@Suite struct LossyRecordings {
+    @Test func audioLostOnTheWayIsConcealedAndTheTrackKeepsItsLength() throws {
+        let directory = try temporaryDirectory("webm-lossy")
+        nonisolated(unsafe) let receiver = try MediaReceiver(streams: [
+            MediaReceiver.StreamDescription(kind: .audio, payloadType: 111, clockRate: 48_000, port: 0, rtcpPort: 0, keying: nil),
+        ], host: "127.0.0.1")
+        var settings = ImpairmentSettings()
+        settings.lossPercent = 10
+        settings.delay = .milliseconds(20)
+        settings.seed = 5
+        let proxy = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0),
+                                           forward: receiver.sockets[0].localAddress, settings: settings)
+        try proxy.start()
+        defer { proxy.stop() }
+        let path = directory.appendingPathComponent("lossy.webm").path
+        let recorder = try MediaRecorder(path: path, audioChannels: 1, video: false)
+        receiver.encodedMedia = { recorder.offer($0) }
+        let receiving = Background { () throws -> Int in
+            try receiver.run(duration: .seconds(14), audio: { _ in }, video: { _ in }).streams[0].packetsLost
+        }
+        let tones = ToneGenerator.Signal.multiTone([440, 1_000])
+        var configuration = MediaSender.Configuration(audio: FiniteTone(tones, seconds: 10), video: nil,
+                                                      audioDestination: proxy.localAddress, videoDestination: proxy.localAddress)
+        configuration.rtcpMux = true
+        _ = try MediaSender(configuration: configuration).run(duration: nil)
+        let lost = try receiving.wait()
+        let summary = recorder.stop()
+
+        #expect(lost >= 25, "\(lost) packets lost on the way")
+        #expect(summary.audioPacketsConcealed == lost, "every lost packet's place is filled: \(summary.audioPacketsConcealed) of \(lost)")
+        // A loss before the first packet or after the last is not a hole anyone can see.
+        #expect((498...500).contains(summary.audioPackets + summary.audioPacketsConcealed), "\(summary)")
+        let probe = try Probe(path: path)
+        #expect(abs((probe.duration ?? 0) - 10) <= 0.2, "\(probe.duration ?? 0) s")
+        #expect(try Tool.decodeErrors(path).isEmpty)
+        let decoded = try Tool.decodedAudio(path)
+        #expect(abs(Double(decoded.count) / 48_000 - 10) <= 0.2, "decoded \(Double(decoded.count) / 48_000) s: no hole shortens the track")
+        let reference = FiniteTone.samples(tones, seconds: 10)
+        let correlation = reference.withUnsafeBufferPointer { ref in
+            decoded.withUnsafeBufferPointer { test in
+                let lag = AudioQuality.bestLag(reference: ref, test: test, range: -2_400...2_400, start: 9_600)
+                return AudioQuality.correlation(reference: ref, test: test, lag: lag)
+            }
+        }
+        #expect(correlation >= 0.8, "correlation \(correlation) with 10 % of the packets concealed")
+        print("lossy recording: \(lost) lost, \(summary.audioPacketsConcealed) concealed, decoded \(Double(decoded.count) / 48_000) s, correlation \(correlation)")
+    }
+}
