@@ -74,5 +74,23 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // The libavformat calls WebMMuxer makes, written in C.
+        .target(
+            name: "RecordingBaseline",
+            linkerSettings: [.linkedLibrary("avformat"), .linkedLibrary("avcodec"), .linkedLibrary("avutil")]
+        ),
+        // Writing a call's Opus and VP8 to WebM: WebMMuxer against RecordingBaseline.
+        .executableTarget(
+            name: "RecordingBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "MediaEngine", package: "MediaEngine"),
+                "BenchmarkSupport",
+                "RecordingBaseline",
+            ],
+            path: "Benchmarks/RecordingBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ]
 )

@@ -11,22 +11,27 @@ import Foundation
 /// and the duration, which players use but never need. After a failed write (a full disk)
 /// the file is cut back to the end of the last complete cluster, so a partly written one
 /// never follows it.
-final class WebMMuxer {
-    struct Tracks {
+public final class WebMMuxer {
+    public struct Tracks {
         /// The picture size written in the header (later keyframes may differ).
-        var video: (width: Int, height: Int)?
-        var audioChannels: Int?
+        public var video: (width: Int, height: Int)?
+        public var audioChannels: Int?
+
+        public init(video: (width: Int, height: Int)?, audioChannels: Int?) {
+            self.video = video
+            self.audioChannels = audioChannels
+        }
     }
 
-    enum Track { case audio, video }
+    public enum Track: Sendable { case audio, video }
 
-    let path: String
+    public let path: String
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private var packet: UnsafeMutablePointer<AVPacket>?
     private var videoIndex: Int32 = -1
     private var audioIndex: Int32 = -1
-    private(set) var headerWritten = false
-    private(set) var bytesWritten: Int64 = 0
+    public private(set) var headerWritten = false
+    public private(set) var bytesWritten: Int64 = 0
     /// Where the file is cut when closed after a failed write.
     private var cutAt: Int64?
 
@@ -36,7 +41,7 @@ final class WebMMuxer {
     /// Creates the file (never its directory).
     /// - Throws: `RecordingError` naming the path: a missing directory, a file that
     ///   cannot be created.
-    init(path: String) throws(RecordingError) {
+    public init(path: String) throws(RecordingError) {
         self.path = path
         let directory = (path as NSString).deletingLastPathComponent
         var isDirectory: ObjCBool = false
@@ -68,7 +73,7 @@ final class WebMMuxer {
     }
 
     /// Writes the header with these tracks; packets may follow.
-    func writeHeader(_ tracks: Tracks) throws(RecordingError) {
+    public func writeHeader(_ tracks: Tracks) throws(RecordingError) {
         guard let context, !headerWritten else { return }
         if let video = tracks.video {
             guard let stream = avformat_new_stream(context, nil) else { throw RecordingError(.writeFailed, "recording \(path): out of memory") }
@@ -118,7 +123,7 @@ final class WebMMuxer {
     /// - Parameters:
     ///   - milliseconds: Presentation time from the start of the recording.
     ///   - duration: How long it plays, milliseconds (0 when unknown).
-    func write(_ track: Track, data: UnsafeRawBufferPointer, milliseconds: Int64, duration: Int64, keyframe: Bool) throws(RecordingError) {
+    public func write(_ track: Track, data: UnsafeRawBufferPointer, milliseconds: Int64, duration: Int64, keyframe: Bool) throws(RecordingError) {
         guard let context, let packet, headerWritten else { return }
         let index = track == .audio ? audioIndex : videoIndex
         guard index >= 0, let base = data.baseAddress, !data.isEmpty else { return }
@@ -136,7 +141,7 @@ final class WebMMuxer {
     }
 
     /// Flushes what waits for interleaving, writes cues and duration, closes the file.
-    func finish() throws(RecordingError) {
+    public func finish() throws(RecordingError) {
         guard let context else { return }
         defer { close() }
         guard headerWritten else { return }
@@ -181,7 +186,7 @@ final class WebMMuxer {
     }
 
     /// Samples per channel in an Opus packet, at 48 kHz (0 if it does not parse).
-    static func opusSamples(_ packet: UnsafeRawBufferPointer) -> Int {
+    public static func opusSamples(_ packet: UnsafeRawBufferPointer) -> Int {
         guard let base = packet.baseAddress, !packet.isEmpty else { return 0 }
         let samples = opus_packet_get_nb_samples(base.assumingMemoryBound(to: UInt8.self), Int32(packet.count), 48_000)
         return max(0, Int(samples))
