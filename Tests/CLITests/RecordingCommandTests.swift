@@ -5,11 +5,6 @@ import Testing
 
 /// `send` and `receive` writing WebM, audio, snapshots and mixing a file, checked with ffprobe and ffmpeg.
 @Suite(.serialized) struct RecordingCommands {
-    /// RMS of samples.
-    static func rms(_ samples: ArraySlice<Int16>) -> Double {
-        (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(1, samples.count))).squareRoot()
-    }
-
     @Test func sendMixesAFileAndRecordsWhatItSendsAndReceiveRecordsWhatArrives() throws {
         let directory = try temporaryDirectory("cli-record")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -51,7 +46,7 @@ import Testing
         let frequency = Array(heard).withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
         #expect(abs((frequency ?? 0) - 1_000) < 3, "\(frequency ?? 0) Hz")
         let expected = 0.5 * 0.5 * 32_767 / 2.0.squareRoot()
-        #expect(abs(Self.rms(heard) / expected - 1) <= 0.1, "received RMS \(Self.rms(heard)), expected \(expected)")
+        #expect(abs(rms(heard) / expected - 1) <= 0.1, "received RMS \(rms(heard)), expected \(expected)")
         // The local recording's video was re-encoded at 80 kb/s; what was sent (up to 1 Mb/s) is larger.
         let local = try Probe.packetBytes(path: path("sent.webm"), streams: "v")
         let remote = try Probe.packetBytes(path: path("received.webm"), streams: "v")
@@ -65,7 +60,7 @@ import Testing
         let width = png[16..<20].reduce(0) { $0 << 8 | Int($1) }
         let height = png[20..<24].reduce(0) { $0 << 8 | Int($1) }
         #expect(width == 320 && height == 240)
-        print("send/receive recordings: local \(local) bytes, received \(remote) bytes, far-end RMS \(Self.rms(heard)) of \(expected)")
+        print("send/receive recordings: local \(local) bytes, received \(remote) bytes, far-end RMS \(rms(heard)) of \(expected)")
     }
 
     @Test func aRecordingCutShortByAKillPlaysUpToItsLastCluster() throws {

@@ -78,6 +78,15 @@ struct RegistryHarness {
         return try reply.body(Reply.Start.self).callID
     }
 
+    /// Starts a call, has `answerer` accept it and `reporter` report its media connected;
+    /// returns its ID.
+    mutating func connectedCall(_ caller: UInt64, to callee: String, answeredBy answerer: UInt64, reportedBy reporter: UInt64) throws -> UInt64 {
+        let id = try start(caller, to: callee)
+        _ = request(answerer, MessageType.response, Request.Response(callID: id, accept: true, media: Self.media(6_000)))
+        _ = request(reporter, MessageType.mediaStatus, Request.MediaStatus(callID: id, connected: true))
+        return id
+    }
+
     /// Events received by a connection since the last call, removed from the inbox.
     mutating func events(_ connection: UInt64) -> [Message] {
         defer { inbox[ConnectionID(connection)] = [] }

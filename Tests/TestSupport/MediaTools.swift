@@ -41,6 +41,11 @@ public struct Probe {
     }
 }
 
+/// Root mean square of 16-bit samples.
+public func rms(_ samples: some Collection<Int16>) -> Double {
+    (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(1, samples.count))).squareRoot()
+}
+
 public struct ToolFailure: Error, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
@@ -49,9 +54,7 @@ public struct ToolFailure: Error, CustomStringConvertible {
 public enum Tool {
     /// Runs a program found on PATH to completion.
     public static func run(_ name: String, _ arguments: [String], timeout: Double = 120) throws -> CLIRun {
-        let path = ["/usr/bin", "/usr/local/bin", "/bin"].map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
-        guard let path else { throw ToolFailure("\(name) is not installed (tools/bootstrap installs it)") }
-        return try BackgroundProcess(executable: URL(fileURLWithPath: path), arguments: arguments).wait(timeout: timeout)
+        try BackgroundProcess(program: name, arguments: arguments).wait(timeout: timeout)
     }
 
     /// Decodes every stream of `path` with ffmpeg; returns what ffmpeg printed as errors.

@@ -4,9 +4,7 @@ import MediaEngine
 
 /// Refuses an output file whose directory does not exist (files are created, directories never).
 func requireDirectory(of path: String, option: String) throws {
-    let directory = (path as NSString).deletingLastPathComponent
-    var isDirectory: ObjCBool = false
-    guard directory.isEmpty || (FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) && isDirectory.boolValue) else {
+    if let directory = OutputFile.missingDirectory(of: path) {
         throw ValidationError("\(option) \(path): the directory \(directory) does not exist")
     }
 }

@@ -24,9 +24,7 @@ public final class CallAudioRecorder: Sendable {
     /// - Throws: `MixError` naming the path: a missing directory, an extension that is
     ///   neither .wav nor .ogg/.opus, or a file that cannot be created.
     public init(path: String) throws(MixError) {
-        let directory = (path as NSString).deletingLastPathComponent
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory.isEmpty ? "." : directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+        if let directory = OutputFile.missingDirectory(of: path) {
             throw MixError("recording \(path): the directory \(directory) does not exist")
         }
         guard let container = WAVWriter.Container(path: path) else {

@@ -280,9 +280,8 @@ public final class MediaRecorder: @unchecked Sendable {
         var tracks = [TrackClock(clockRate: 48_000), TrackClock(clockRate: 90_000)]
         var start: Int64 = .max
         var end: Int64 = .min
-        /// Where the audio written so far ends, the last packet's length and its TOC byte
-        /// with a single-frame code, for filling holes.
-        var audioEnd: Int64?
+        /// The last audio packet's length and its TOC byte with a single-frame code, for
+        /// filling holes.
         var audioFrame: Int64 = 0
         var filler: [UInt8] = [0]
         init(muxer: WebMMuxer) { self.muxer = muxer }
@@ -412,7 +411,6 @@ public final class MediaRecorder: @unchecked Sendable {
         writer.start = min(writer.start, milliseconds)
         writer.end = max(writer.end, milliseconds + duration)
         if track == .audio {
-            writer.audioEnd = milliseconds + duration
             writer.audioFrame = duration
             writer.filler[0] = slot.bytes[0] & 0xFC
             summary.audioPackets += 1
@@ -426,7 +424,9 @@ public final class MediaRecorder: @unchecked Sendable {
     /// missing between the audio written so far and a packet at `milliseconds`. Holes
     /// longer than 5 s (a paused sender) stay holes.
     private func fillAudioHole(before milliseconds: Int64, _ writer: Writer) {
-        guard let end = writer.audioEnd, writer.audioFrame > 0 else { return }
+        // Where the audio written so far ends.
+        guard writer.audioFrame > 0 else { return }
+        let end = writer.tracks[0].lastMilliseconds + writer.audioFrame
         let missing = (milliseconds - end) / writer.audioFrame
         guard missing >= 1, milliseconds - end <= 5_000 else { return }
         for index in 0..<missing {

@@ -43,10 +43,7 @@ public final class WebMMuxer {
     ///   cannot be created.
     public init(path: String) throws(RecordingError) {
         self.path = path
-        let directory = (path as NSString).deletingLastPathComponent
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: directory.isEmpty ? "." : directory, isDirectory: &isDirectory),
-              isDirectory.boolValue else {
+        if let directory = OutputFile.missingDirectory(of: path) {
             throw RecordingError(.missingDirectory, "recording \(path): the directory \(directory) does not exist")
         }
         var created: UnsafeMutablePointer<AVFormatContext>?

@@ -65,9 +65,6 @@ public final class CaptureHooks: Sendable {
         try video.returned(frame)
     }
 
-    var hasAudioHook: Bool { audio.active }
-    var hasVideoHook: Bool { video.active }
-
     /// On the sending thread: replaces `frame`'s samples with the latest processed block.
     func process(_ frame: inout AudioFrame) {
         audio.exchange(&frame)
@@ -100,12 +97,6 @@ private final class AudioStage: @unchecked Sendable {
     private var output: [Int16] = []
     private var outputReady = false
     private var statistics = CaptureHooks.Statistics()
-
-    var active: Bool {
-        condition.lock()
-        defer { condition.unlock() }
-        return hook != nil
-    }
 
     func set(_ newHook: CaptureHooks.AudioHook?) {
         condition.lock()
@@ -197,12 +188,6 @@ private final class VideoStage: @unchecked Sendable {
     private var handedNext = 0
     private var hooked = 0
     private var returnedCount = 0
-
-    var active: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return hook != nil
-    }
 
     func set(_ newHook: CaptureHooks.VideoHook?) {
         lock.lock()

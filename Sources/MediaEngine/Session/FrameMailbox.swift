@@ -19,18 +19,15 @@ final class FrameMailbox: @unchecked Sendable {
         return droppedCount
     }
 
-    /// Copies `frame` in. Returns false when it replaced an untaken picture (a drop).
-    @discardableResult
-    func offer(_ frame: VideoFrame) -> Bool {
+    /// Copies `frame` in; an untaken picture it replaces counts as dropped.
+    func offer(_ frame: VideoFrame) {
         condition.lock()
         defer { condition.unlock() }
-        guard !closed else { return true }
-        let replaced = full
-        if replaced { droppedCount += 1 }
+        guard !closed else { return }
+        if full { droppedCount += 1 }
         slot.copy(from: frame)
         full = true
         condition.signal()
-        return !replaced
     }
 
     /// Takes the waiting picture into `frame` (whose old buffer the mailbox keeps),

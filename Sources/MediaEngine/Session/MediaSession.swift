@@ -176,8 +176,7 @@ public final class MediaSession: Sendable {
     ///   call started, a missing directory, a file that cannot be created.
     @discardableResult
     public func startRecording(_ target: RecordingTarget, path: String? = nil, videoBitrate: Int? = nil) throws(RecordingError) -> String {
-        let chosen = path ?? FileManager.default.temporaryDirectory
-            .appendingPathComponent("mediaengine-\(target)-\(Int64(Date().timeIntervalSince1970 * 1_000)).webm").path
+        let chosen = path ?? OutputFile.temporary("\(target)", extension: "webm")
         if let videoBitrate, !VP8.bitrates.contains(videoBitrate) {
             throw RecordingError(.invalidOptions, "recording \(chosen): video bitrate \(videoBitrate) b/s is outside \(VP8.bitrates)")
         }
@@ -278,8 +277,7 @@ public final class MediaSession: Sendable {
     @discardableResult
     public func startAudioRecording(path: String? = nil) throws(MixError) -> String {
         guard recorder.withLock({ $0 }) == nil else { throw MixError("a call audio recording is already running") }
-        let chosen = path ?? FileManager.default.temporaryDirectory
-            .appendingPathComponent("mediaengine-call-\(Int64(Date().timeIntervalSince1970 * 1_000)).wav").path
+        let chosen = path ?? OutputFile.temporary("call", extension: "wav")
         let started = try CallAudioRecorder(path: chosen)
         recorder.withLock { $0 = started }
         return chosen

@@ -41,10 +41,6 @@ import TestSupport
         return try MediaSession(configuration: configuration)
     }
 
-    func stopped(_ session: MediaSession) async -> MediaSession.Summary {
-        await withCheckedContinuation { continuation in Thread.detachNewThread { continuation.resume(returning: session.stop()) } }
-    }
-
     func stopRecording(_ session: MediaSession, _ target: MediaSession.RecordingTarget) async throws -> MediaRecorder.Summary {
         try await withCheckedThrowingContinuation { continuation in
             Thread.detachNewThread {
@@ -95,14 +91,7 @@ import TestSupport
             #expect(abs(duration - 10) <= 0.2, "\(path): duration \(duration) s")
             #expect(try Tool.decodeErrors(path).isEmpty, "\(path) decodes without errors")
             let decoded = try Tool.decodedAudio(path)
-            let reference = FiniteTone.samples(tones, seconds: 10)
-            // One clock on both ends of a file: a single lag, then the whole file.
-            let correlation = reference.withUnsafeBufferPointer { ref in
-                decoded.withUnsafeBufferPointer { test in
-                    let lag = AudioQuality.bestLag(reference: ref, test: test, range: -2_400...2_400, start: 9_600)
-                    return AudioQuality.correlation(reference: ref, test: test, lag: lag)
-                }
-            }
+            let correlation = fileCorrelation(decoded, source: FiniteTone.samples(tones, seconds: 10))
             #expect(correlation >= 0.9, "\(path): audio correlation \(correlation)")
             #expect(summary.audioPackets >= 495 && summary.videoFrames >= 148, "\(summary)")
             print("webm \(path.hasSuffix("remote.webm") ? "remote" : "local"): duration \(duration) s, "
@@ -247,13 +236,7 @@ import TestSupport
         #expect(try Tool.decodeErrors(path).isEmpty)
         let decoded = try Tool.decodedAudio(path)
         #expect(abs(Double(decoded.count) / 48_000 - 10) <= 0.2, "decoded \(Double(decoded.count) / 48_000) s: no hole shortens the track")
-        let reference = FiniteTone.samples(tones, seconds: 10)
-        let correlation = reference.withUnsafeBufferPointer { ref in
-            decoded.withUnsafeBufferPointer { test in
-                let lag = AudioQuality.bestLag(reference: ref, test: test, range: -2_400...2_400, start: 9_600)
-                return AudioQuality.correlation(reference: ref, test: test, lag: lag)
-            }
-        }
+        let correlation = fileCorrelation(decoded, source: FiniteTone.samples(tones, seconds: 10))
         #expect(correlation >= 0.8, "correlation \(correlation) with 10 % of the packets concealed")
         print("lossy recording: \(lost) lost, \(summary.audioPacketsConcealed) concealed, decoded \(Double(decoded.count) / 48_000) s, correlation \(correlation)")
     }

@@ -17,9 +17,7 @@ final class FiniteTone: AudioSource {
     /// The samples this source sends, for comparison.
     static func samples(_ signal: ToneGenerator.Signal, seconds: Double) -> [Int16] {
         var generator = ToneGenerator(signal)
-        var samples = [Int16](repeating: 0, count: Int(seconds * 48_000))
-        samples.withUnsafeMutableBufferPointer { generator.fill($0) }
-        return samples
+        return generator.clip(seconds: seconds).samples
     }
 
     func read(into frame: inout AudioFrame) throws -> Bool {
@@ -63,5 +61,16 @@ extension Tool {
         defer { try? FileManager.default.removeItem(atPath: output) }
         try decodeAudio(path, to: output)
         return try AudioFile.read(path: output).samples
+    }
+}
+
+/// Correlation of a recording's decoded audio with its source: one clock on both ends of
+/// a file, so a single lag, then the whole file.
+func fileCorrelation(_ decoded: [Int16], source: [Int16]) -> Double {
+    source.withUnsafeBufferPointer { reference in
+        decoded.withUnsafeBufferPointer { test in
+            let lag = AudioQuality.bestLag(reference: reference, test: test, range: -2_400...2_400, start: 9_600)
+            return AudioQuality.correlation(reference: reference, test: test, lag: lag)
+        }
     }
 }

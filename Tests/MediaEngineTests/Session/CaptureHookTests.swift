@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 @testable import MediaEngine
 
 /// The app's audio and video hooks between capture and encoding, through two sessions on loopback.
@@ -27,13 +28,9 @@ import Testing
         }
         try a.start(remote: b.local) { _ in }
         try await Task.sleep(for: .milliseconds(Int64(seconds * 1_000)))
-        let summaryA = await withCheckedContinuation { continuation in Thread.detachNewThread { continuation.resume(returning: a.stop()) } }
-        _ = await withCheckedContinuation { continuation in Thread.detachNewThread { continuation.resume(returning: b.stop()) } }
+        let summaryA = await stopped(a)
+        await stopped(b)
         return (received, summaryA)
-    }
-
-    static func rms(_ samples: ArraySlice<Int16>) -> Double {
-        (samples.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(max(1, samples.count))).squareRoot()
     }
 
     @Test func anAudioHookProcessesWhatIsSent() async throws {
@@ -47,8 +44,8 @@ import Testing
             return count
         }
         let (halved, _) = try await call(video: nil, hooks: hooks, seconds: 2)
-        let reference = Self.rms(plain.audio.withLock { $0 }.dropFirst(24_000))
-        let level = Self.rms(halved.audio.withLock { $0 }.dropFirst(24_000))
+        let reference = rms(plain.audio.withLock { $0 }.dropFirst(24_000))
+        let level = rms(halved.audio.withLock { $0 }.dropFirst(24_000))
         #expect(abs(level / reference - 0.5) <= 0.05, "hooked level \(level) against \(reference)")
         let statistics = hooks.statistics
         #expect(statistics.audioBlocksProcessed >= 90, "\(statistics)")
@@ -126,6 +123,6 @@ import Testing
         hooks.setAudioHook { _, count, _ in count + 1 }
         let (received, _) = try await call(video: nil, hooks: hooks, seconds: 1)
         #expect(hooks.statistics.audioBlocksRejected >= 40 && hooks.statistics.audioBlocksProcessed == 0)
-        #expect(Self.rms(received.audio.withLock { $0 }[...]) < 50, "nothing of the microphone leaks")
+        #expect(rms(received.audio.withLock { $0 }[...]) < 50, "nothing of the microphone leaks")
     }
 }
