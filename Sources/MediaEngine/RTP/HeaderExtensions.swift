@@ -8,11 +8,15 @@ public struct RTPExtensionMap: Sendable, Hashable {
     /// Transport-wide sequence number (draft-holmer-rmcat-transport-wide-cc-extensions-01).
     public static let transportSequenceNumberURI = "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01"
 
+    /// RFC 8843 MID: which media section (stream) a packet belongs to.
+    public static let midURI = "urn:ietf:params:rtp-hdrext:sdes:mid"
+
     /// ID for each URI.
     public private(set) var ids: [String: UInt8]
 
-    /// The engine's default map: audio level 1, transport-wide sequence number 3.
-    public static let standard = RTPExtensionMap(ids: [audioLevelURI: 1, transportSequenceNumberURI: 3])
+    /// The engine's default map: audio level 1, transport-wide sequence number 3, MID 4
+    /// (stamped only by streams that have a MID).
+    public static let standard = RTPExtensionMap(ids: [audioLevelURI: 1, transportSequenceNumberURI: 3, midURI: 4])
 
     public init(ids: [String: UInt8] = [:]) { self.ids = ids }
 

@@ -123,6 +123,9 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// 0.0.0.0:0, a placeholder for "no address".
+    static let unspecified = SocketAddress(addressBytes: [0, 0, 0, 0], port: 0)!
+
     /// The same host with another port.
     public func with(port: Int) -> SocketAddress {
         switch storage {
