@@ -120,7 +120,7 @@ struct SendCommand: ParsableCommand {
         }
         if sdpOnly { return }
         Interruption.install()
-        printError("sending to \(destination)\(bundle ? " (bundled)" : "") from \(sender.transport.socket.localAddress)"
+        printError("sending to \(destination)\(bundle ? " (bundled)" : "") from \(sender.localAddress)"
             + (configuration.keying.map { ", SRTP \($0.profile)" } ?? ", plain RTP"))
         let statistics = try sender.run(duration: duration.map { .milliseconds(Int64($0 * 1_000)) }, stop: { Interruption.requested })
         outputs.finish()

@@ -113,8 +113,9 @@ public struct TransportStatistics: Sendable, Hashable {
     public var rtcpReplays = 0
     /// RTCP that authenticated but did not parse.
     public var malformedRTCP = 0
-    /// RTCP compound packets accepted.
+    /// RTCP compound packets accepted and sent.
     public var rtcpReceived = 0
+    public var rtcpSent = 0
     /// Feedback (NACK, PLI, FIR) about an SSRC this side does not send.
     public var feedbackForUnknownStreams = 0
     /// BYE packets accepted, and the streams they ended.

@@ -119,6 +119,8 @@ final class SendStreamState {
     /// A sender report goes out right after the first packet (receivers get the RTP/NTP
     /// mapping from the start; ffmpeg derives its timing from it).
     var needsFirstReport = true
+    /// BYE was sent: nothing more goes out on the stream.
+    var isEnded = false
     /// The newest media time (RTP units since the stream's timestamp 0) and when it was
     /// sent, so a sender report can state the media clock now.
     var lastMedia: (timestamp: UInt32, at: Duration)?

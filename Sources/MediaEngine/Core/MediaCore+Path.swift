@@ -64,7 +64,7 @@ extension MediaCore {
         }
         switch message.type {
         case .bindingRequest:
-            guard let token = configuration.localToken, message.username == token, !isPathPinned || source == path else {
+            guard let token = localToken, message.username == token, !isPathPinned || source == path else {
                 counters.stunRefused += 1
                 counters.unknownDatagrams += 1
                 return

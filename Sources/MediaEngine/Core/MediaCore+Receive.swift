@@ -256,6 +256,13 @@ extension MediaCore {
         }
     }
 
+    /// Whether a receive stream's sender marked voice activity (RFC 6464) in a packet of
+    /// the last `window`.
+    public func isSpeaking(_ id: ReceiveStreamID, now: Duration, window: Duration = .milliseconds(500)) -> Bool {
+        guard let stream = receiveStream(id), let level = stream.audioLevel, !stream.statistics.endedByGoodbye else { return false }
+        return now - level.at <= window && level.level.voiceActivity
+    }
+
     // MARK: Audio playout
 
     /// Plays every audio frame due by `now`, one playout tick at a time: `block` gets each
@@ -288,6 +295,15 @@ extension MediaCore {
             }
             if played { try tickEnded(due) }
         }
+    }
+
+    /// Pulls one frame of an audio stream at `now` on the caller's own playout clock (a
+    /// simulation's, or a mixer that paces itself), with no idle rule: concealment when
+    /// nothing is there.
+    /// - Returns: what the jitter buffer produced, or nil for an unknown or video stream.
+    public func pullAudio(_ id: ReceiveStreamID, now: Duration, into output: UnsafeMutableBufferPointer<Int16>) -> AudioJitterBuffer.PullResult? {
+        guard let stream = receiveStream(id), let jitter = stream.jitter else { return nil }
+        return jitter.pull(now: now, into: output)
     }
 
     /// Plays out what the jitter buffers still hold (at most 10 s each), so the end of a

@@ -13,7 +13,7 @@ extension MediaCore {
     @discardableResult
     public func sendAudio(_ id: SendStreamID, payload: UnsafeRawBufferPointer, mediaTimestamp: UInt32, marker: Bool = false,
                           audioLevel: AudioLevel? = nil, captureTime: Duration? = nil, now: Duration) -> Bool {
-        guard let stream = sendStream(id), payload.count <= stream.payloadCapacity else { return false }
+        guard let stream = sendStream(id), !stream.isEnded, payload.count <= stream.payloadCapacity else { return false }
         let sent = sendPacket(stream, mediaTimestamp: mediaTimestamp, marker: marker, audioLevel: audioLevel,
                               payloadSize: payload.count, now: now) { room in
             UnsafeMutableRawBufferPointer(rebasing: room[0..<payload.count]).copyMemory(from: payload)
@@ -37,7 +37,7 @@ extension MediaCore {
     @discardableResult
     public func sendVideo(_ id: SendStreamID, frame: UnsafeRawBufferPointer, mediaTimestamp: UInt32, isKeyframe: Bool,
                           captureTime: Duration? = nil, now: Duration) -> Bool {
-        guard let stream = sendStream(id), stream.configuration.kind == .video else { return false }
+        guard let stream = sendStream(id), !stream.isEnded, stream.configuration.kind == .video else { return false }
         var sentAny = false
         for fragment in stream.payloader.fragments(frameSize: frame.count) {
             let sent = sendPacket(stream, mediaTimestamp: mediaTimestamp, marker: fragment.isLast, audioLevel: nil,
@@ -122,12 +122,14 @@ extension MediaCore {
     @discardableResult
     func queueRTCP(_ packets: [RTCPPacket], to destination: SocketAddress, socket: Int, key: Int?) -> Bool {
         let context = key.map { outbound[$0].context }
-        return transmits.enqueue(to: destination, socket: socket, kind: .rtcp) { slot in
+        let queued = transmits.enqueue(to: destination, socket: socket, kind: .rtcp) { slot in
             guard RTCPPacket.compoundSize(of: packets) + SRTPContext.trailerCapacity <= slot.count,
                   let written = try? RTCPPacket.serializeCompound(packets, into: slot) else { return 0 }
             guard let context else { return written }
             return (try? context.protectRTCP(slot, length: written)) ?? 0
         }
+        if queued { counters.rtcpSent += 1 }
+        return queued
     }
 
     /// The NTP wall-clock time at `now`.

@@ -43,8 +43,6 @@ public final class MediaCore {
         public var bandwidth = SendSideBandwidthEstimator.Configuration()
         /// The RTT assumed until one is measured.
         public var initialRoundTripTime: Duration = .milliseconds(100)
-        /// STUN binding requests whose USERNAME is this token are answered; nil answers none.
-        public var localToken: String?
         /// Consent freshness on the selected path (when the peer's token is known).
         public var consent = ConsentFreshness.Configuration()
         /// SRTP replay window of the inbound contexts.
@@ -90,6 +88,10 @@ public final class MediaCore {
     public internal(set) var path: SocketAddress?
     /// Whether packets from other addresses are dropped.
     public internal(set) var isPathPinned = false
+    /// STUN binding requests whose USERNAME is this token are answered; nil answers none.
+    public var localToken: String?
+    /// The key the peer protects with, for streams added without one of their own.
+    public private(set) var inboundKeying: SRTPKeyingMaterial?
     /// The round-trip estimate in use.
     public internal(set) var roundTripTime: Duration
     var counters = TransportStatistics()
@@ -147,6 +149,19 @@ public final class MediaCore {
         events.reserveCapacity(64)
         if let keying = configuration.outboundKeying { _ = try outboundKey(for: keying) }
         if let keying = configuration.inboundKeying { _ = try inboundKey(for: keying) }
+        inboundKeying = configuration.inboundKeying
+    }
+
+    /// Sets the key the peer protects with (a call learns it from signaling after the core
+    /// exists); streams added from now on use it.
+    /// - Throws: `MediaCoreError` when libsrtp refuses it.
+    public func setInboundKeying(_ keying: SRTPKeyingMaterial) throws(MediaCoreError) {
+        do {
+            _ = try inboundKey(for: keying)
+        } catch {
+            throw MediaCoreError(.srtp, "inbound key: \(error.message)")
+        }
+        inboundKeying = keying
     }
 
     // MARK: Keys
@@ -208,7 +223,7 @@ public final class MediaCore {
         let inboundKey: Int?
         let feedbackKey: Int?
         do {
-            inboundKey = try (stream.keying ?? configuration.inboundKeying).map { (keying) throws(SRTPError) in try self.inboundKey(for: keying) }
+            inboundKey = try (stream.keying ?? inboundKeying).map { (keying) throws(SRTPError) in try self.inboundKey(for: keying) }
             feedbackKey = try (stream.keying ?? configuration.outboundKeying).map { (keying) throws(SRTPError) in try outboundKey(for: keying) }
         } catch {
             throw MediaCoreError(.srtp, "receive stream: \(error.message)")
@@ -297,7 +312,9 @@ public final class MediaCore {
     public func handleTimeout(now: Duration) {
         runPathChecks(now: now)
         if let due = nextSenderReport, now >= due {
-            for stream in sendStreams where stream.packetsSent > 0 { queueSenderReport(for: stream, now: now, goodbye: false) }
+            for stream in sendStreams where stream.packetsSent > 0 && !stream.isEnded {
+                queueSenderReport(for: stream, now: now, goodbye: false)
+            }
             nextSenderReport = now + senderReports.nextInterval(using: &random)
         }
         if let due = nextReceiverReport, now >= due {
@@ -316,8 +333,15 @@ public final class MediaCore {
 
     /// Ends every send stream: BYE for each that sent anything.
     public func close(now: Duration) {
-        for stream in sendStreams where stream.packetsSent > 0 { queueSenderReport(for: stream, now: now, goodbye: true) }
-        for stream in sendStreams { stream.packetsSent = 0 }
+        for stream in sendStreams { close(only: stream.id, now: now) }
+    }
+
+    /// Ends one send stream (its source ended): a BYE for it, if it sent anything; its
+    /// figures stay readable, nothing more is sent on it.
+    public func close(only id: SendStreamID, now: Duration) {
+        guard let stream = sendStream(id), !stream.isEnded else { return }
+        stream.isEnded = true
+        if stream.packetsSent > 0 { queueSenderReport(for: stream, now: now, goodbye: true) }
     }
 
     // MARK: Statistics

@@ -26,11 +26,14 @@ public struct VirtualLink {
     public let addressB: SocketAddress
     private var forward: ImpairmentModel
     private var backward: ImpairmentModel
-    private var pending = DeliveryHeap<(to: Side, bytes: [UInt8])>()
+    private var pending = DeliveryHeap<(to: Side, kind: Transmit.Kind, bytes: [UInt8])>()
     /// Periods during which nothing gets through either way.
     public var outages: [Range<Duration>] = []
-    /// Sees every datagram handed to the link, before its fate applies.
+    /// Sees every datagram handed to the link, with its fate.
     public var observer: ((Sent) -> Void)?
+    /// Wraps the hand-over of each arriving datagram to its core (the side it reaches,
+    /// what it is, its bytes, and the hand-over to call), for measurements around it.
+    public var delivery: ((Side, Transmit.Kind, [UInt8], () -> Void) -> Void)?
 
     /// Joins two cores.
     /// - Parameters:
@@ -65,8 +68,8 @@ public struct VirtualLink {
                     let fate = side == .a ? forward.process(size: bytes.count, now: now) : backward.process(size: bytes.count, now: now)
                     if case .delivered(let at, let duplicateAt) = fate {
                         delivered = true
-                        pending.insert((side.other, bytes), due: at)
-                        if let duplicateAt { pending.insert((side.other, bytes), due: duplicateAt) }
+                        pending.insert((side.other, transmit.kind, bytes), due: at)
+                        if let duplicateAt { pending.insert((side.other, transmit.kind, bytes), due: duplicateAt) }
                     }
                 }
                 observer?(Sent(from: side, kind: transmit.kind, bytes: bytes, delivered: delivered))
@@ -83,9 +86,26 @@ public struct VirtualLink {
         while let (datagram, _) = pending.popDue(now: now) {
             var bytes = datagram.bytes
             let from = address(datagram.to.other)
-            bytes.withUnsafeMutableBytes { core(datagram.to).handleDatagram($0, from: from, now: now) }
+            let target = core(datagram.to)
+            let handOver = { bytes.withUnsafeMutableBytes { target.handleDatagram($0, from: from, now: now) } }
+            if let delivery {
+                delivery(datagram.to, datagram.kind, datagram.bytes, handOver)
+            } else {
+                handOver()
+            }
         }
         flush(now: now)
+    }
+
+    /// Delivers each datagram at its own arrival time, up to `now`.
+    public mutating func deliverEach(until now: Duration) {
+        while let due = pending.nextDue, due <= now { deliver(now: due) }
+    }
+
+    /// Changes one direction's network from now on (a new model, its own seed).
+    /// - Throws: `ImpairmentError` for bad settings.
+    public mutating func change(_ side: Side, to settings: ImpairmentSettings) throws(ImpairmentError) {
+        if side == .a { forward = try ImpairmentModel(settings: settings) } else { backward = try ImpairmentModel(settings: settings) }
     }
 
     /// Injects a datagram into a core as if it came from `source` (an attacker's, in tests).

@@ -1,17 +1,18 @@
 /// Receives (S)RTP audio and video described by the caller (usually from an SDP file),
-/// decodes it and hands PCM and pictures to sinks: Opus through the adaptive
-/// `AudioJitterBuffer` (FEC, concealment, delay convergence) on a playout clock, VP8
-/// through `VideoReceiveStream` (frames in order, NACK, PLI/FIR). It sends transport-wide
-/// feedback and receiver reports at the RFC 3550 interval, and plays audio and video in
-/// sync from the senders' SR mappings (`LipSync`).
+/// decodes it and hands PCM and pictures to sinks. A one-way session over the engine's
+/// media core: Opus goes through the adaptive jitter buffer (FEC, concealment, delay
+/// convergence) on a playout clock, VP8 through frame assembly with NACK and PLI/FIR;
+/// transport-wide feedback and receiver reports go back at the RFC 3550 interval, and
+/// audio and video play in sync from the senders' SR mappings.
 ///
-/// Every bad datagram (unknown kind, failed SRTP, malformed RTP or RTCP, undecodable
-/// payload) is counted and dropped. Runs on the calling thread; allocates nothing per
-/// packet once warm, except for parsed RTCP.
+/// Feedback is SRTCP under the stream's SDP key (RFC 3711 allows one master key for
+/// several SSRCs; this side's RTCP SSRC is its own), and RTCP that does not authenticate
+/// is counted and ignored. Every bad datagram is counted and dropped. Runs on the calling
+/// thread; allocates nothing per packet once warm, except for parsed RTCP.
 public final class MediaReceiver {
     /// One stream to receive, as an SDP media section describes it.
     public struct StreamDescription: Sendable {
-        public enum Kind: String, Sendable { case audio, video }
+        public typealias Kind = MediaKind
         public var kind: Kind
         public var payloadType: UInt8
         public var clockRate: Int
@@ -44,50 +45,7 @@ public final class MediaReceiver {
     }
 
     /// Counters for one stream, named after W3C webrtc-stats where one exists.
-    public struct StreamStatistics: Sendable {
-        public var kind: StreamDescription.Kind
-        public var ssrc: UInt32?
-        public var packetsReceived = 0
-        public var bytesReceived = 0
-        public var packetsLost = 0
-        /// Interarrival jitter, seconds.
-        public var jitter = 0.0
-        public var authenticationFailures = 0
-        public var replays = 0
-        /// RTP packets that did not parse, or had a payload type not described.
-        public var malformedPackets = 0
-        /// Packets behind the playout point (audio) or for a finished frame (video).
-        public var packetsDiscarded = 0
-        public var framesDecoded = 0
-        public var keyFramesDecoded = 0
-        /// Audio samples (per channel) played out, concealment included.
-        public var totalSamplesReceived = 0
-        /// Audio samples made up by packet loss concealment.
-        public var concealedSamples = 0
-        public var concealmentEvents = 0
-        public var insertedSamplesForDeceleration = 0
-        public var removedSamplesForAcceleration = 0
-        /// Frames recovered from the next packet's in-band FEC.
-        public var fecRecoveredFrames = 0
-        /// Total seconds emitted audio samples spent in the jitter buffer (W3C).
-        public var jitterBufferDelay = 0.0
-        /// Samples emitted by the jitter buffer (W3C).
-        public var jitterBufferEmittedCount = 0
-        /// Mean time an audio sample spent in the jitter buffer (jitterBufferDelay /
-        /// jitterBufferEmittedCount), seconds.
-        public var meanJitterBufferDelay = 0.0
-        /// The jitter buffer's current target delay, seconds.
-        public var jitterBufferTargetDelay = 0.0
-        public var decodeErrors = 0
-        public var pliSent = 0
-        public var firSent = 0
-        /// NACK packets sent (each may list several sequence numbers).
-        public var nackSent = 0
-        /// Video packets that arrived after being NACKed.
-        public var packetsRecovered = 0
-        public var rtcpReceived = 0
-        public var endedByGoodbye = false
-    }
+    public typealias StreamStatistics = InboundRTPStreamStatistics
 
     public struct Statistics: Sendable {
         public var streams: [StreamStatistics]
@@ -104,68 +62,15 @@ public final class MediaReceiver {
         public var unknownStreamPackets = 0
         /// Round trip to the sender, seconds (RRTR/DLRR), once measured.
         public var roundTripTime: Double?
-    }
-
-    private final class Stream {
-        let description: StreamDescription
-        let protection: SRTPContext?
-        let rtpSocket: Int
-        let rtcpSocket: Int
-        var statistics: StreamStatistics
-        var reception: RTPReceiveStatistics
-        var jitter: AudioJitterBuffer?
-        /// Playout time of the next audio frame; nil while the stream is idle.
-        var nextPull: Duration?
-        var lastArrival: Duration = .zero
-        var vp8: VP8.Decoder?
-        var video: VideoReceiveStream?
-        var source: SocketAddress?
-        /// Compact NTP time of the last SR and when it arrived, for LSR/DLSR.
-        var lastSenderReport: (ntp: UInt32, arrival: Duration)?
-
-        init(_ description: StreamDescription, rtpSocket: Int, rtcpSocket: Int) throws {
-            self.description = description
-            self.rtpSocket = rtpSocket
-            self.rtcpSocket = rtcpSocket
-            protection = try description.keying.map { (keying) throws(SRTPError) in
-                try SRTPContext(keying: keying, direction: .inbound)
-            }
-            statistics = StreamStatistics(kind: description.kind)
-            reception = RTPReceiveStatistics(clockRate: description.clockRate)
-            switch description.kind {
-            case .audio:
-                var configuration = AudioJitterBuffer.Configuration()
-                configuration.layout = description.layout
-                jitter = try AudioJitterBuffer(configuration: configuration)
-            case .video:
-                vp8 = try VP8.Decoder()
-                video = VideoReceiveStream()
-            }
-        }
+        /// The transport's own counters.
+        public var transport = TransportStatistics()
     }
 
     public let sockets: [UDPSocket]
     /// The SSRC this side's RTCP (reports, PLI) carries.
-    public let ssrc = UInt32.random(in: 1 ... .max)
-    private let streams: [Stream]
-    /// Transport-wide feedback for the sender's bandwidth estimate (one sequence space
-    /// per sender socket, as the engine's sender uses).
-    private var feedback: TransportFeedbackGenerator
-    private var feedbackDestination: (socket: Int, address: SocketAddress)?
-    private var reportInterval = RTCPInterval(sessionBandwidth: 1_000_000, weSent: false)
-    private var random = SystemRandomNumberGenerator()
-    /// Round trip to the sender, from DLRR answers to this side's RRTRs; nil until one arrives.
-    public private(set) var roundTripTime: Duration?
-    /// Transport-wide feedback packets sent.
-    public private(set) var transportFeedbackSent = 0
-    /// Lip sync between the first audio and the first video stream, from their SRs.
-    private var lipSync = LipSync()
-    /// Decoded pictures held back so video plays no earlier than its audio.
-    private var heldFrames: [(frame: VideoFrame, release: Duration)] = []
-    private var videoHold: Duration = .zero
-    private var unknownDatagrams = 0
-    private var malformedRTCP = 0
-    private var unknownStreamPackets = 0
+    public let ssrc: UInt32
+    private let transport: PeerTransport
+    private let streamIDs: [ReceiveStreamID]
 
     /// Binds one socket per distinct port on `host`.
     public convenience init(streams descriptions: [StreamDescription], host: String) throws {
@@ -177,93 +82,81 @@ public final class MediaReceiver {
             byPort[port] = sockets.count - 1
             return sockets.count - 1
         }
-        var streams: [Stream] = []
+        var placed: [(StreamDescription, socket: Int?)] = []
         for description in descriptions {
-            streams.append(try Stream(description, rtpSocket: try socket(for: description.port),
-                                      rtcpSocket: try socket(for: description.rtcpPort)))
+            let rtp = try socket(for: description.port)
+            _ = try socket(for: description.rtcpPort)
+            placed.append((description, rtp))
         }
-        self.init(sockets: sockets, streams: streams)
+        // With several sockets, each stream's RTP comes on its own port.
+        try self.init(sockets: sockets, streams: sockets.count > 1 ? placed : placed.map { ($0.0, nil) })
     }
 
     /// Receives every stream on one socket the caller bound (bundled, RTCP muxed); the
     /// descriptions' ports are not used.
     public convenience init(streams descriptions: [StreamDescription], socket: UDPSocket) throws {
-        self.init(sockets: [socket], streams: try descriptions.map { try Stream($0, rtpSocket: 0, rtcpSocket: 0) })
+        try self.init(sockets: [socket], streams: descriptions.map { ($0, nil) })
     }
 
-    private init(sockets: [UDPSocket], streams: [Stream]) {
+    private init(sockets: [UDPSocket], streams: [(StreamDescription, socket: Int?)]) throws {
+        // Only the extensions the SDP maps are read: feedback goes only to senders that asked.
+        var configuration = MediaCore.Configuration()
+        configuration.extensions = RTPExtensionMap(ids: [RTPExtensionMap.audioLevelURI: 1])
+        for (description, _) in streams {
+            if let id = description.transportSequenceExtensionID {
+                configuration.extensions.set(RTPExtensionMap.transportSequenceNumberURI, id: id)
+            }
+        }
+        let core = try MediaCore(configuration: configuration)
+        var ids: [ReceiveStreamID] = []
+        for (description, socket) in streams {
+            var stream = ReceiveStreamConfiguration(kind: description.kind, payloadType: description.payloadType,
+                                                    clockRate: description.clockRate, ssrc: description.ssrc)
+            stream.layout = description.layout
+            stream.keying = description.keying
+            stream.socket = socket
+            ids.append(try core.addReceiveStream(stream))
+        }
         self.sockets = sockets
-        self.streams = streams
-        feedback = TransportFeedbackGenerator(configuration: TransportFeedbackGenerator.Configuration(senderSSRC: ssrc))
+        ssrc = core.configuration.rtcpSSRC
+        streamIDs = ids
+        transport = PeerTransport(core: core, sockets: sockets)
     }
 
     /// When set, STUN binding requests whose USERNAME is this token are answered (the
     /// peer's connectivity check, which also measures its RTT); others are counted and dropped.
-    public var connectivityToken: String?
+    public var connectivityToken: String? {
+        get { transport.withCore { core, _ in core.localToken } }
+        set { transport.withCore { core, _ in core.localToken = newValue } }
+    }
     /// Sees every Opus packet the jitter buffer accepts and every VP8 frame that decodes,
     /// as received (for recordings), on the receive thread.
     public var encodedMedia: ((EncodedMedia) -> Void)?
     /// Polled each turn of the loop; true sends a PLI for every video stream (a recording
     /// starting mid-call needs a keyframe).
     public var keyframeWanted: (() -> Bool)?
-    /// Connectivity checks answered and refused.
-    public private(set) var connectivityChecks = (answered: 0, refused: 0)
 
-    private func answerConnectivityCheck(_ datagram: UnsafeRawBufferPointer, socket: Int, from sender: SocketAddress) {
-        guard let token = connectivityToken, let request = try? STUNMessage(parsing: datagram),
-              request.type == .bindingRequest, request.username == token else {
-            // Not a check of ours (or none expected): as good as an unknown datagram.
-            connectivityChecks.refused += 1
-            unknownDatagrams += 1
-            return
-        }
-        let answer = STUNMessage(type: .bindingSuccess, transactionID: request.transactionID,
-                                 attributes: [.xorMappedAddress(sender)]).serialized()
-        if (try? answer.withUnsafeBytes({ try sockets[socket].send($0, to: sender) })) != nil {
-            connectivityChecks.answered += 1
-        }
+    /// Round trip to the sender, from DLRR answers to this side's RRTRs; nil until one arrives.
+    public var roundTripTime: Duration? {
+        transport.withCore { core, _ in core.transportStatistics.roundTripTime.map { .nanoseconds(Int64($0 * 1e9)) } }
     }
 
+    /// Transport-wide feedback packets sent.
+    public var transportFeedbackSent: Int { transport.withCore { core, _ in core.transportStatistics.transportFeedbackSent } }
+
     /// The statistics so far.
-    public var statistics: Statistics {
-        Statistics(streams: streams.map { stream in
-            var statistics = stream.statistics
-            statistics.packetsReceived = stream.reception.packetsReceived
-            statistics.bytesReceived = stream.reception.bytesReceived
-            statistics.packetsLost = stream.reception.packetsLost
-            statistics.jitter = stream.reception.jitter
-            if let video = stream.video {
-                statistics.packetsDiscarded = video.statistics.packetsDiscarded + video.statistics.latePackets
-                    + video.statistics.duplicatePackets
-                statistics.malformedPackets += video.statistics.malformedPackets + video.statistics.oversizedPackets
-                statistics.packetsRecovered = video.statistics.packetsRecovered
-            }
-            if let jitter = stream.jitter {
-                let audio = jitter.statistics
-                statistics.packetsDiscarded = audio.packetsDiscarded
-                statistics.malformedPackets += audio.packetsMalformed
-                statistics.totalSamplesReceived = audio.totalSamplesReceived
-                statistics.concealedSamples = audio.concealedSamples
-                statistics.concealmentEvents = audio.concealmentEvents
-                statistics.insertedSamplesForDeceleration = audio.insertedSamplesForDeceleration
-                statistics.removedSamplesForAcceleration = audio.removedSamplesForAcceleration
-                statistics.fecRecoveredFrames = audio.fecRecoveredFrames
-                statistics.meanJitterBufferDelay = audio.meanPlayoutDelay
-                statistics.jitterBufferDelay = audio.jitterBufferDelay
-                statistics.jitterBufferEmittedCount = audio.jitterBufferEmittedCount
-                statistics.jitterBufferTargetDelay = jitter.targetDelay / .seconds(1)
-            }
-            if let protection = stream.protection {
-                statistics.authenticationFailures = protection.statistics.authenticationFailures
-                statistics.replays = protection.statistics.replays + protection.statistics.tooOld
-                // Too short or unparsable for SRTP: malformed as far as the stream is concerned.
-                statistics.malformedPackets += protection.statistics.otherFailures
-            }
-            return statistics
-        }, audioVideoOffset: lipSync.offset.map { $0 / .seconds(1) },
-           synchronizationDelays: (lipSync.audioExtraDelay / .seconds(1), lipSync.videoExtraDelay / .seconds(1)),
-           unknownDatagrams: unknownDatagrams, malformedRTCP: malformedRTCP, unknownStreamPackets: unknownStreamPackets,
-           roundTripTime: roundTripTime.map { $0 / .seconds(1) })
+    public var statistics: Statistics { transport.withCore { core, _ in statistics(of: core) } }
+
+    private func statistics(of core: MediaCore) -> Statistics {
+        let transport = core.transportStatistics
+        let (audioDelay, videoDelay) = core.synchronizationDelays()
+        return Statistics(streams: streamIDs.compactMap { core.statistics(of: $0) },
+                          audioVideoOffset: core.audioVideoOffset().map { $0 / .seconds(1) },
+                          synchronizationDelays: (audioDelay / .seconds(1), videoDelay / .seconds(1)),
+                          unknownDatagrams: transport.unknownDatagrams,
+                          malformedRTCP: transport.malformedRTCP + transport.rtcpAuthenticationFailures + transport.rtcpReplays,
+                          unknownStreamPackets: transport.unknownStreamPackets + transport.ssrcCollisions,
+                          roundTripTime: transport.roundTripTime, transport: transport)
     }
 
     /// Receives until `duration` passes, every stream has said BYE, or `stop()`.
@@ -275,340 +168,37 @@ public final class MediaReceiver {
                     audio: (UnsafeBufferPointer<Int16>) throws -> Void,
                     video: (VideoFrame) throws -> Void,
                     report: ((Duration, Statistics) -> Void)? = nil) throws -> Statistics {
-        let clock = ContinuousClock()
-        let start = clock.now
-        var poller = SocketPoller(sockets: sockets)
-        var buffer = [UInt8](repeating: 0, count: 65_536)
         var pcm = [Int16](repeating: 0, count: Opus.maxSamplesPerPacket * 2)
-        var picture = VideoFrame(width: 2, height: 2)
+        let decoding = VideoDecoding()
         var nextReport = Duration.seconds(1)
-        var nextSync = Duration.seconds(1)
-        while !stop() {
-            let elapsed = clock.now - start
-            if let duration, elapsed >= duration { break }
-            if elapsed >= nextReport {
-                sendReceiverReports(now: elapsed)
-                nextReport = elapsed + reportInterval.nextInterval(using: &random)
-            }
-            if elapsed >= nextSync {
-                synchronize()
-                report?(elapsed, statistics)
-                nextSync = elapsed + .seconds(1)
-            }
-            while let first = heldFrames.first, first.release <= elapsed {
-                heldFrames.removeFirst()
-                try video(first.frame)
-            }
-            sendTransportFeedback(now: elapsed)
-            if keyframeWanted?() == true { requestKeyframes() }
-            try playAudio(now: elapsed, pcm: &pcm, sink: audio)
-            for stream in streams where stream.video?.nextProcessTime().map({ $0 <= elapsed }) == true {
-                try processVideo(stream, picture: &picture, now: elapsed, sink: video)
-            }
-            if streams.allSatisfy(\.statistics.endedByGoodbye) { break }
-            // Wake for the next audio frame due, or in 50 ms at the latest.
-            let nextDue = (streams.compactMap(\.nextPull) + streams.compactMap { $0.video?.nextProcessTime() }
-                + heldFrames.prefix(1).map(\.release)).min()
-            let nextFrame = nextDue.map { max(.zero, $0 - elapsed) } ?? .milliseconds(50)
-            guard let index = try poller.wait(timeout: min(nextFrame, .milliseconds(50))) else { continue }
-            // Drain the ready socket before polling again.
-            while let (count, sender) = try buffer.withUnsafeMutableBytes({ try sockets[index].receiveNow(into: $0) }) {
-                try buffer.withUnsafeMutableBytes { bytes in
-                    let datagram = UnsafeMutableRawBufferPointer(rebasing: bytes[0..<count])
-                    switch DatagramKind(UnsafeRawBufferPointer(datagram)) {
-                    case .rtp:
-                        try handleRTP(datagram, socket: index, from: sender, now: clock.now - start, pcm: &pcm,
-                                      picture: &picture, audio: audio, video: video)
-                    case .rtcp:
-                        handleRTCP(datagram, socket: index, now: clock.now - start)
-                    case .stun:
-                        answerConnectivityCheck(UnsafeRawBufferPointer(datagram), socket: index, from: sender)
-                    default:
-                        unknownDatagrams += 1
-                    }
-                }
+        let started = transport.now
+        let encodedMedia = self.encodedMedia
+        transport.withCore { core, _ in
+            core.acceptedAudio = encodedMedia.map { tap in
+                { _, payload, timestamp in tap(EncodedMedia(kind: .audio, data: payload, rtpTimestamp: timestamp, time: .now)) }
             }
         }
-        try drainAudio(pcm: &pcm, sink: audio)
-        for held in heldFrames { try video(held.frame) }
-        heldFrames.removeAll()
-        return statistics
-    }
-
-    private var firstAudio: Stream? { streams.first { $0.description.kind == .audio } }
-    private var firstVideo: Stream? { streams.first { $0.description.kind == .video } }
-
-    /// Moves lip sync one step: audio gets extra jitter-buffer delay when video lags,
-    /// video is held back when audio lags.
-    private func synchronize() {
-        guard firstAudio != nil, firstVideo != nil else { return }
-        let (audioDelay, videoDelay) = lipSync.update()
-        firstAudio?.jitter?.synchronizationDelay = audioDelay
-        videoHold = videoDelay
-    }
-
-    private func handleRTP(_ datagram: UnsafeMutableRawBufferPointer, socket: Int, from sender: SocketAddress, now: Duration,
-                           pcm: inout [Int16], picture: inout VideoFrame,
-                           audio: (UnsafeBufferPointer<Int16>) throws -> Void, video: (VideoFrame) throws -> Void) throws {
-        // Payload type and SSRC are in the clear even under SRTP: demultiplex on them.
-        let payloadType = datagram[1] & 0x7F
-        let ssrc = datagram.count >= 12 ? UnsafeRawBufferPointer(datagram).uint32(at: 8) : 0
-        guard let stream = streams.first(where: {
-            $0.rtpSocket == socket && $0.description.payloadType == payloadType && ($0.description.ssrc ?? ssrc) == ssrc
-        }) else {
-            unknownStreamPackets += 1
-            return
-        }
-        var length = datagram.count
-        if let protection = stream.protection {
-            do {
-                length = try protection.unprotect(datagram, length: length)
-            } catch {
-                return  // counted by the SRTP context
+        try transport.run(stop: { stop() || duration.map { transport.now - started >= $0 } == true },
+                          wake: { decoding.nextRelease }, locked: { core, now in
+            if now - started >= nextReport {
+                report?(now - started, statistics(of: core))
+                nextReport = now - started + .seconds(1)
             }
-        }
-        let packet: RTPPacketView
-        do {
-            packet = try RTPPacketView(UnsafeRawBufferPointer(rebasing: datagram[0..<length]))
-        } catch {
-            stream.statistics.malformedPackets += 1
-            return
-        }
-        stream.statistics.ssrc = packet.ssrc
-        stream.source = sender
-        if let id = stream.description.transportSequenceExtensionID, let value = packet.extensionValue(id: id), value.count == 2 {
-            feedback.packetReceived(transportSequenceNumber: value.uint16(at: 0), now: now)
-            feedbackDestination = (stream.rtpSocket, sender)
-        }
-        stream.reception.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
-                                payloadBytes: packet.payloadRange.count, arrival: now)
-        switch stream.description.kind {
-        case .audio: receiveAudio(packet, stream: stream, now: now)
-        case .video: try receiveVideo(packet, stream: stream, picture: &picture, now: now, sink: video)
-        }
-    }
-
-    private func receiveAudio(_ packet: RTPPacketView, stream: Stream, now: Duration) {
-        guard let jitter = stream.jitter else { return }
-        let outcome = jitter.insert(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
-                                    payload: packet.payload, arrival: now)
-        guard outcome == .accepted || outcome == .restarted else { return }
-        encodedMedia?(EncodedMedia(kind: .audio, data: packet.payload, rtpTimestamp: packet.timestamp, time: .now))
-        stream.lastArrival = now
-        // The playout clock starts (or restarts after an idle spell) with the first packet.
-        if stream.nextPull == nil { stream.nextPull = now }
-    }
-
-    /// Plays every audio frame due by `now` from each stream's jitter buffer. A stream
-    /// whose buffer ran dry with no packet for three frames goes idle (no output) until
-    /// packets come again, so a paused sender does not fill recordings with concealment.
-    private func playAudio(now: Duration, pcm: inout [Int16], sink: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
-        for stream in streams {
-            guard let jitter = stream.jitter else { continue }
-            let frame = jitter.configuration.frameDuration.samplesPerChannel()
-            let period = AudioFrame.duration(samplesPerChannel: frame)
-            while let due = stream.nextPull, due <= now {
-                if jitter.packetsHeld == 0 && now - stream.lastArrival > period * 3 {
-                    stream.nextPull = nil
-                    break
-                }
-                if stream === firstAudio, let timestamp = jitter.playoutTimestamp {
-                    lipSync.audioPlayed(timestamp: timestamp, localTime: due / .seconds(1))
-                }
-                let result = pcm.withUnsafeMutableBufferPointer { jitter.pull(now: due, into: $0) }
-                try pcm.withUnsafeBufferPointer {
-                    try sink(UnsafeBufferPointer(rebasing: $0[0..<(result.samplesPerChannel * stream.description.layout.count)]))
-                }
-                stream.nextPull = due + period
+            if keyframeWanted?() == true { streamIDs.forEach(core.requestKeyframe) }
+            try decoding.handleEvents(of: core, now: now, video: { _, frame in try video(frame) },
+                                      encodedMedia: encodedMedia.map { tap in { _, media in tap(media) } })
+            try pcm.withUnsafeMutableBufferPointer { scratch in
+                try core.playAudio(now: now, scratch: scratch, block: { _, block in try audio(block) }, tickEnded: { _ in })
             }
-        }
-    }
-
-    /// Plays out what the jitter buffers still hold, so the end of a stream is not lost.
-    private func drainAudio(pcm: inout [Int16], sink: (UnsafeBufferPointer<Int16>) throws -> Void) throws {
-        for stream in streams {
-            guard let jitter = stream.jitter, var due = stream.nextPull else { continue }
-            let frame = jitter.configuration.frameDuration.samplesPerChannel()
-            let period = AudioFrame.duration(samplesPerChannel: frame)
-            var frames = 0
-            while jitter.packetsHeld > 0 && frames < 500 {
-                let result = pcm.withUnsafeMutableBufferPointer { jitter.pull(now: due, into: $0) }
-                try pcm.withUnsafeBufferPointer {
-                    try sink(UnsafeBufferPointer(rebasing: $0[0..<(result.samplesPerChannel * stream.description.layout.count)]))
-                }
-                due += period
-                frames += 1
+            return !streamIDs.allSatisfy { core.statistics(of: $0)?.endedByGoodbye == true }
+        })
+        return try transport.withCore { core, _ in
+            try pcm.withUnsafeMutableBufferPointer { scratch in
+                try core.drainAudio(scratch: scratch) { _, block in try audio(block) }
             }
-            stream.nextPull = nil
+            try decoding.releaseAll { _, frame in try video(frame) }
+            core.acceptedAudio = nil
+            return statistics(of: core)
         }
-    }
-
-    private func receiveVideo(_ packet: RTPPacketView, stream: Stream, picture: inout VideoFrame, now: Duration,
-                              sink: (VideoFrame) throws -> Void) throws {
-        _ = stream.video?.insert(packet, arrival: now)
-        try processVideo(stream, picture: &picture, now: now, sink: sink)
-    }
-
-    /// Runs a video stream's recovery logic: decodes the frames it releases (in order,
-    /// references complete) and sends the NACK, PLI and FIR it asks for.
-    private func processVideo(_ stream: Stream, picture: inout VideoFrame, now: Duration,
-                              sink: (VideoFrame) throws -> Void) throws {
-        guard let decoder = stream.vp8, let actions = stream.video?.process(now: now) else { return }
-        for action in actions {
-            switch action {
-            case .decode(let frame):
-                do {
-                    let shown = try frame.data.withUnsafeBufferPointer {
-                        try decoder.decode(UnsafeRawBufferPointer($0), timestamp: .zero, into: &picture)
-                    }
-                    if let encodedMedia {
-                        frame.data.withUnsafeBytes {
-                            encodedMedia(EncodedMedia(kind: .video, data: $0, rtpTimestamp: frame.timestamp, isKeyframe: frame.isKeyframe,
-                                                      width: picture.width, height: picture.height, time: .now))
-                        }
-                    }
-                    if shown {
-                        stream.statistics.framesDecoded += 1
-                        if frame.isKeyframe { stream.statistics.keyFramesDecoded += 1 }
-                        if stream === firstVideo {
-                            lipSync.videoShown(timestamp: frame.timestamp, localTime: (now + videoHold) / .seconds(1))
-                        }
-                        if videoHold > .zero {
-                            heldFrames.append((picture, now + videoHold))
-                        } else {
-                            try sink(picture)
-                        }
-                    }
-                } catch is CodecError {
-                    stream.statistics.decodeErrors += 1
-                    stream.video?.decoderReportedCorruption(now: now)
-                }
-            case .sendNACK(let sequenceNumbers):
-                guard let media = stream.statistics.ssrc else { continue }
-                if sendFeedback(.genericNACK(GenericNACK(senderSSRC: ssrc, mediaSSRC: media, lostSequenceNumbers: sequenceNumbers)),
-                                for: stream) {
-                    stream.statistics.nackSent += 1
-                }
-            case .sendPLI:
-                guard let media = stream.statistics.ssrc else { continue }
-                if sendFeedback(.pictureLossIndication(PictureLossIndication(senderSSRC: ssrc, mediaSSRC: media)), for: stream) {
-                    stream.statistics.pliSent += 1
-                }
-            case .sendFIR(let sequenceNumber):
-                guard let media = stream.statistics.ssrc else { continue }
-                let fir = FullIntraRequest(senderSSRC: ssrc, entries: [FullIntraRequest.Entry(ssrc: media, sequenceNumber: sequenceNumber)])
-                if sendFeedback(.fullIntraRequest(fir), for: stream) { stream.statistics.firSent += 1 }
-            }
-        }
-    }
-
-    private func requestKeyframes() {
-        for stream in streams where stream.description.kind == .video {
-            guard let media = stream.statistics.ssrc else { continue }
-            if sendFeedback(.pictureLossIndication(PictureLossIndication(senderSSRC: ssrc, mediaSSRC: media)), for: stream) {
-                stream.statistics.pliSent += 1
-            }
-        }
-    }
-
-    /// Sends plain RTCP feedback to the sender's RTP address (symmetric RTP). Under SDES
-    /// this side holds no key of its own; senders built on this engine read plain RTCP.
-    private func sendFeedback(_ packet: RTCPPacket, for stream: Stream) -> Bool {
-        guard let source = stream.source else { return false }
-        let bytes = RTCPPacket.serializedCompound([packet])
-        do {
-            try bytes.withUnsafeBytes { try sockets[stream.rtpSocket].send($0, to: source) }
-            return true
-        } catch {
-            return false  // feedback is best effort; the stream asks again
-        }
-    }
-
-    /// Sends the transport-wide feedback that is due, in plain RTCP, to the sender.
-    private func sendTransportFeedback(now: Duration) {
-        guard let destination = feedbackDestination else { return }
-        for packet in feedback.feedback(now: now) {
-            let bytes = RTCPPacket.serializedCompound([.transportFeedback(packet)])
-            if (try? bytes.withUnsafeBytes({ try sockets[destination.socket].send($0, to: destination.address) })) != nil {
-                transportFeedbackSent += 1
-            }
-        }
-    }
-
-    /// Sends each stream's reception report, in plain RTCP, to where its RTP comes from.
-    private func sendReceiverReports(now: Duration) {
-        for stream in streams {
-            guard let ssrc = stream.statistics.ssrc, let source = stream.source else { continue }
-            var delay: UInt32 = 0
-            if let last = stream.lastSenderReport {
-                delay = UInt32(clamping: Int64((now - last.arrival) / .seconds(1) * 65_536))
-            }
-            let block = stream.reception.receptionReport(ssrc: ssrc, lastSenderReport: stream.lastSenderReport?.ntp ?? 0,
-                                                         delaySinceLastSenderReport: delay)
-            // RRTR (RFC 3611 4.4): the sender answers with DLRR, which gives this side,
-            // which sends no media and so gets no report blocks, its round-trip time.
-            let reference = ExtendedReport(senderSSRC: self.ssrc, blocks: [.receiverReferenceTime(ntp: NTPTime.now())])
-            let report = RTCPPacket.serializedCompound([.receiverReport(ReceiverReport(ssrc: self.ssrc, reports: [block])),
-                                                        .extendedReport(reference)])
-            try? report.withUnsafeBytes { try sockets[stream.rtpSocket].send($0, to: source) }
-            reportInterval.reportSent(size: report.count)
-        }
-    }
-
-    /// RTT from a DLRR answering one of this side's RRTRs: now - LRR - DLRR (RFC 3611 4.5),
-    /// given to the video streams' NACK and keyframe timing.
-    private func measureRoundTrip(_ report: ExtendedReport) {
-        let now = NTPTime.compact(NTPTime.now())
-        for case .dlrr(let entries) in report.blocks {
-            for entry in entries where entry.ssrc == ssrc && entry.lastReceiverReport != 0 {
-                let units = now &- entry.lastReceiverReport &- entry.delaySinceLastReceiverReport
-                let seconds = Double(units) / 65_536
-                guard seconds >= 0, seconds < 10 else { continue }
-                let rtt = Duration.nanoseconds(Int64(seconds * 1e9))
-                roundTripTime = rtt
-                for stream in streams { stream.video?.roundTripTime = max(rtt, .milliseconds(1)) }
-            }
-        }
-    }
-
-    private func handleRTCP(_ datagram: UnsafeMutableRawBufferPointer, socket: Int, now: Duration) {
-        let candidates = streams.filter { $0.rtcpSocket == socket }
-        for stream in candidates {
-            var length = datagram.count
-            if let protection = stream.protection {
-                // Each candidate key is tried on a copy, so a failed attempt leaves the bytes intact.
-                var copy = Array(datagram)
-                guard let unprotected = try? copy.withUnsafeMutableBytes({ try protection.unprotectRTCP($0, length: length) }) else {
-                    continue
-                }
-                length = unprotected
-                copy.withUnsafeBytes { datagram.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
-            }
-            guard let packets = try? RTCPPacket.parseCompound(UnsafeRawBufferPointer(rebasing: datagram[0..<length])) else {
-                continue
-            }
-            stream.statistics.rtcpReceived += 1
-            for packet in packets {
-                switch packet {
-                case .goodbye(let bye):
-                    for ended in streams where ended.statistics.ssrc.map(bye.sources.contains) == true {
-                        ended.statistics.endedByGoodbye = true
-                    }
-                case .senderReport(let report):
-                    for reported in streams where reported.statistics.ssrc == report.ssrc {
-                        reported.lastSenderReport = (NTPTime.compact(report.ntpTimestamp), now)
-                        let mapping = SenderClockMapping(ntp: report.ntpTimestamp, rtpTimestamp: report.rtpTimestamp,
-                                                         clockRate: reported.description.clockRate)
-                        if reported === firstAudio { lipSync.audioSenderReport(mapping) }
-                        if reported === firstVideo { lipSync.videoSenderReport(mapping) }
-                    }
-                case .extendedReport(let report):
-                    measureRoundTrip(report)
-                default: break
-                }
-            }
-            return
-        }
-        malformedRTCP += 1
     }
 }

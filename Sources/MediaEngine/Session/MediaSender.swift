@@ -2,11 +2,14 @@
 import Glibc
 #endif
 
-/// Sends synthetic, file or device media as (S)RTP to a peer, paced to the wall clock:
-/// Opus audio in 20 ms frames and VP8 video at the source's rate, RTCP sender reports at
-/// the RFC 3550 interval, BYE at the end. Answers NACK from a retransmission history and
-/// PLI/FIR with a keyframe; once transport-wide feedback arrives, follows the
-/// `SendSideBandwidthEstimator` (VP8 bitrate, Opus expected loss) within the set maximum.
+/// Sends synthetic, file or device media as (S)RTP to a peer, paced to the wall clock: a
+/// one-way session over the engine's media core. Opus audio in 20 ms frames and VP8 video
+/// at the source's rate, RTCP sender reports at the RFC 3550 interval, BYE at the end.
+/// Answers NACK from the retransmission history and PLI/FIR with a keyframe; once
+/// transport-wide feedback arrives, follows the bandwidth estimate (VP8 bitrate, Opus
+/// expected loss) within the set maximum. Feedback must be SRTCP under the SDP key when
+/// the media is SRTP (what the engine's receivers and ffmpeg send); RTCP that does not
+/// authenticate is counted and ignored.
 ///
 /// Runs on the calling thread until the duration passes, the sources end or `stop`
 /// returns true. Per packet it allocates nothing.
@@ -104,32 +107,22 @@ public final class MediaSender {
     }
 
     /// What a receiver's RTCP report block said.
-    public struct RemoteReport: Sendable, Hashable {
-        public var packetsLost: Int
-        /// Interarrival jitter, seconds.
-        public var jitter: Double
-        /// Round trip from LSR/DLSR, seconds; nil before the receiver has seen an SR.
-        public var roundTripTime: Double?
-    }
+    public typealias RemoteReport = MediaEngine.RemoteReport
 
     public let configuration: Configuration
-    public let transport: RTPTransport
     public private(set) var statistics = Statistics()
-    public let audioStream: RTPSendStream?
-    public let videoStream: RTPSendStream?
+    private let transport: PeerTransport
+    /// Whether this sender reads the socket itself (a one-way session), or shares the
+    /// transport with a receiving thread that does (a call).
+    private let readsFeedback: Bool
+    private let audioID: SendStreamID?
+    private let videoID: SendStreamID?
     private let opus: Opus.Encoder?
     private var opusPayloader = OpusPayloader()
     private let vp8: VP8.Encoder?
-    /// Answers NACK (from the retransmission history), PLI and FIR for the video stream.
-    private var responder: VideoFeedbackResponder?
-    /// GCC-style estimate from transport-wide feedback and receiver reports.
-    private var estimator: SendSideBandwidthEstimator
-    /// Follow the estimate only once the receiver sends transport-wide feedback: peers
-    /// that give none (ffmpeg, GStreamer) get the configured bitrate.
+    /// Feedback changed the estimate: the encoders follow it (peers that give none get the
+    /// configured bitrate).
     private var followsEstimate = false
-    /// Feedback changed the estimate since the encoders last followed it.
-    private var estimateUpdated = false
-    private var roundTripTime: Duration = .milliseconds(100)
     /// The live cap and target from `controls`, as last applied.
     private var bitrateCap: Int?
     private var bitrateTarget: Int?
@@ -137,85 +130,108 @@ public final class MediaSender {
     private var videoSource: (any VideoSource)?
     /// Video was paused by `controls` at the last frame.
     private var videoPaused = false
-    private var reportInterval: RTCPInterval
-    private var random = SystemRandomNumberGenerator()
 
-    public init(configuration: Configuration) throws {
-        self.configuration = configuration
-        videoSource = configuration.video
+    /// The local address media leaves from.
+    public var localAddress: SocketAddress { transport.sockets[0].localAddress }
+
+    public convenience init(configuration: Configuration) throws {
         let local = try configuration.localAddress
             ?? SocketAddress(host: configuration.audioDestination.isIPv6 ? "::" : "0.0.0.0", port: 0)
-        transport = try RTPTransport(socket: configuration.socket ?? UDPSocket(bindTo: local), keying: configuration.keying)
-        var random = SystemRandomNumberGenerator()
+        let socket = try configuration.socket ?? UDPSocket(bindTo: local)
         func rtcp(_ address: SocketAddress) -> SocketAddress {
             configuration.rtcpMux ? address : address.with(port: address.port + 1)
         }
-        if let audio = configuration.audio {
-            var settings = Opus.Configuration()
-            settings.layout = audio.layout
-            settings.bitrate = configuration.audioBitrate
-            settings.inbandFEC = true
-            opus = try Opus.Encoder(configuration: settings)
-            audioStream = RTPSendStream(ssrc: configuration.audioSSRC ?? UInt32.random(in: 1 ... .max, using: &random),
-                                        payloadType: configuration.audioPayloadType, clockRate: 48_000,
-                                        destination: configuration.audioDestination,
-                                        rtcpDestination: rtcp(configuration.audioDestination),
-                                        extensions: configuration.extensions, audio: true)
-        } else {
-            opus = nil
-            audioStream = nil
-        }
-        if let video = configuration.video {
-            var settings = VP8.Configuration(width: video.width, height: video.height, bitrate: configuration.videoBitrate)
-            settings.frameRate = video.frameRate
-            settings.keyframeInterval = max(1, Int(configuration.keyframeInterval * Double(video.frameRate)))
-            vp8 = try VP8.Encoder(configuration: settings)
-            videoStream = RTPSendStream(ssrc: configuration.videoSSRC ?? UInt32.random(in: 1 ... .max, using: &random),
-                                        payloadType: configuration.videoPayloadType, clockRate: VP8.clockRate,
-                                        destination: configuration.videoDestination,
-                                        rtcpDestination: rtcp(configuration.videoDestination),
-                                        extensions: configuration.extensions, audio: false)
-        } else {
-            vp8 = nil
-            videoStream = nil
-        }
         let audioRate = configuration.audio != nil ? configuration.audioBitrate : 0
         let videoRate = configuration.video != nil ? configuration.videoBitrate : 0
-        estimator = SendSideBandwidthEstimator(configuration: SendSideBandwidthEstimator.Configuration(
-            startBitrate: audioRate + videoRate, minimumBitrate: audioRate + (videoRate > 0 ? 50_000 : 0),
-            maximumBitrate: audioRate + videoRate))
-        // The SDP profile is RTP/SAVP, not AVPF: RFC 3550's 5 s minimum applies. (ffmpeg
-        // also re-derives its timing from every SR, and SRs a few hundred ms apart make its
-        // frame-rate guess wrong.) Feedback travels separately (NACK, PLI, transport-wide).
-        reportInterval = RTCPInterval(sessionBandwidth: max(audioRate + videoRate, 8_000), weSent: true, reducedMinimum: false)
-        responder = videoStream.map { VideoFeedbackResponder(ssrc: $0.ssrc) }
-        statistics.videoBitrate = videoRate
-        let observe: (UInt16?, UnsafeRawBufferPointer, Duration) -> Void = { [unowned self] sequence, bytes, now in
-            if let sequence { self.estimator.packetSent(transportSequenceNumber: sequence, size: bytes.count, now: now) }
+        var settings = MediaCore.Configuration()
+        // Receivers protect their feedback with the SDP key (RFC 3711 allows one master key
+        // for several SSRCs), so the same key reads it back.
+        settings.outboundKeying = configuration.keying
+        settings.inboundKeying = configuration.keying
+        settings.cname = configuration.cname
+        settings.extensions = configuration.extensions
+        // The SDP profile is RTP/SAVP, not AVPF: RFC 3550's 5 s minimum applies to sender reports.
+        settings.sendBandwidth = audioRate + videoRate
+        settings.bandwidth = Self.bandwidthLimits(configuration)
+        let core = try MediaCore(configuration: settings)
+        var random = SystemRandomNumberGenerator()
+        var audioID: SendStreamID?
+        var videoID: SendStreamID?
+        if configuration.audio != nil {
+            var stream = SendStreamConfiguration(kind: .audio, ssrc: configuration.audioSSRC ?? UInt32.random(in: 1 ... .max, using: &random),
+                                                 payloadType: configuration.audioPayloadType, clockRate: 48_000)
+            stream.destination = configuration.audioDestination
+            stream.rtcpDestination = rtcp(configuration.audioDestination)
+            audioID = try core.addSendStream(stream)
         }
-        audioStream?.packetSent = observe
-        videoStream?.packetSent = { [unowned self] sequence, bytes, now in
-            observe(sequence, bytes, now)
-            _ = self.responder?.packetSent(bytes, now: now)
+        if configuration.video != nil {
+            var stream = SendStreamConfiguration(kind: .video, ssrc: configuration.videoSSRC ?? UInt32.random(in: 1 ... .max, using: &random),
+                                                 payloadType: configuration.videoPayloadType, clockRate: VP8.clockRate)
+            stream.destination = configuration.videoDestination
+            stream.rtcpDestination = rtcp(configuration.videoDestination)
+            videoID = try core.addSendStream(stream)
         }
+        try self.init(configuration: configuration, transport: PeerTransport(core: core, sockets: [socket]),
+                      audio: audioID, video: videoID, readsFeedback: true)
+    }
+
+    /// The bandwidth estimate's bounds: the configured rates at most, video's 50 kb/s floor.
+    static func bandwidthLimits(_ configuration: Configuration) -> SendSideBandwidthEstimator.Configuration {
+        let audioRate = configuration.audio != nil ? configuration.audioBitrate : 0
+        let videoRate = configuration.video != nil ? configuration.videoBitrate : 0
+        return SendSideBandwidthEstimator.Configuration(startBitrate: audioRate + videoRate,
+                                                        minimumBitrate: audioRate + (videoRate > 0 ? 50_000 : 0),
+                                                        maximumBitrate: audioRate + videoRate)
+    }
+
+    /// Sends on streams of a transport the caller set up and reads (a call: the receiving
+    /// thread feeds the core; this one only sends). The destinations in `configuration`
+    /// are not used.
+    init(configuration: Configuration, transport: PeerTransport, audio: SendStreamID?, video: SendStreamID?,
+         readsFeedback: Bool) throws {
+        self.configuration = configuration
+        self.transport = transport
+        self.readsFeedback = readsFeedback
+        videoSource = configuration.video
+        audioID = audio
+        videoID = video
+        if let source = configuration.audio {
+            var codec = Opus.Configuration()
+            codec.layout = source.layout
+            codec.bitrate = configuration.audioBitrate
+            codec.inbandFEC = true
+            opus = try Opus.Encoder(configuration: codec)
+        } else {
+            opus = nil
+        }
+        if let source = configuration.video {
+            var codec = VP8.Configuration(width: source.width, height: source.height, bitrate: configuration.videoBitrate)
+            codec.frameRate = source.frameRate
+            codec.keyframeInterval = max(1, Int(configuration.keyframeInterval * Double(source.frameRate)))
+            vp8 = try VP8.Encoder(configuration: codec)
+        } else {
+            vp8 = nil
+        }
+        statistics.videoBitrate = configuration.video != nil ? configuration.videoBitrate : 0
     }
 
     /// Sends until `duration` has passed (nil: until the sources end) or `stop()`.
     public func run(duration: Duration?, stop: () -> Bool = { false }) throws -> Statistics {
         let clock = ContinuousClock()
         let start = clock.now
+        let base = transport.now
         let frameSamples = 960
         var audioFrame = AudioFrame(layout: configuration.audio?.layout ?? .mono, samplesPerChannel: frameSamples)
         var videoFrame = VideoFrame(width: configuration.video?.width ?? 2, height: configuration.video?.height ?? 2)
         var encoded = [UInt8](repeating: 0, count: vp8?.maximumFrameSize ?? 0)
-        var receiveBuffer = [UInt8](repeating: 0, count: 1_500)
+        var packet = [UInt8](repeating: 0, count: Opus.maxPacketSize)
+        var poller = transport.makePoller()
         var audioIndex = 0
         var videoIndex = 0
         var audioLive = configuration.audio != nil
         var videoLive = configuration.video != nil
         var forceKeyframe = false
         let videoPeriod = Duration.nanoseconds(1_000_000_000 / Int64(max(1, configuration.video?.frameRate ?? 30)))
-        var nextReport = Duration.zero
 
         while audioLive || videoLive {
             let elapsed = clock.now - start
@@ -223,14 +239,22 @@ public final class MediaSender {
             if stop() { break }
             let nextAudio = audioLive ? Duration.milliseconds(20 * audioIndex) : .seconds(1 << 40)
             let nextVideo = videoLive ? videoPeriod * videoIndex : .seconds(1 << 40)
-            let due = min(nextAudio, nextVideo, nextReport)
+            let due = min(nextAudio, nextVideo)
+            // Feedback is read every turn, not only while ahead of schedule: a sender that
+            // falls behind (a loaded machine) must still answer NACK and PLI, or the
+            // receiver stalls waiting for a keyframe that never comes.
+            forceKeyframe = try handleFeedback() || forceKeyframe
             if due > elapsed {
-                // Sleep in short steps so PLI is answered promptly and stop() is honoured.
-                forceKeyframe = try pollFeedback(buffer: &receiveBuffer, now: elapsed) || forceKeyframe
-                Self.sleep(min(due - elapsed, .milliseconds(5)))
+                // Wait in short steps so PLI is answered promptly and stop() is honoured.
+                let wait = min(due - elapsed, .milliseconds(5))
+                if readsFeedback {
+                    _ = try transport.waitForDatagrams(timeout: wait, poller: &poller)
+                } else {
+                    Self.sleep(wait)
+                }
                 continue
             }
-            if audioLive && nextAudio <= elapsed, let source = configuration.audio, let opus, let stream = audioStream {
+            if audioLive && nextAudio <= elapsed, let source = configuration.audio, let opus, let audioID {
                 if readAudio(source, into: &audioFrame) {
                     configuration.captureHooks?.process(&audioFrame)
                     if configuration.controls?.current.audioMuted == true {
@@ -238,18 +262,15 @@ public final class MediaSender {
                     }
                     configuration.audioMix?(&audioFrame)
                     configuration.capturedAudio?(audioFrame)
-                    try sendAudio(audioFrame, index: audioIndex, encoder: opus, stream: stream, now: elapsed)
-                    // A sender report right behind the first packet gives receivers the
-                    // RTP/NTP mapping from the start (ffmpeg derives timing from it).
-                    if audioIndex == 0 { try sendReports(for: [stream], now: elapsed, goodbye: false) }
+                    try sendAudio(audioFrame, encoder: opus, stream: audioID, packet: &packet, captureTime: base + nextAudio)
                     audioIndex += 1
                 } else {
                     // A source that ends or fails ends only its own track.
                     audioLive = false
-                    try sendReports(for: [stream], now: elapsed, goodbye: true)
+                    endStream(audioID)
                 }
             }
-            if videoLive && nextVideo <= elapsed, let vp8, let stream = videoStream {
+            if videoLive && nextVideo <= elapsed, let vp8, let videoID {
                 if let replacement = configuration.controls?.takeVideoSource() {
                     try switchVideoSource(to: replacement, encoder: vp8, frame: &videoFrame, buffer: &encoded)
                     forceKeyframe = true
@@ -269,28 +290,47 @@ public final class MediaSender {
                         let keyframe = forceKeyframe || statistics.videoFrames == 0 || videoPaused
                         forceKeyframe = false
                         videoPaused = false
-                        if keyframe { responder?.keyframeSent(now: elapsed) }
-                        try sendVideo(videoFrame, index: videoIndex, keyframe: keyframe, encoder: vp8, stream: stream,
-                                      buffer: &encoded, now: elapsed)
+                        try sendVideo(videoFrame, index: videoIndex, keyframe: keyframe, encoder: vp8, stream: videoID,
+                                      buffer: &encoded, captureTime: base + nextVideo)
                     }
-                    if videoIndex == 0 { try sendReports(for: [stream], now: elapsed, goodbye: false) }
                     videoIndex += 1
                 } else {
                     videoLive = false
-                    try sendReports(for: [stream], now: elapsed, goodbye: true)
+                    endStream(videoID)
                 }
             }
-            if nextReport <= elapsed {
-                try sendReports(for: liveStreams(audio: audioLive, video: videoLive), now: elapsed, goodbye: false)
-                nextReport = elapsed + reportInterval.nextInterval(using: &random)
-            }
         }
-        try sendReports(for: liveStreams(audio: audioLive, video: videoLive), now: clock.now - start, goodbye: true)
+        transport.withCore { core, now in
+            core.close(now: now)
+            collectStatistics(core)
+        }
         return statistics
     }
 
-    private func liveStreams(audio: Bool, video: Bool) -> [RTPSendStream] {
-        (audio ? [audioStream] : []).compactMap { $0 } + (video ? [videoStream] : []).compactMap { $0 }
+    /// Ends one stream (its source ended or failed): BYE for it; its figures are kept.
+    private func endStream(_ id: SendStreamID) {
+        transport.withCore { core, now in
+            collectStatistics(core)
+            core.close(only: id, now: now)
+        }
+    }
+
+    /// Copies the core's figures into `statistics`.
+    private func collectStatistics(_ core: MediaCore) {
+        let transportStatistics = core.transportStatistics
+        statistics.rtcpSent = transportStatistics.rtcpSent
+        statistics.transportFeedbackReceived = transportStatistics.transportFeedbackReceived
+        statistics.referenceTimesAnswered = transportStatistics.referenceTimesAnswered
+        if let audioID, let audio = core.statistics(of: audioID) {
+            statistics.audioReport = audio.remoteReport
+        }
+        if let videoID, let video = core.statistics(of: videoID) {
+            statistics.videoReport = video.remoteReport
+            statistics.nacksReceived = video.nackCount
+            statistics.retransmissions = video.retransmittedPacketsSent
+            statistics.keyframeRequests = video.keyframesForced
+        }
+        if followsEstimate { statistics.targetBitrate = core.bandwidthEstimator.targetBitrate }
     }
 
     /// The highest VP8 bitrate allowed now: the configured one, or the live target and cap.
@@ -343,173 +383,81 @@ public final class MediaSender {
         }
     }
 
-    private func sendAudio(_ frame: AudioFrame, index: Int, encoder: Opus.Encoder, stream: RTPSendStream, now: Duration) throws {
+    private func sendAudio(_ frame: AudioFrame, encoder: Opus.Encoder, stream: SendStreamID, packet: inout [UInt8],
+                           captureTime: Duration) throws {
         let level = frame.samples.withUnsafeBufferPointer { AudioLevel(samples: $0) }
-        var size = 0
-        try frame.samples.withUnsafeBufferPointer { pcm in
-            try stream.send(now: now, over: transport, audioLevel: level) { payload in
-                size = try encoder.encode(pcm, into: payload)
-                let (timestamp, marker) = opusPayloader.next(samples: frame.samplesPerChannel, payloadSize: size)
-                configuration.encodedMedia?(EncodedMedia(kind: .audio, data: UnsafeRawBufferPointer(rebasing: payload[0..<size]),
-                                                         rtpTimestamp: timestamp, time: .now))
-                return (size, timestamp, marker)
+        let size = try frame.samples.withUnsafeBufferPointer { pcm in
+            try packet.withUnsafeMutableBytes { try encoder.encode(pcm, into: $0) }
+        }
+        let (timestamp, _) = opusPayloader.next(samples: frame.samplesPerChannel, payloadSize: size)
+        try packet.withUnsafeBytes { bytes in
+            let payload = UnsafeRawBufferPointer(rebasing: bytes[0..<size])
+            configuration.encodedMedia?(EncodedMedia(kind: .audio, data: payload, rtpTimestamp: timestamp, time: .now))
+            let sent = transport.withCore { core, now in
+                core.sendAudio(stream, payload: payload, mediaTimestamp: timestamp, audioLevel: level, captureTime: captureTime, now: now)
             }
+            if !sent { throw PacketError(.bufferTooSmall, "audio packet of \(size) bytes could not be sent") }
         }
         statistics.audioFrames += 1
         statistics.audioPackets += 1
         statistics.audioBytes += size
     }
 
-    private func sendVideo(_ frame: VideoFrame, index: Int, keyframe: Bool, encoder: VP8.Encoder, stream: RTPSendStream,
-                           buffer: inout [UInt8], now: Duration) throws {
+    private func sendVideo(_ frame: VideoFrame, index: Int, keyframe: Bool, encoder: VP8.Encoder, stream: SendStreamID,
+                           buffer: inout [UInt8], captureTime: Duration) throws {
         guard let info = try buffer.withUnsafeMutableBytes({ try encoder.encode(frame, forceKeyframe: keyframe, into: $0) }) else {
             return
         }
         let rate = configuration.video?.frameRate ?? 30
         let timestamp = UInt32(truncatingIfNeeded: index * VP8.clockRate / rate)
-        var payloader = VP8Payloader(maximumPayloadSize: stream.payloadCapacity, firstPictureID: UInt16(truncatingIfNeeded: index))
-        try buffer.withUnsafeBytes { bytes in
+        let packets = buffer.withUnsafeBytes { bytes in
             let frameBytes = UnsafeRawBufferPointer(rebasing: bytes[0..<info.byteCount])
             configuration.encodedMedia?(EncodedMedia(kind: .video, data: frameBytes, rtpTimestamp: timestamp, isKeyframe: info.isKeyframe,
                                                      width: frame.width, height: frame.height, time: .now))
-            for fragment in payloader.fragments(frameSize: info.byteCount) {
-                try stream.send(now: now, over: transport) { payload in
-                    (try VP8Payloader.write(fragment, of: frameBytes, into: payload), timestamp, fragment.isLast)
-                }
-                statistics.videoPackets += 1
+            return transport.withCore { core, now in
+                let before = core.statistics(of: stream)?.packetsSent ?? 0
+                core.sendVideo(stream, frame: frameBytes, mediaTimestamp: timestamp, isKeyframe: info.isKeyframe,
+                               captureTime: captureTime, now: now)
+                return (core.statistics(of: stream)?.packetsSent ?? 0) - before
             }
         }
+        statistics.videoPackets += packets
         statistics.videoFrames += 1
         statistics.videoBytes += info.byteCount
         if info.isKeyframe { statistics.keyframes += 1 }
     }
 
-    private func sendReports(for streams: [RTPSendStream], now: Duration, goodbye: Bool) throws {
-        let ntp = NTPTime.now()
-        for stream in streams where stream.packetsSent > 0 || goodbye {
-            var packets: [RTCPPacket] = [.senderReport(stream.senderReport(ntp: ntp, mediaTime: now)),
-                                         .sourceDescription(SourceDescription(ssrc: stream.ssrc, cname: configuration.cname))]
-            if goodbye { packets.append(.goodbye(Goodbye(sources: [stream.ssrc]))) }
-            try transport.sendRTCP(packets, to: stream.rtcpDestination)
-            reportInterval.reportSent(size: RTCPPacket.compoundSize(of: packets))
-            statistics.rtcpSent += 1
+    /// Reads the RTCP receivers sent back into the core (reports, NACK answered from the
+    /// history, PLI/FIR, transport feedback), and makes the encoders follow a new
+    /// estimate at once: a queue building up at a bottleneck must be relieved within a
+    /// round trip or two. Returns true when a keyframe is due.
+    private func handleFeedback() throws -> Bool {
+        let (update, keyframe) = try transport.withCore { core, now in
+            if readsFeedback { try transport.receivePending(into: core, now: now) }
+            let keyframe = videoID.map { core.shouldForceKeyframe($0, now: now) } ?? false
+            return (core.takeBandwidthUpdate(), keyframe)
         }
+        if let update {
+            followsEstimate = true
+            try followEstimate(update)
+        }
+        return keyframe
     }
 
     /// Sets the encoders to the bandwidth estimate: VP8 gets what audio leaves (changed
     /// only when it moves by 5 % or more), Opus the loss to plan FEC for.
-    private func followEstimate() throws {
-        guard followsEstimate else { return }
-        let target = estimator.targetBitrate
-        statistics.targetBitrate = target
+    private func followEstimate(_ update: MediaCore.BandwidthUpdate) throws {
+        statistics.targetBitrate = update.targetBitrate
         let audioRate = configuration.audio != nil ? configuration.audioBitrate : 0
         if let vp8 {
-            let video = min(videoCeiling, max(50_000, target - audioRate))
+            let video = min(videoCeiling, max(50_000, update.targetBitrate - audioRate))
             if abs(video - vp8.configuration.bitrate) * 20 >= vp8.configuration.bitrate {
                 try vp8.setBitrate(video)
             }
             statistics.videoBitrate = vp8.configuration.bitrate
         }
         if let opus {
-            try opus.setExpectedPacketLoss(percent: estimator.opusExpectedLossPercent)
-        }
-    }
-
-    /// Reads RTCP the receivers sent back: reports (loss, jitter, round trip), transport
-    /// feedback (bandwidth estimate), NACK (retransmissions from the history), PLI and
-    /// FIR. Returns true when a keyframe is due.
-    private func pollFeedback(buffer: inout [UInt8], now: Duration) throws -> Bool {
-        while let (count, _) = try buffer.withUnsafeMutableBytes({ try transport.socket.receiveNow(into: $0) }) {
-            // Only plain RTCP can be read: a peer protecting its RTCP uses its own SDES key,
-            // which this one-way session never learns. Anything unreadable is ignored.
-            let packets = buffer.withUnsafeBytes { bytes in
-                try? RTCPPacket.parseCompound(UnsafeRawBufferPointer(rebasing: bytes[0..<count]))
-            }
-            for packet in packets ?? [] {
-                switch packet {
-                case .receiverReport(let report):
-                    record(report.reports, now: now)
-                case .senderReport(let report):
-                    record(report.reports, now: now)
-                case .extendedReport(let report):
-                    try answerReferenceTimes(report)
-                case .transportFeedback(let feedback):
-                    statistics.transportFeedbackReceived += 1
-                    followsEstimate = true
-                    _ = estimator.handle(feedback, now: now)
-                    estimateUpdated = true
-                case .genericNACK, .pictureLossIndication, .fullIntraRequest:
-                    if case .genericNACK = packet { statistics.nacksReceived += 1 }
-                    guard var responder, let destination = videoStream?.destination else { continue }
-                    responder.handle(packet, now: now, rtt: roundTripTime) { bytes in
-                        do {
-                            try transport.sendRaw(bytes, to: destination)
-                            statistics.retransmissions += 1
-                        } catch {
-                            // A retransmission that cannot be sent is as good as lost; the receiver asks again.
-                        }
-                    }
-                    self.responder = responder
-                default:
-                    break
-                }
-            }
-        }
-        // The encoders follow each new estimate at once, not at the next report: a queue
-        // building up at a bottleneck must be relieved within a round trip or two.
-        if estimateUpdated {
-            estimateUpdated = false
-            try followEstimate()
-        }
-        guard var responder else { return false }
-        defer { self.responder = responder }
-        if responder.shouldForceKeyframe(now: now) {
-            statistics.keyframeRequests += 1
-            return true
-        }
-        return false
-    }
-
-    /// Answers each RRTR block (RFC 3611 4.4) at once with a DLRR whose delay is zero, so
-    /// the receiver, which sends no media and so gets no report blocks, learns its RTT.
-    /// Sent alone (reduced-size RTCP, RFC 5506) to where that side's RTCP goes.
-    private func answerReferenceTimes(_ report: ExtendedReport) throws {
-        for case .receiverReferenceTime(let ntp) in report.blocks {
-            guard let stream = videoStream ?? audioStream else { return }
-            let answer = ExtendedReport(senderSSRC: stream.ssrc, blocks: [.dlrr([ExtendedReport.DLRRSubBlock(
-                ssrc: report.senderSSRC, lastReceiverReport: NTPTime.compact(ntp), delaySinceLastReceiverReport: 0)])])
-            try transport.sendRTCP([.extendedReport(answer)], to: stream.rtcpDestination)
-            statistics.referenceTimesAnswered += 1
-        }
-    }
-
-    private func record(_ blocks: [ReceptionReport], now elapsed: Duration) {
-        let now = NTPTime.compact(NTPTime.now())
-        for block in blocks {
-            var rtt: Double?
-            if block.lastSenderReport != 0 {
-                let units = now &- block.lastSenderReport &- block.delaySinceLastSenderReport
-                rtt = Double(units) / 65_536
-                if let rtt, rtt >= 0, rtt < 10 {
-                    roundTripTime = .nanoseconds(Int64(rtt * 1e9))
-                    estimator.setRoundTripTime(roundTripTime)
-                }
-            }
-            // Loss from reports only while no transport-wide feedback has come: that feedback
-            // carries the same losses per packet, and the estimator takes one source.
-            if statistics.transportFeedbackReceived == 0, block.ssrc == videoStream?.ssrc || block.ssrc == audioStream?.ssrc {
-                _ = estimator.handleReceiverReport(fractionLost: block.fractionLost, now: elapsed)
-                followsEstimate = true
-                estimateUpdated = true
-            }
-            if let audio = audioStream, block.ssrc == audio.ssrc {
-                statistics.audioReport = RemoteReport(packetsLost: Int(block.cumulativeLost), jitter: Double(block.jitter) / 48_000,
-                                                      roundTripTime: rtt)
-            }
-            if let video = videoStream, block.ssrc == video.ssrc {
-                statistics.videoReport = RemoteReport(packetsLost: Int(block.cumulativeLost),
-                                                      jitter: Double(block.jitter) / Double(VP8.clockRate), roundTripTime: rtt)
-            }
+            try opus.setExpectedPacketLoss(percent: update.opusExpectedLossPercent)
         }
     }
 

@@ -115,18 +115,18 @@ struct CoreCallHarness {
         a.inboundKeying = Self.keyB
         a.rtcpSSRC = 0x1000
         a.seed = 1
-        a.localToken = "alice-token-0123"
         a.ntpEpoch = NTPTime.from(seconds: 1_700_000_000, nanoseconds: 0)
         var b = a
         b.outboundKeying = Self.keyB
         b.inboundKeying = Self.keyA
         b.rtcpSSRC = 0x2000
         b.seed = 2
-        b.localToken = "bob-token-456789"
         b.ntpEpoch = NTPTime.from(seconds: 1_700_000_100, nanoseconds: 0)
         var back = settings
         back.seed = settings.seed &+ 1
         link = try VirtualLink(a: try MediaCore(configuration: a), b: try MediaCore(configuration: b), forward: settings, backward: back)
+        link.a.localToken = "alice-token-0123"
+        link.b.localToken = "bob-token-456789"
         alice = try Side(core: link.a, frequency: 440, video: video)
         bob = try Side(core: link.b, frequency: 660, video: video)
         for (side, peer) in [(alice, bob), (bob, alice)] {
