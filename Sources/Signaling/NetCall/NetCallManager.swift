@@ -456,7 +456,7 @@ public actor NetCallManager {
                     if let (level, loss, rtt, jitter) = status.update(statistics) {
                         emit.yield(.netStatus(user: peer, level, lossPercent: loss, roundTripMilliseconds: rtt, jitterMilliseconds: jitter))
                     }
-                case .remoteVideoFrame(let frame):
+                case .remoteVideoFrame(let frame, _):
                     emit.yield(.remoteVideoFrame(user: peer, frame))
                 case .localVideoFrame(let frame):
                     emit.yield(.localPreviewFrame(frame))
@@ -472,8 +472,10 @@ public actor NetCallManager {
                     emit.yield(.recordStopped(callID: callID, file: summary.path, user: target == .local ? me : peer))
                 case .recordVideoSizeChanged(let target, let width, let height):
                     emit.yield(.recordVideoSizeChanged(callID: callID, user: target == .local ? me : peer, width: width, height: height))
-                case .remoteAudioLevel(let level):
+                case .remoteAudioLevel(let level, _):
                     emit.yield(.speakingUsers(level >= threshold ? [peer: level] : [:]))
+                case .speakingUsers:
+                    break  // a call has one peer: its played level (above) says whether it speaks
                 }
             }
         } catch {

@@ -24,7 +24,7 @@ import TestSupport
         let a = try MediaSession(configuration: configurationA)
         let b = try MediaSession(configuration: configurationB)
         try b.start(remote: a.local) { event in
-            if case .remoteVideoFrame(let frame) = event { received.frames.withLock { if $0.count < 400 { $0.append(frame) } } }
+            if case .remoteVideoFrame(let frame, _) = event { received.frames.withLock { if $0.count < 400 { $0.append(frame) } } }
         }
         try a.start(remote: b.local) { _ in }
         try await Task.sleep(for: .milliseconds(Int64(seconds * 1_000)))

@@ -27,11 +27,11 @@ import Testing
                 case .connected(let remote, let rtt): seen.connected = (remote, rtt)
                 case .connectFailed(let why): seen.failures.append(why)
                 case .disconnected(let why): seen.disconnected.append(why)
-                case .remoteVideoFrame(let frame): if seen.frames.count < 200 { seen.frames.append(frame) }
+                case .remoteVideoFrame(let frame, _): if seen.frames.count < 200 { seen.frames.append(frame) }
                 case .localVideoFrame: seen.localFrames += 1
-                case .remoteAudioLevel(let level): seen.remoteLevels.append(level)
+                case .remoteAudioLevel(let level, _): seen.remoteLevels.append(level)
                 case .audioMixTaskCompleted: seen.mixCompletions += 1
-                case .statistics, .localAudioLevel, .recordStarted, .recordError, .recordStopped, .recordVideoSizeChanged: break
+                case .statistics, .localAudioLevel, .speakingUsers, .recordStarted, .recordError, .recordStopped, .recordVideoSizeChanged: break
                 }
             }
         }

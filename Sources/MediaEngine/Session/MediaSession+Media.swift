@@ -1,0 +1,267 @@
+import Foundation
+
+extension MediaSession {
+    /// The receiving thread: drives the transport (datagrams in, the core's timers), then,
+    /// outside the core's lock, decodes video, plays the mix and reports.
+    func receive() {
+        let configuration = parts.configuration
+        let decoding = VideoDecoding()
+        var sink = configuration.audioSink
+        var scratch = [Int16](repeating: 0, count: Opus.maxSamplesPerPacket * 2)
+        var accumulator = [Int32](repeating: 0, count: Opus.maxSamplesPerPacket * 2)
+        var tickLength = 0
+        // The mix of each tick, written to the sink outside the lock.
+        var playout = [Int16](repeating: 0, count: 0)
+        playout.reserveCapacity(48_000)
+        var playing = [Int16](repeating: 0, count: 1_920)
+        var frames: [(ReceiveStreamID, VideoReceiveStream.Frame)] = []
+        frames.reserveCapacity(64)
+        var events: [Notice] = []
+        events.reserveCapacity(16)
+        var meters: [String: LevelMeter] = [:]
+        var levels: [(String, Double)] = []
+        var speaking: Set<String> = []
+        var speakingChanged = false
+        var nextSpeakingCheck = Duration.zero
+        var report: MediaReceiver.Statistics?
+        var nextReport = Duration.seconds(1)
+        var lastPackets = 0
+        var lastProgress = Duration.zero
+        var disconnected = false
+
+        transport.withCore { core, _ in
+            core.acceptedAudio = { [weak self] id, payload, timestamp in
+                guard let self, let owner = self.streamOwners.withLock({ $0[id] }) else { return }
+                recording(of: owner)?.offer(EncodedMedia(kind: .audio, data: payload, rtpTimestamp: timestamp, time: .now))
+            }
+        }
+        do {
+            try transport.run(stop: { stopping.load(ordering: .relaxed) }, wake: { decoding.nextRelease }, locked: { core, now in
+                while let event = core.pollEvent() {
+                    if case .videoFrame(let id, let frame) = event { frames.append((id, frame)) } else { events.append(.core(event)) }
+                }
+                let wanted = participants.withLock { table in
+                    table.compactMap { id, entry in entry.keyframeWanted ? id : nil }.map { id in
+                        table[id]?.keyframeWanted = false
+                        return table[id]?.video
+                    }
+                }
+                for case let video? in wanted { core.requestKeyframe(video) }
+                let volumes = participants.withLock { $0.mapValues(\.volume) }
+                try scratch.withUnsafeMutableBufferPointer { buffer in
+                    try core.playAudio(now: now, scratch: buffer, block: { id, pcm in
+                        let owner = streamOwners.withLock { $0[id] } ?? ""
+                        configuration.participantAudio?(owner, pcm)
+                        if let level = meters[owner, default: LevelMeter()].add(pcm) { levels.append((owner, level)) }
+                        accumulator.withUnsafeMutableBufferPointer { AudioMixer.accumulate(pcm, gain: volumes[owner] ?? 1, into: $0) }
+                        tickLength = max(tickLength, pcm.count)
+                    }, tickEnded: { _ in
+                        let start = playout.count
+                        playout.append(contentsOf: repeatElement(0, count: tickLength))
+                        try accumulator.withUnsafeMutableBufferPointer { sum in
+                            try playout.withUnsafeMutableBufferPointer { out in
+                                AudioMixer.finish(UnsafeBufferPointer(rebasing: sum[0..<tickLength]),
+                                                  into: UnsafeMutableBufferPointer(rebasing: out[start..<(start + tickLength)]))
+                                for index in 0..<tickLength { sum[index] = 0 }
+                            }
+                        }
+                        tickLength = 0
+                    })
+                }
+                if now >= nextSpeakingCheck {
+                    nextSpeakingCheck = now + .milliseconds(100)
+                    var current: Set<String> = []
+                    for id in core.receiveStreamIDs where core.isSpeaking(id, now: now) {
+                        current.insert(streamOwners.withLock { $0[id] } ?? "")
+                    }
+                    if current != speaking {
+                        speaking = current
+                        speakingChanged = true
+                    }
+                }
+                if now >= nextReport {
+                    nextReport = now + .seconds(1)
+                    let statistics = sessionStatistics(core)
+                    let packets = statistics.streams.reduce(0) { $0 + $1.packetsReceived }
+                    if packets != lastPackets {
+                        lastPackets = packets
+                        lastProgress = now
+                    } else if !disconnected, connected.load(ordering: .relaxed), now - lastProgress >= configuration.mediaTimeout {
+                        disconnected = true
+                        events.append(.mediaTimedOut)
+                    }
+                    report = statistics
+                }
+                let ids = core.receiveStreamIDs
+                if !disconnected, !ids.isEmpty, ids.allSatisfy({ core.statistics(of: $0)?.endedByGoodbye == true }) {
+                    disconnected = true
+                    events.append(.everyStreamEnded)
+                }
+                return true
+            }, unlocked: { [self] in
+                let now = transport.now
+                for (id, frame) in frames {
+                    let owner = streamOwners.withLock { $0[id] } ?? ""
+                    try decoding.decode(id, frame, now: now, withCore: { body in transport.withCore { core, _ in body(core) } },
+                                        video: { _, picture in emit(.remoteVideoFrame(picture, participant: owner)) },
+                                        encodedMedia: { _, media in self.recording(of: owner)?.offer(media) })
+                }
+                frames.removeAll(keepingCapacity: true)
+                try decoding.releaseDue(now: now) { id, picture in
+                    emit(.remoteVideoFrame(picture, participant: streamOwners.withLock { $0[id] } ?? ""))
+                }
+                for event in events { handle(event) }
+                events.removeAll(keepingCapacity: true)
+                if !playout.isEmpty {
+                    try play(&playout, sink: &sink, playing: &playing)
+                    playout.removeAll(keepingCapacity: true)
+                }
+                for (owner, level) in levels { emit(.remoteAudioLevel(level, participant: owner)) }
+                levels.removeAll(keepingCapacity: true)
+                if speakingChanged {
+                    speakingChanged = false
+                    emit(.speakingUsers(speaking))
+                }
+                if let statistics = report {
+                    report = nil
+                    emit(.statistics(statistics))
+                }
+            })
+            try transport.withCore { core, _ in
+                try scratch.withUnsafeMutableBufferPointer { buffer in
+                    try core.drainAudio(scratch: buffer) { _, pcm in playout.append(contentsOf: pcm) }
+                }
+                core.acceptedAudio = nil
+            }
+            if !playout.isEmpty { try play(&playout, sink: &sink, playing: &playing) }
+            try decoding.releaseAll { id, picture in emit(.remoteVideoFrame(picture, participant: streamOwners.withLock { $0[id] } ?? "")) }
+        } catch {
+            state.withLock { $0.summary.failure = "receive: \(error)" }
+        }
+        let statistics = transport.withCore { core, _ in sessionStatistics(core) }
+        state.withLock { $0.summary.received = statistics }
+    }
+
+    /// What the receiving loop found, acted on off the core's lock.
+    enum Notice {
+        case core(MediaCore.Event)
+        /// No packet for `mediaTimeout`.
+        case mediaTimedOut
+        /// Every remote stream said BYE.
+        case everyStreamEnded
+    }
+
+    private func handle(_ notice: Notice) {
+        let configuration = parts.configuration
+        let stopped = stopping.load(ordering: .relaxed)
+        switch notice {
+        case .core(.connected(let remote, let roundTripTime, let mapped)):
+            state.withLock { $0.summary.connectivity = ConnectivityResult(remote: remote, roundTripTime: roundTripTime, mappedAddress: mapped) }
+            connected.store(true, ordering: .relaxed)
+            emit(.connected(remote: remote, roundTripTime: roundTripTime))
+        case .core(.connectFailed):
+            let candidates = state.withLock { $0.remote?.candidates ?? [] }
+            if !stopped {
+                emit(.connectFailed("no answer from \(candidates.map(\.description).joined(separator: ", ")) "
+                    + "within \(configuration.connectTimeout)"))
+            }
+            stopping.store(true, ordering: .relaxed)
+        case .core(.consentExpired):
+            if !stopped { emit(.disconnected("the peer stopped answering consent checks (RFC 7675) for \(configuration.consent.timeout)")) }
+        case .mediaTimedOut:
+            if !stopped { emit(.disconnected("no media from the peer for \(configuration.mediaTimeout)")) }
+        case .everyStreamEnded:
+            if !stopped { emit(.disconnected("the peer ended its media (RTCP BYE)")) }
+        case .core:
+            break
+        }
+    }
+
+    /// Plays one batch of mixed remote audio: the app's tap, the call recording, the file
+    /// mix at its playback volume, the sink (which may block: outside the core's lock).
+    private func play(_ samples: inout [Int16], sink: inout (any AudioSink)?, playing: inout [Int16]) throws {
+        let configuration = parts.configuration
+        try samples.withUnsafeBufferPointer { pcm in
+            configuration.remoteAudio?(pcm)
+            recorder.withLock { $0 }?.remote(pcm)
+            if let replacement = sinkHandoff.withLock({ pending in defer { pending = nil }; return pending }) {
+                try? sink?.close()
+                sink = replacement.sink
+            }
+            guard let output = sink else { return }
+            if !playbackMix.isEmpty {
+                if playing.count < pcm.count { playing = [Int16](repeating: 0, count: pcm.count) }
+                try playing.withUnsafeMutableBufferPointer { buffer in
+                    let block = UnsafeMutableBufferPointer(rebasing: buffer[0..<pcm.count])
+                    _ = block.initialize(from: pcm)
+                    playbackMix.mix(into: block, channels: output.layout.count)
+                    try output.write(UnsafeBufferPointer(block))
+                }
+            } else {
+                try output.write(pcm)
+            }
+        }
+    }
+
+    /// What arrived so far, every participant's streams named.
+    func sessionStatistics(_ core: MediaCore) -> MediaReceiver.Statistics {
+        let transport = core.transportStatistics
+        let (audioDelay, videoDelay) = core.synchronizationDelays()
+        return MediaReceiver.Statistics(
+            streams: core.receiveStreamIDs.compactMap { core.statistics(of: $0) },
+            audioVideoOffset: core.audioVideoOffset().map { $0 / .seconds(1) },
+            synchronizationDelays: (audioDelay / .seconds(1), videoDelay / .seconds(1)),
+            unknownDatagrams: transport.unknownDatagrams,
+            malformedRTCP: transport.malformedRTCP + transport.rtcpAuthenticationFailures + transport.rtcpReplays,
+            unknownStreamPackets: transport.unknownStreamPackets + transport.ssrcCollisions,
+            roundTripTime: transport.roundTripTime, transport: transport)
+    }
+
+    /// The sending thread: once the path is selected, captures, encodes and sends until
+    /// the session stops (then BYE).
+    func send() {
+        let configuration = parts.configuration
+        while !connected.load(ordering: .relaxed) && !stopping.load(ordering: .relaxed) {
+            Thread.sleep(forTimeInterval: 0.002)
+        }
+        guard !stopping.load(ordering: .relaxed) else { return }
+        var settings = MediaSender.Configuration(audio: configuration.audio, video: configuration.video,
+                                                 audioDestination: .unspecified, videoDestination: .unspecified)
+        settings.audioBitrate = configuration.audioBitrate
+        settings.videoBitrate = configuration.videoBitrate
+        settings.controls = controls
+        settings.captureHooks = configuration.captureHooks
+        settings.encodedMedia = { [self] media in recordings.withLock { $0[.local] }?.offer(media) }
+        var level = LevelMeter()
+        settings.capturedAudio = { [self] frame in
+            if let value = frame.samples.withUnsafeBufferPointer({ level.add($0) }) { emit(.localAudioLevel(value)) }
+            recorder.withLock { $0 }?.local(frame)
+        }
+        settings.capturedVideo = { [self] frame in
+            emit(.localVideoFrame(frame))
+            recordings.withLock { $0[.local] }?.offerPicture(frame)
+            let waiting = snapshots.withLock { state in
+                defer { state.waiting.removeAll() }
+                return state.waiting.values
+            }
+            for continuation in waiting { continuation.resume(returning: frame) }
+        }
+        var mixer = FrameFileMixer()
+        settings.audioMix = { [self] frame in
+            guard let task = mixTask.withLock({ $0 }) else { return }
+            let completed = mixer.mix(task, into: &frame) { block, playback in playbackMix.push(block, gain: playback) }
+            if completed {
+                mixTask.withLock { if $0 === task { $0 = nil } }
+                emit(.audioMixTaskCompleted(task))
+            }
+        }
+        do {
+            let sender = try MediaSender(configuration: settings, transport: transport, audio: audioStream, video: videoStream,
+                                         readsFeedback: false)
+            let statistics = try sender.run(duration: nil, stop: { [self] in stopping.load(ordering: .relaxed) })
+            state.withLock { $0.summary.sent = statistics }
+        } catch {
+            state.withLock { $0.summary.failure = "send: \(error)" }
+        }
+    }
+}
