@@ -24,8 +24,6 @@ extension VideoNetworkSimulation {
         public var protectsWithSRTP = true
         /// A gap between decoded frames longer than this is a freeze.
         public var freezeThreshold: Duration = .milliseconds(200)
-        /// How often the receiver's `process` runs besides after each arrival.
-        public var processInterval: Duration = .milliseconds(5)
         /// Largest RTP payload the sender's payloader writes (kept within 8...1400).
         public var maximumPayloadSize = 1_200
         /// The receiver's settings.
@@ -39,7 +37,7 @@ extension VideoNetworkSimulation {
             self.backward = backward
         }
 
-        /// The RTT both ends assume: the two links' delays (never below 1 ms).
+        /// The RTT both ends assume until they measure one: the two links' delays (never below 1 ms).
         public var roundTripTime: Duration { max(forward.delay + backward.delay, .milliseconds(1)) }
     }
 

@@ -137,11 +137,10 @@ public enum AudioNetworkSimulation {
         encoderConfiguration.expectedPacketLossPercent = options.fec ? max(1, min(100, Int(settings.lossPercent.rounded()))) : 0
         encoderConfiguration.discontinuousTransmission = options.dtx
         let encoder = try Opus.Encoder(configuration: encoderConfiguration)
-        let buffer = try AudioJitterBuffer(configuration: options.jitterBuffer)
-        var network = try ImpairmentModel(settings: settings)
-        var changes = try options.networkChanges.sorted { $0.at < $1.at }.map { (change) throws(ImpairmentError) in
-            (change.at, try ImpairmentModel(settings: change.settings))
-        }[...]
+        try options.jitterBuffer.validate()
+        var changes = options.networkChanges.sorted { $0.at < $1.at }[...]
+        for change in changes { try change.settings.validate() }
+        let path = try AudioSimulationPath(settings: settings, options: options)
 
         let channels = options.jitterBuffer.layout.count
         let packetSamples = options.packetDuration.samplesPerChannel()
@@ -154,18 +153,16 @@ public enum AudioNetworkSimulation {
         var pcm = [Int16](repeating: 0, count: packetSamples * channels)
         var packet = [UInt8](repeating: 0, count: Opus.maxPacketSize)
         var output = [Int16](repeating: 0, count: frame * channels)
-        var inFlight: [(arrival: Duration, sequenceNumber: UInt16, timestamp: UInt32, payload: [UInt8])] = []
-        // Odd starting points, so sequence numbers and timestamps wrap during the run.
-        var sequenceNumber: UInt16 = 65_000
-        var timestamp: UInt32 = 4_294_000_000
+        // The media clock; the stream's offset (near the top) makes it wrap during the run.
+        var timestamp: UInt32 = 0
         var sent = 0
         var previousWasDTX = false
         var report = Report()
 
         for pull in 0..<pulls {
             let now = frameDuration * pull
-            while let change = changes.first, change.0 <= now {
-                network = change.1
+            while let change = changes.first, change.at <= now {
+                try path.link.change(.a, to: change.settings)
                 changes.removeFirst()
             }
             // The sender encodes every packet due by now, each entering the network when made.
@@ -182,33 +179,29 @@ public enum AudioNetworkSimulation {
                 }
                 if length <= 2, previousWasDTX, !options.sendsEveryDTXPacket { continue }
                 report.packetsSent += 1
-                let payload = Array(packet[0..<length])
-                if case .delivered(let arrival, let duplicate) = network.process(size: length + 40, now: sendTime) {
-                    inFlight.append((arrival, sequenceNumber, timestamp, payload))
-                    if let duplicate { inFlight.append((duplicate, sequenceNumber, timestamp, payload)) }
+                path.link.deliverEach(until: sendTime)
+                packet.withUnsafeBytes {
+                    _ = path.sender.sendAudio(path.sendStream, payload: UnsafeRawBufferPointer(rebasing: $0[0..<length]),
+                                              mediaTimestamp: timestamp, now: sendTime)
                 }
-                sequenceNumber &+= 1
+                path.link.flush(now: sendTime)
             }
-            inFlight.sort { ($0.arrival, $0.sequenceNumber) < ($1.arrival, $1.sequenceNumber) }
-            let due = inFlight.prefix { $0.arrival <= now }.count
-            for delivery in inFlight[0..<due] {
-                delivery.payload.withUnsafeBytes {
-                    _ = buffer.insert(sequenceNumber: delivery.sequenceNumber, timestamp: delivery.timestamp,
-                                      payload: $0, arrival: delivery.arrival)
-                }
-            }
-            inFlight.removeFirst(due)
+            path.link.deliverEach(until: now)
+            path.sender.handleTimeout(now: now)
+            path.receiver.handleTimeout(now: now)
+            path.link.flush(now: now)
 
-            let result = output.withUnsafeMutableBufferPointer { buffer.pull(now: now, into: $0) }
-            if result.samplesPerChannel == frame { report.framesPulled += 1 }
-            if result.sources.contains(.silence) { report.framesBeforeStart += 1 }
-            if (pull + 1) % max(1, AudioFrame.sampleRate / frame) == 0 {
+            let result = output.withUnsafeMutableBufferPointer { path.receiver.pullAudio(path.receiveStream, now: now, into: $0) }
+            if result?.samplesPerChannel == frame { report.framesPulled += 1 }
+            if result?.sources.contains(.silence) == true { report.framesBeforeStart += 1 }
+            if (pull + 1) % max(1, AudioFrame.sampleRate / frame) == 0, let buffer = path.buffer {
                 report.timeline.append(TimelinePoint(time: now + frameDuration, targetDelay: buffer.targetDelay,
                                                      currentDelay: buffer.currentDelay, packetsHeld: buffer.packetsHeld,
                                                      statistics: buffer.statistics))
             }
         }
 
+        guard let buffer = path.buffer else { return report }
         let statistics = buffer.statistics
         report.statistics = statistics
         report.maximumPacketsHeld = buffer.maximumPacketsHeld
@@ -219,6 +212,49 @@ public enum AudioNetworkSimulation {
         report.meanTargetDelay = .seconds(statistics.meanTargetDelay)
         return report
     }
+}
+
+/// The audio simulation's two media cores (the sender's and the receiver's, SRTP both
+/// ways) and the virtual link between them; the return path is clean.
+private final class AudioSimulationPath {
+    static let keying = try! SRTPKeyingMaterial(profile: .aesCM128HMACSHA1_80, bytes: (0..<30).map { UInt8(truncatingIfNeeded: $0 &* 11 &+ 5) })
+
+    let sender: MediaCore
+    let receiver: MediaCore
+    var link: VirtualLink
+    let sendStream: SendStreamID
+    let receiveStream: ReceiveStreamID
+
+    init(settings: ImpairmentSettings, options: AudioNetworkSimulation.Options) throws {
+        var sending = MediaCore.Configuration()
+        sending.outboundKeying = Self.keying
+        sending.inboundKeying = Self.keying
+        sending.rtcpSSRC = 0xA0D1_0001
+        sending.seed = 0xA0D1_0002
+        sending.ntpEpoch = NTPTime.from(seconds: 1_700_000_000, nanoseconds: 0)
+        var receiving = sending
+        receiving.rtcpSSRC = 0xA0D1_0003
+        receiving.seed = 0xA0D1_0004
+        sender = try MediaCore(configuration: sending)
+        receiver = try MediaCore(configuration: receiving)
+        var back = ImpairmentSettings()
+        back.delay = settings.delay
+        link = try VirtualLink(a: sender, b: receiver, forward: settings, backward: back)
+        var stream = SendStreamConfiguration.opus(ssrc: 0xA0D1_0005)
+        // Odd starting points, so sequence numbers and timestamps wrap during the run.
+        stream.firstSequenceNumber = 65_000
+        stream.timestampOffset = 4_294_000_000
+        sendStream = try sender.addSendStream(stream)
+        var incoming = ReceiveStreamConfiguration.opus(ssrc: 0xA0D1_0005)
+        incoming.layout = options.jitterBuffer.layout
+        incoming.jitterBuffer = options.jitterBuffer
+        receiveStream = try receiver.addReceiveStream(incoming)
+        sender.selectPath(link.addressB, pinned: true, now: .zero)
+        receiver.selectPath(link.addressA, pinned: true, now: .zero)
+    }
+
+    /// The receiver's jitter buffer.
+    var buffer: AudioJitterBuffer? { receiver.jitterBuffer(of: receiveStream) }
 }
 
 /// The simulation's sender signal: talkspurts of tones and pauses, deterministic.

@@ -24,7 +24,10 @@ import Testing
         #expect(report.framesPulled == 1_500)
         // Pauses are about a third of the signal; DTX starts some 200 ms into each.
         #expect(comfortShare > 0.1, "comfort noise \(comfortShare * 100) %")
-        #expect(statistics.concealmentEvents == 0 && statistics.concealedSamples == 0)
+        // Pauses never conceal. What concealment there is comes from the 10 ms jitter
+        // reordering a packet past its playout time in a talkspurt: over 12 seeds, 0 to 2
+        // events per 30 s (as before the simulation ran through the media core).
+        #expect(statistics.concealmentEvents <= 2 && Double(statistics.concealedSamples) < 0.005 * Double(statistics.totalSamplesReceived))
         #expect(statistics.packetsLost == 0)
         if !sendsEveryDTXPacket {
             #expect(report.packetsSent < 1_300, "a DTX sender skips most silent frames: \(report.packetsSent) sent")
