@@ -131,4 +131,22 @@ public enum AudioQuality {
         guard let first, crossings >= 2, last > first else { return nil }
         return Double(crossings - 1) * Double(sampleRate) / (last - first)
     }
+
+    /// The amplitude of the component at `frequency` (Goertzel), as a fraction of full
+    /// scale: 0.5 for a sine at half scale, about 0 when the frequency is absent. Tells
+    /// the tones of a mix apart where `toneFrequency` cannot.
+    public static func toneLevel(_ samples: UnsafeBufferPointer<Int16>, frequency: Double,
+                                 sampleRate: Int = AudioFrame.sampleRate) -> Double {
+        guard !samples.isEmpty else { return 0 }
+        let coefficient = 2 * cos(2 * Double.pi * frequency / Double(sampleRate))
+        var previous = 0.0
+        var beforePrevious = 0.0
+        for sample in samples {
+            let current = Double(sample) / 32_768 + coefficient * previous - beforePrevious
+            beforePrevious = previous
+            previous = current
+        }
+        let power = previous * previous + beforePrevious * beforePrevious - coefficient * previous * beforePrevious
+        return 2 * power.squareRoot() / Double(samples.count)
+    }
 }

@@ -301,7 +301,8 @@ public final class MediaSender {
             }
         }
         transport.withCore { core, now in
-            core.close(now: now)
+            // Only this sender's streams end: others may share the transport.
+            for id in [audioID, videoID].compactMap({ $0 }) { core.close(only: id, now: now) }
             collectStatistics(core)
         }
         return statistics
