@@ -99,6 +99,11 @@ extension MediaSession {
                 }
                 return true
             }, unlocked: { [self] in
+                // Audio first: its delay is what a listener hears; pictures can wait a decode.
+                if !playout.isEmpty {
+                    try play(&playout, sink: &sink, playing: &playing)
+                    playout.removeAll(keepingCapacity: true)
+                }
                 let now = transport.now
                 for (id, frame) in frames {
                     let owner = streamOwners.withLock { $0[id] } ?? ""
@@ -112,10 +117,6 @@ extension MediaSession {
                 }
                 for event in events { handle(event) }
                 events.removeAll(keepingCapacity: true)
-                if !playout.isEmpty {
-                    try play(&playout, sink: &sink, playing: &playing)
-                    playout.removeAll(keepingCapacity: true)
-                }
                 for (owner, level) in levels { emit(.remoteAudioLevel(level, participant: owner)) }
                 levels.removeAll(keepingCapacity: true)
                 if speakingChanged {
