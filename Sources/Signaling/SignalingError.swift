@@ -40,6 +40,35 @@ public struct SignalingError: Error, Sendable, Hashable, CustomStringConvertible
         /// The callee has no device online (NIM 11001).
         public static let calleeOffline = Code(11_001)
 
+        // Local failures: this device, not the server, with NIM's numbers.
+
+        /// No call (or invitation, or mix task) in progress here (NIM 20001).
+        public static let notStarted = Code(20_001)
+        /// A local operation failed: no such device, a bad argument, a stream that
+        /// would not start (NIM 20002).
+        public static let operationFailed = Code(20_002)
+        /// The audio device could not be opened (NIM 10015).
+        public static let audioDeviceInitFailed = Code(10_015)
+        /// A recording's path is unusable: its directory does not exist (NIM 10017).
+        public static let recordingInvalidPath = Code(10_017)
+        /// A recording could not start: already running, nothing to record, bad options (NIM 10018).
+        public static let recordingStartFailed = Code(10_018)
+        /// A recording's file could not be created (NIM 10019).
+        public static let recordingCreateFileFailed = Code(10_019)
+        /// A recording could not be stopped: none runs, or closing failed (NIM 10023).
+        public static let recordingStopFailed = Code(10_023)
+        /// Writing a recording failed (NIM 10024).
+        public static let recordingWriteFailed = Code(10_024)
+        /// The disk filled up under a recording (NIM 10025).
+        public static let recordingDiskNearlyFull = Code(10_025)
+        /// The peer did not answer connectivity checks in time (NIM 10029).
+        public static let connectTimeout = Code(10_029)
+        /// Not connected to the signaling server (NIM 20409).
+        public static let serverDisconnected = Code(20_409)
+
+        /// Whether the failure is this device's own (no message went to the server).
+        public var isLocal: Bool { [10_015, 10_029, 20_001, 20_002, 20_409].contains(rawValue) || (10_017...10_025).contains(rawValue) }
+
         public var description: String {
             switch rawValue {
             case 400: "malformed message"
@@ -56,6 +85,17 @@ public struct SignalingError: Error, Sendable, Hashable, CustomStringConvertible
             case 10_012: "busy"
             case 10_013: "handled elsewhere"
             case 11_001: "callee offline"
+            case 20_001: "not started"
+            case 20_002: "operation failed"
+            case 10_015: "audio device init failed"
+            case 10_017: "recording: invalid path"
+            case 10_018: "recording: start failed"
+            case 10_019: "recording: cannot create file"
+            case 10_023: "recording: stop failed"
+            case 10_024: "recording: write failed"
+            case 10_025: "recording: disk nearly full"
+            case 10_029: "connect timeout"
+            case 20_409: "server disconnected"
             default: "error \(rawValue)"
             }
         }

@@ -155,7 +155,6 @@ enum CallPrinter {
         case .recordStopped(let id, let file, let user): "recordStopped callID=\(id) user=\(user) file=\(file)"
         case .recordVideoSizeChanged(let id, let user, let width, let height):
             "recordVideoSizeChanged callID=\(id) user=\(user) \(width)x\(height)"
-        case .remoteVideoFrame, .localPreviewFrame, .myVolume, .speakingUsers: nil
         }
     }
 

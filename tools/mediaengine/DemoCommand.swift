@@ -172,6 +172,8 @@ final class DemoEndpoint: Sendable {
         self.tone = tone
         let state = self.state
         state.received.withLock { $0.onsets = OnsetDetector(threshold: tone.threshold) }
+        // Every received picture, off the receiving thread, to be matched to its source.
+        let (pictures, picture) = AsyncStream<VideoFrame>.makeStream()
         let media: MediaSessionFactory = { type, _ in
             let source = MarkedToneSource(tone)
             state.received.withLock { received in
@@ -188,14 +190,22 @@ final class DemoEndpoint: Sendable {
                     received.onsets.add(pcm, playedAt: now)
                 }
             }
+            configuration.remoteVideo = { _, frame in picture.yield(frame) }
             return configuration
         }
         manager = NetCallManager(configuration: NetCallManager.Configuration(server: url, token: token, device: "demo", media: media))
         try await manager.login()
-        Task { [manager, state] in
+        Task { [state] in
             // Both sides send the same test pattern, so it is the reference for either.
             var pattern = TestPattern(width: width, height: height, frameRate: 30)
             var matcher = SequenceMatcher { pattern.nextFrame() }
+            for await frame in pictures {
+                matcher.add(frame)
+                let psnr = matcher.psnrs.last ?? 0
+                state.received.withLock { $0.videoPSNRs.append(psnr) }
+            }
+        }
+        Task { [manager, state] in
             for await event in manager.events {
                 switch event {
                 case .receive(let id, _, _, _) where answers:
@@ -204,10 +214,6 @@ final class DemoEndpoint: Sendable {
                     } catch {
                         state.received.withLock { $0.problems.append("accepting: \(error)") }
                     }
-                case .remoteVideoFrame(_, let frame):
-                    matcher.add(frame)
-                    let psnr = matcher.psnrs.last ?? 0
-                    state.received.withLock { $0.videoPSNRs.append(psnr) }
                 case .callStatus(_, .connected):
                     state.received.withLock { $0.connectedAt = .now }
                 case .callStatus(_, .disconnected(let why)):

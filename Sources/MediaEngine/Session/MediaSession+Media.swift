@@ -108,13 +108,11 @@ extension MediaSession {
                 for (id, frame) in frames {
                     let owner = streamOwners.withLock { $0[id] } ?? ""
                     try decoding.decode(id, frame, now: now, withCore: { body in transport.withCore { core, _ in body(core) } },
-                                        video: { _, picture in emit(.remoteVideoFrame(picture, participant: owner)) },
+                                        video: { _, picture in show(picture, participant: owner) },
                                         encodedMedia: { _, media in self.recording(of: owner)?.offer(media) })
                 }
                 frames.removeAll(keepingCapacity: true)
-                try decoding.releaseDue(now: now) { id, picture in
-                    emit(.remoteVideoFrame(picture, participant: streamOwners.withLock { $0[id] } ?? ""))
-                }
+                try decoding.releaseDue(now: now) { id, picture in show(picture, participant: streamOwners.withLock { $0[id] } ?? "") }
                 for event in events { handle(event) }
                 events.removeAll(keepingCapacity: true)
                 for (owner, level) in levels { emit(.remoteAudioLevel(level, participant: owner)) }
@@ -135,12 +133,18 @@ extension MediaSession {
                 core.acceptedAudio = nil
             }
             if !playout.isEmpty { try play(&playout, sink: &sink, playing: &playing) }
-            try decoding.releaseAll { id, picture in emit(.remoteVideoFrame(picture, participant: streamOwners.withLock { $0[id] } ?? "")) }
+            try decoding.releaseAll { id, picture in show(picture, participant: streamOwners.withLock { $0[id] } ?? "") }
         } catch {
             state.withLock { $0.summary.failure = "receive: \(error)" }
         }
         let statistics = transport.withCore { core, _ in sessionStatistics(core) }
         state.withLock { $0.summary.received = statistics }
+    }
+
+    /// Hands a decoded picture to the app: its YUV callback, then the event.
+    private func show(_ picture: VideoFrame, participant: String) {
+        parts.configuration.remoteVideo?(participant, picture)
+        emit(.remoteVideoFrame(picture, participant: participant))
     }
 
     /// What the receiving loop found, acted on off the core's lock.

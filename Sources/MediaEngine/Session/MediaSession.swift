@@ -73,6 +73,9 @@ public final class MediaSession: Sendable {
         /// Sees every block of each participant's decoded audio, before the mix, on the
         /// receiving thread.
         public var participantAudio: (@Sendable (String, UnsafeBufferPointer<Int16>) -> Void)?
+        /// Sees every decoded picture of each participant (its YUV callback), on the
+        /// receiving thread, before the event; keep it short.
+        public var remoteVideo: (@Sendable (String, VideoFrame) -> Void)?
 
         public init(audio: any AudioSource, video: (any VideoSource)?) {
             self.audio = audio

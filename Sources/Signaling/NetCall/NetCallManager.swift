@@ -49,12 +49,17 @@ public actor NetCallManager {
     }
 
     public let configuration: Configuration
-    /// Every event, in order; one reader.
+    /// Every event, in order, none dropped; one reader.
     public nonisolated let events: AsyncStream<NetCallEvent>
+    /// Pictures and levels as they come, newest kept (`mediaUpdateBuffer` of them); one reader.
+    public nonisolated let mediaUpdates: AsyncStream<NetCallMediaUpdate>
+    /// Per-frame updates kept for a reader that falls behind: the newest win.
+    public static let mediaUpdateBuffer = 8
     /// The app's capture hooks, used by every call (unless the media factory sets its own):
     /// `captureHooks.setAudioHook`, `setVideoHook`, `sendVideoFrame`.
     public nonisolated let captureHooks = CaptureHooks()
     private let emit: AsyncStream<NetCallEvent>.Continuation
+    private let emitMedia: AsyncStream<NetCallMediaUpdate>.Continuation
     private var client: SignalingClient?
     private var call: Call?
     private var invitations: [UInt64: Event.Receive] = [:]
@@ -68,7 +73,10 @@ public actor NetCallManager {
 
     public init(configuration: Configuration) {
         self.configuration = configuration
-        (events, emit) = AsyncStream<NetCallEvent>.makeStream(bufferingPolicy: .bufferingNewest(4_096))
+        // Control events are few (a handful per call, one net status a second): none is ever
+        // dropped. Pictures and levels come 30+ times a second: only the newest are kept.
+        (events, emit) = AsyncStream<NetCallEvent>.makeStream(bufferingPolicy: .unbounded)
+        (mediaUpdates, emitMedia) = AsyncStream<NetCallMediaUpdate>.makeStream(bufferingPolicy: .bufferingNewest(Self.mediaUpdateBuffer))
     }
 
     /// The call in progress, if any; 0 while `start` has not returned its ID.
@@ -105,6 +113,7 @@ public actor NetCallManager {
         await client?.close()
         client = nil
         emit.finish()
+        emitMedia.finish()
     }
 
     private func pump(_ client: SignalingClient) async {
@@ -129,7 +138,7 @@ public actor NetCallManager {
 
     private func request<Body: Encodable & Sendable, Result: Decodable & Sendable>(_ type: String, _ body: Body, as result: Result.Type)
         async throws(SignalingError) -> Result {
-        guard let client else { throw SignalingError(.serverUnavailable, "\(type): not connected to the server") }
+        guard let client else { throw SignalingError(.serverDisconnected, "\(type): not connected to the server") }
         return try await client.request(type, body, as: result, timeout: configuration.requestTimeout)
     }
 
@@ -156,7 +165,7 @@ public actor NetCallManager {
     /// Answers an invitation. Accepting starts the media with the caller.
     public func response(callID: UInt64, accept: Bool) async throws(SignalingError) {
         guard let invitation = invitations[callID] else {
-            throw SignalingError(.callNotFound, "response: no invitation \(callID)")
+            throw SignalingError(.notStarted, "response: no invitation \(callID)")
         }
         guard accept else {
             _ = try await request(MessageType.response, Request.Response(callID: callID, accept: false, media: nil), as: Reply.Response.self)
@@ -213,12 +222,12 @@ public actor NetCallManager {
     /// Switches the current call between audio and video: video starts (from a keyframe)
     /// or pauses. Signal it to the peer with `control` (`toVideo`, `agreeToVideo`, `toAudio`),
     /// as NIM apps do; the peer's video is received whenever it sends some.
-    /// - Throws: `.callNotFound` without a call; `.invalidRequest` when this device has no
+    /// - Throws: `.notStarted` without a call; `.operationFailed` when this device has no
     ///   video source.
     public func switchType(_ type: CallType) throws(SignalingError) {
-        guard var call else { throw SignalingError(.callNotFound, "switchType: no call in progress") }
+        guard var call else { throw SignalingError(.notStarted, "switchType: no call in progress") }
         guard type == .audio || call.session.sendsVideo else {
-            throw SignalingError(.invalidRequest, "switchType: this device has no video source")
+            throw SignalingError(.operationFailed, "switchType: this device has no video source")
         }
         call.session.controls.update { controls in
             controls.videoPaused = type == .audio
@@ -231,13 +240,13 @@ public actor NetCallManager {
     /// Changes the video preset of the current call: the bitrate at once, and the picture
     /// size when `videoSource` is configured (a new source at the preset's size).
     public func switchVideoQuality(_ quality: CallVideoQuality) throws(SignalingError) {
-        guard let call else { throw SignalingError(.callNotFound, "switchVideoQuality: no call in progress") }
-        guard call.session.sendsVideo else { throw SignalingError(.invalidRequest, "switchVideoQuality: this device sends no video") }
+        guard let call else { throw SignalingError(.notStarted, "switchVideoQuality: no call in progress") }
+        guard call.session.sendsVideo else { throw SignalingError(.operationFailed, "switchVideoQuality: this device sends no video") }
         if let make = configuration.videoSource {
             do {
                 call.session.replaceVideoSource(try make(quality))
             } catch {
-                throw SignalingError(.invalidRequest, "switchVideoQuality: \(error)")
+                throw SignalingError(.operationFailed, "switchVideoQuality: \(error)")
             }
         }
         call.session.controls.update { $0.videoBitrate = quality.encoding.bitrate }
@@ -245,19 +254,19 @@ public actor NetCallManager {
 
     /// Moves the current call to the next V4L2 camera (in `/dev/video*` order, wrapping),
     /// at the size of `quality`.
-    /// - Throws: `.invalidRequest` when there is no other camera or it cannot be opened.
+    /// - Throws: `.operationFailed` when there is no other camera or it cannot be opened.
     public func switchCamera(quality: CallVideoQuality = .default) throws(SignalingError) {
-        guard var call else { throw SignalingError(.callNotFound, "switchCamera: no call in progress") }
+        guard var call else { throw SignalingError(.notStarted, "switchCamera: no call in progress") }
         let cameras = V4L2DeviceInfo.list().map(\.path).sorted()
         let others = cameras.filter { $0 != call.camera }
         guard let next = others.first(where: { $0 > (call.camera ?? "") }) ?? others.first, cameras.count > 1 || call.camera == nil else {
-            throw SignalingError(.invalidRequest, "switchCamera: no other camera (\(cameras.count) found)")
+            throw SignalingError(.operationFailed, "switchCamera: no other camera (\(cameras.count) found)")
         }
         let preset = quality.encoding
         do {
             call.session.replaceVideoSource(try MediaSources.video("v4l2:\(next):\(preset.width)x\(preset.height)@\(preset.frameRate)"))
         } catch {
-            throw SignalingError(.invalidRequest, "switchCamera: \(error)")
+            throw SignalingError(.operationFailed, "switchCamera: \(error)")
         }
         call.camera = next
         self.call = call
@@ -266,7 +275,7 @@ public actor NetCallManager {
     /// Mixes an audio file into what this side sends (NIM's `startAudioMix`); a running
     /// task ends. `audioMixTaskCompleted` follows its last pass.
     public func startAudioMix(_ task: AudioFileMixTask) throws(SignalingError) {
-        guard let call else { throw SignalingError(.callNotFound, "startAudioMix: no call in progress") }
+        guard let call else { throw SignalingError(.notStarted, "startAudioMix: no call in progress") }
         call.session.startAudioMix(task)
     }
 
@@ -280,11 +289,11 @@ public actor NetCallManager {
     /// Changes the running task's loops (restarting their count) and volumes (0...1).
     public func updateAudioMix(numberOfLoops: Int? = nil, sendVolume: Double? = nil, playbackVolume: Double? = nil)
         throws(SignalingError) {
-        guard let task = currentAudioMixTask else { throw SignalingError(.callNotFound, "updateAudioMix: no mix task running") }
+        guard let task = currentAudioMixTask else { throw SignalingError(.notStarted, "updateAudioMix: no mix task running") }
         do {
             try task.setVolumes(send: sendVolume, playback: playbackVolume)
         } catch {
-            throw SignalingError(.invalidRequest, "updateAudioMix: \(error.message)")
+            throw SignalingError(.operationFailed, "updateAudioMix: \(error.message)")
         }
         if let numberOfLoops { task.numberOfLoops = numberOfLoops }
     }
@@ -294,20 +303,21 @@ public actor NetCallManager {
     /// - Returns: The path.
     @discardableResult
     public func startAudioRecording(path: String? = nil) throws(SignalingError) -> String {
-        guard let call else { throw SignalingError(.callNotFound, "startAudioRecording: no call in progress") }
+        guard let call else { throw SignalingError(.notStarted, "startAudioRecording: no call in progress") }
         do {
             return try call.session.startAudioRecording(path: path)
         } catch {
-            throw SignalingError(.invalidRequest, "startAudioRecording: \(error.message)")
+            throw SignalingError(OutputFile.missingDirectory(of: path ?? "") != nil ? .recordingInvalidPath : .recordingStartFailed,
+                                 "startAudioRecording: \(error.message)")
         }
     }
 
     public func stopAudioRecording() throws(SignalingError) {
-        guard let call else { throw SignalingError(.callNotFound, "stopAudioRecording: no call in progress") }
+        guard let call else { throw SignalingError(.notStarted, "stopAudioRecording: no call in progress") }
         do {
             try call.session.stopAudioRecording()
         } catch {
-            throw SignalingError(.invalidRequest, "stopAudioRecording: \(error.message)")
+            throw SignalingError(.recordingStopFailed, "stopAudioRecording: \(error.message)")
         }
     }
 
@@ -328,7 +338,7 @@ public actor NetCallManager {
         do {
             return try call.session.startRecording(target, path: path, videoBitrate: videoBitrate)
         } catch {
-            throw SignalingError(.invalidRequest, "startRecording: \(error.message)")
+            throw SignalingError(Self.code(for: error), "startRecording: \(error.message)")
         }
     }
 
@@ -338,15 +348,15 @@ public actor NetCallManager {
         do {
             try call.session.stopRecording(target)
         } catch {
-            throw SignalingError(.invalidRequest, "stopRecording: \(error.message)")
+            throw SignalingError(.recordingStopFailed, "stopRecording: \(error.message)")
         }
     }
 
     private func recordingTarget(_ user: String, _ operation: String) throws(SignalingError) -> (Call, MediaSession.RecordingTarget) {
-        guard let call else { throw SignalingError(.callNotFound, "\(operation): no call in progress") }
+        guard let call else { throw SignalingError(.notStarted, "\(operation): no call in progress") }
         if user == account { return (call, .local) }
         if user == call.peer { return (call, .remote) }
-        throw SignalingError(.invalidRequest, "\(operation): \(user) is not in the call")
+        throw SignalingError(.operationFailed, "\(operation): \(user) is not in the call")
     }
 
     /// The next picture this side sends (nil without a call, a video source, or a picture
@@ -358,7 +368,7 @@ public actor NetCallManager {
 
     /// Plays the peer's audio on `sink` from now on (another device, or nil for none).
     public func setAudioOutput(_ sink: sending (any AudioSink)?) throws(SignalingError) {
-        guard let call else { throw SignalingError(.callNotFound, "setAudioOutput: no call in progress") }
+        guard let call else { throw SignalingError(.notStarted, "setAudioOutput: no call in progress") }
         call.session.replaceAudioSink(sink)
     }
 
@@ -431,14 +441,17 @@ public actor NetCallManager {
             return session
         } catch let error as SignalingError {
             throw error
+        } catch let error as DeviceError {
+            throw SignalingError(.audioDeviceInitFailed, "media: \(error)")
         } catch {
-            throw SignalingError(.serverUnavailable, "media: \(error)")
+            throw SignalingError(.operationFailed, "media: \(error)")
         }
     }
 
     private func startMedia(_ session: MediaSession, remote media: MediaEndpoint, callID: UInt64, peer: String) throws(SignalingError) {
         let remote = try media.sessionEndpoint()
         let emit = self.emit
+        let emitMedia = self.emitMedia
         let status = NetStatusMeter()
         let threshold = configuration.speakingThreshold
         let me = account ?? ""
@@ -457,11 +470,11 @@ public actor NetCallManager {
                         emit.yield(.netStatus(user: peer, level, lossPercent: loss, roundTripMilliseconds: rtt, jitterMilliseconds: jitter))
                     }
                 case .remoteVideoFrame(let frame, _):
-                    emit.yield(.remoteVideoFrame(user: peer, frame))
+                    emitMedia.yield(.remoteVideoFrame(user: peer, frame))
                 case .localVideoFrame(let frame):
-                    emit.yield(.localPreviewFrame(frame))
+                    emitMedia.yield(.localPreviewFrame(frame))
                 case .localAudioLevel(let level):
-                    emit.yield(.myVolume(level))
+                    emitMedia.yield(.myVolume(level))
                 case .audioMixTaskCompleted(let task):
                     emit.yield(.audioMixTaskCompleted(task))
                 case .recordStarted(let target, let path):
@@ -473,13 +486,25 @@ public actor NetCallManager {
                 case .recordVideoSizeChanged(let target, let width, let height):
                     emit.yield(.recordVideoSizeChanged(callID: callID, user: target == .local ? me : peer, width: width, height: height))
                 case .remoteAudioLevel(let level, _):
-                    emit.yield(.speakingUsers(level >= threshold ? [peer: level] : [:]))
+                    emitMedia.yield(.speakingUsers(level >= threshold ? [peer: level] : [:]))
                 case .speakingUsers:
                     break  // a call has one peer: its played level (above) says whether it speaks
                 }
             }
         } catch {
-            throw SignalingError(.serverUnavailable, "media: \(error)")
+            throw SignalingError(.operationFailed, "media: \(error)")
+        }
+    }
+
+    /// NIM's number for a recording that failed to start.
+    private static func code(for error: RecordingError) -> SignalingError.Code {
+        switch error.kind {
+        case .missingDirectory: .recordingInvalidPath
+        case .cannotCreate: .recordingCreateFileFailed
+        case .diskFull: .recordingDiskNearlyFull
+        case .writeFailed: .recordingWriteFailed
+        case .notRecording: .recordingStopFailed
+        case .alreadyRecording, .nothingToRecord, .invalidOptions: .recordingStartFailed
         }
     }
 

@@ -34,7 +34,8 @@ public enum CallStatus: Sendable, Hashable {
     case disconnected(String)
 }
 
-/// What `NetCallManager` reports, in order, through `events`.
+/// What `NetCallManager` reports, in order, through `events`: every one is delivered,
+/// however slowly the app reads (per-frame media goes through `mediaUpdates` instead).
 public enum NetCallEvent: Sendable {
     /// An invitation (callee side).
     case receive(callID: UInt64, from: String, type: CallType, option: CallOption)
@@ -49,14 +50,6 @@ public enum NetCallEvent: Sendable {
     case callRecord(CallRecord)
     /// About once a second during a call, for the peer's direction of media.
     case netStatus(user: String, NetStatus, lossPercent: Double, roundTripMilliseconds: Double, jitterMilliseconds: Double)
-    /// A decoded picture from a user (I420, compact planes).
-    case remoteVideoFrame(user: String, VideoFrame)
-    /// A captured picture about to be sent.
-    case localPreviewFrame(VideoFrame)
-    /// Level of our own audio being sent, 0...1, every 100 ms.
-    case myVolume(Double)
-    /// Users heard above the speaking threshold in the last 100 ms, with their levels.
-    case speakingUsers([String: Double])
     /// The signaling connection dropped; calls and media go on while it reconnects.
     case connectionLost(String)
     /// Logged in again after a drop.
@@ -71,6 +64,20 @@ public enum NetCallEvent: Sendable {
     case recordStopped(callID: UInt64, file: String, user: String)
     /// The recorded user's picture size changed; the recording goes on in the same file.
     case recordVideoSizeChanged(callID: UInt64, user: String, width: Int, height: Int)
+}
+
+/// Per-frame media reports, through `NetCallManager.mediaUpdates`: a latest-value
+/// channel (the newest few are kept; an app that reads slowly sees current pictures and
+/// levels, never a backlog, and never holds up `events`).
+public enum NetCallMediaUpdate: Sendable {
+    /// A decoded picture from a user (I420, compact planes).
+    case remoteVideoFrame(user: String, VideoFrame)
+    /// A captured picture about to be sent.
+    case localPreviewFrame(VideoFrame)
+    /// Level of our own audio being sent, 0...1, every 100 ms.
+    case myVolume(Double)
+    /// Users heard above the speaking threshold in the last 100 ms, with their levels.
+    case speakingUsers([String: Double])
 }
 
 /// How `NetCallManager` gets the media of a call: the app says which sources to use for
