@@ -43,6 +43,12 @@ let package = Package(
             name: "SRTPBaseline",
             linkerSettings: [.linkedLibrary("srtp2")]
         ),
+        // SRTP round trips through SRTPContext and through SRTPBaseline, on identical packets.
+        .target(
+            name: "SRTPFixtures",
+            dependencies: [.product(name: "MediaEngine", package: "MediaEngine"), "BenchmarkSupport", "SRTPBaseline"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         // RTP parse/serialize (Swift only) and SRTP protect/unprotect against SRTPBaseline.
         .executableTarget(
             name: "WireBenchmarks",
@@ -50,7 +56,7 @@ let package = Package(
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "MediaEngine", package: "MediaEngine"),
                 "BenchmarkSupport",
-                "SRTPBaseline",
+                "SRTPFixtures",
             ],
             path: "Benchmarks/WireBenchmarks",
             swiftSettings: [.swiftLanguageMode(.v6)],
@@ -89,6 +95,20 @@ let package = Package(
                 "RecordingBaseline",
             ],
             path: "Benchmarks/RecordingBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        // The media core's per-packet paths (send and receive through SRTP, demux, jitter
+        // buffer or frame assembly, feedback), against libsrtp2 alone on the same packets.
+        .executableTarget(
+            name: "SessionBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "MediaEngine", package: "MediaEngine"),
+                "BenchmarkSupport",
+                "SRTPFixtures",
+            ],
+            path: "Benchmarks/SessionBenchmarks",
             swiftSettings: [.swiftLanguageMode(.v6)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),

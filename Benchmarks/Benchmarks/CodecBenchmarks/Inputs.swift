@@ -1,12 +1,6 @@
 import BenchmarkSupport
 import MediaEngine
 
-/// Why a fixture could not be built, or a codec call failed during a run.
-struct BenchmarkFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// The settings every benchmark pair uses, on both sides.
 enum Settings {
     /// 20 ms mono frames at 32 kb/s, complexity 9, VoIP: a typical call.

@@ -28,7 +28,3 @@ let benchmarks: @Sendable () -> Void = {
     }
 }
 
-struct BenchmarkFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}

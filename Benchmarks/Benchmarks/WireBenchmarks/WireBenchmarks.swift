@@ -10,6 +10,7 @@
 import Benchmark
 import BenchmarkSupport
 import MediaEngine
+import SRTPFixtures
 
 let benchmarks: @Sendable () -> Void = {
     let metrics = standardMetrics
@@ -53,12 +54,6 @@ let benchmarks: @Sendable () -> Void = {
 }
 
 
-/// Why a fixture could not be built, or a call failed during a run.
-struct BenchmarkFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
 /// The settings the wire benchmarks use.
 enum WireSettings {
     /// The extension IDs of RTPExtensionMap.standard.
@@ -78,11 +73,3 @@ enum WireSettings {
     static let ssrc: UInt32 = 0x1234_5678
 }
 
-/// Deterministic bytes that look random (a 32-bit LCG), so payloads are not all zero.
-func pseudoRandomBytes(count: Int, seed: UInt32) -> [UInt8] {
-    var state = seed
-    return (0..<count).map { _ in
-        state = state &* 1_664_525 &+ 1_013_904_223
-        return UInt8(truncatingIfNeeded: state >> 24)
-    }
-}

@@ -62,3 +62,18 @@ public final class PacketSequence {
 
     public subscript(index: Int) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[ranges[index]]) }
 }
+
+/// Why a fixture could not be built, or a call failed during a run.
+public struct BenchmarkFailure: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Deterministic bytes that look random (a 32-bit LCG), so payloads are not all zero.
+public func pseudoRandomBytes(count: Int, seed: UInt32) -> [UInt8] {
+    var state = seed
+    return (0..<count).map { _ in
+        state = state &* 1_664_525 &+ 1_013_904_223
+        return UInt8(truncatingIfNeeded: state >> 24)
+    }
+}

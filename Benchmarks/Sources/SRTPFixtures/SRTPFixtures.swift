@@ -1,38 +1,42 @@
+// SRTP round trips, SRTPContext and the same libsrtp2 calls from C, on identical packets:
+// the wire benchmarks' pairs and the session benchmarks' C baseline.
+
+import BenchmarkSupport
 import MediaEngine
 import SRTPBaseline
 
 /// The fixed master key and salt both sides use.
-func srtpKey(_ profile: SRTPProfile) -> [UInt8] {
+public func srtpKey(_ profile: SRTPProfile) -> [UInt8] {
     pseudoRandomBytes(count: profile.keyLength, seed: 0x5EC2_E7)
 }
 
 /// Makes libsrtp's one srtp_init of this process the way the engine makes it: through
 /// SRTPContext, which calls it (under a lock) for its first context. The C baseline does
 /// not call srtp_init itself, because a second call fails (SRTPBaseline.h).
-func initialiseLibSRTP() throws {
+public func initialiseLibSRTP() throws {
     _ = try SRTPContext(keying: try SRTPKeyingMaterial(profile: .aesCM128HMACSHA1_80, bytes: srtpKey(.aesCM128HMACSHA1_80)),
                         direction: .outbound)
 }
 
 /// One plain RTP packet and the work buffer it is protected and unprotected in; the same
 /// code prepares each iteration's input for both sides.
-final class SRTPWorkload {
+public final class SRTPWorkload {
     static let firstSequenceNumber: UInt16 = 0xFF00  // wraps (and bumps the ROC) early in the run
 
     /// The RTP packet: a 12-byte header (PT 96, the SSRC of WireSettings), the rest
     /// payload. Its sequence number is rewritten before every copy.
-    let prepared: UnsafeMutableRawBufferPointer
+    public let prepared: UnsafeMutableRawBufferPointer
     /// `length + SRTPContext.trailerCapacity` bytes.
-    let work: UnsafeMutableRawBufferPointer
-    let length: Int
+    public let work: UnsafeMutableRawBufferPointer
+    public let length: Int
     private var sequenceNumber = SRTPWorkload.firstSequenceNumber
 
-    init(size: Int) throws {
+    public init(size: Int, ssrc: UInt32 = 0x1234_5678) throws {
         guard size > 12, SRTPContext.trailerCapacity == Int(BaselineSRTPTrailerCapacity) else {
             throw BenchmarkFailure("SRTP: bad packet size, or the baseline's trailer capacity drifted")
         }
         let packet = RTPPacket(header: RTPHeader(payloadType: 96, sequenceNumber: 0, timestamp: 90_000,
-                                                 ssrc: WireSettings.ssrc),
+                                                 ssrc: ssrc),
                                payload: pseudoRandomBytes(count: size - 12, seed: UInt32(size)))
         let bytes = try packet.serialized()
         length = bytes.count
@@ -49,7 +53,7 @@ final class SRTPWorkload {
 
     /// Advances the sequence number in the prepared packet and copies it into `work`.
     @inline(__always)
-    func loadNext() {
+    public func loadNext() {
         sequenceNumber &+= 1
         prepared[2] = UInt8(truncatingIfNeeded: sequenceNumber >> 8)
         prepared[3] = UInt8(truncatingIfNeeded: sequenceNumber)
@@ -58,12 +62,12 @@ final class SRTPWorkload {
 }
 
 /// SRTPContext, one outbound and one inbound, with the same key.
-final class SwiftSRTPRoundTrip {
-    let workload: SRTPWorkload
+public final class SwiftSRTPRoundTrip {
+    public let workload: SRTPWorkload
     private let outbound: SRTPContext
     private let inbound: SRTPContext
 
-    init(profile: SRTPProfile, size: Int) throws {
+    public init(profile: SRTPProfile, size: Int) throws {
         workload = try SRTPWorkload(size: size)
         let keying = try SRTPKeyingMaterial(profile: profile, bytes: srtpKey(profile))
         outbound = try SRTPContext(keying: keying, direction: .outbound, replayWindow: 1_024)
@@ -72,30 +76,30 @@ final class SwiftSRTPRoundTrip {
 
     /// Loads the next packet into the work buffer and protects it; returns the SRTP length.
     @inline(__always)
-    func protectNext() throws(SRTPError) -> Int {
+    public func protectNext() throws(SRTPError) -> Int {
         workload.loadNext()
         return try outbound.protect(workload.work, length: workload.length)
     }
 
     @inline(__always)
-    func unprotect(length: Int) throws(SRTPError) -> Int {
+    public func unprotect(length: Int) throws(SRTPError) -> Int {
         try inbound.unprotect(workload.work, length: length)
     }
 
     /// One iteration: protect the next packet, then unprotect it; returns the RTP length.
     @inline(__always)
-    func roundTripNext() throws(SRTPError) -> Int {
+    public func roundTripNext() throws(SRTPError) -> Int {
         try unprotect(length: try protectNext())
     }
 }
 
 /// The C baseline: the same sessions, the same workload code.
-final class BaselineSRTPRoundTrip {
-    let workload: SRTPWorkload
+public final class BaselineSRTPRoundTrip {
+    public let workload: SRTPWorkload
     private let outbound: OpaquePointer
     private let inbound: OpaquePointer
 
-    init(profile: SRTPProfile, size: Int) throws {
+    public init(profile: SRTPProfile, size: Int) throws {
         workload = try SRTPWorkload(size: size)
         let baselineProfile: BaselineSRTPProfile = switch profile {
         case .aesCM128HMACSHA1_80: BaselineSRTPProfileAESCM128HMACSHA1_80
@@ -121,7 +125,7 @@ final class BaselineSRTPRoundTrip {
     }
 
     @inline(__always)
-    func protectNext() throws -> Int {
+    public func protectNext() throws -> Int {
         workload.loadNext()
         let work = workload.work
         let length = baseline_srtp_protect(outbound, work.baseAddress?.assumingMemoryBound(to: UInt8.self),
@@ -131,7 +135,7 @@ final class BaselineSRTPRoundTrip {
     }
 
     @inline(__always)
-    func unprotect(length: Int) throws -> Int {
+    public func unprotect(length: Int) throws -> Int {
         let work = workload.work
         let plainLength = baseline_srtp_unprotect(inbound, work.baseAddress?.assumingMemoryBound(to: UInt8.self),
                                                   work.count, length)
@@ -140,7 +144,7 @@ final class BaselineSRTPRoundTrip {
     }
 
     @inline(__always)
-    func roundTripNext() throws -> Int {
+    public func roundTripNext() throws -> Int {
         try unprotect(length: try protectNext())
     }
 }
@@ -149,7 +153,7 @@ final class BaselineSRTPRoundTrip {
 /// same sequence numbers, across the 16-bit wrap) into byte-identical SRTP packets, and
 /// both unprotect them back to the plain packet. This shows the baseline is configured
 /// as SRTPContext is.
-func checkSRTPAgreement(profile: SRTPProfile, size: Int) throws {
+public func checkSRTPAgreement(profile: SRTPProfile, size: Int) throws {
     let swift = try SwiftSRTPRoundTrip(profile: profile, size: size)
     let baseline = try BaselineSRTPRoundTrip(profile: profile, size: size)
     for packet in 0..<512 {

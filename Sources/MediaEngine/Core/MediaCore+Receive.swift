@@ -162,8 +162,10 @@ extension MediaCore {
     /// Runs a video stream's recovery: frames it releases become events, NACK, PLI and
     /// FIR are queued.
     func processVideo(_ stream: ReceiveStreamState, now: Duration) {
-        guard let actions = stream.video?.process(now: now) else { return }
-        for action in actions {
+        guard stream.video != nil else { return }
+        stream.video?.process(now: now, into: &videoActions)
+        defer { videoActions.removeAll(keepingCapacity: true) }
+        for action in videoActions {
             switch action {
             case .decode(let frame):
                 emit(.videoFrame(stream.id, frame))

@@ -124,6 +124,8 @@ public final class MediaCore {
     var receiverReports: RTCPInterval
     var nextReceiverReport: Duration?
     var lipSyncs: [String: LipSync] = [:]
+    /// Reused for every video stream's actions, so releasing frames allocates nothing.
+    var videoActions: [VideoReceiveStream.Action] = []
     var nextSynchronization: Duration?
 
     // Path.
@@ -147,6 +149,7 @@ public final class MediaCore {
         receiverReports = RTCPInterval(sessionBandwidth: max(configuration.receiveBandwidth, 8_000), weSent: false)
         feedback = TransportFeedbackGenerator(configuration: TransportFeedbackGenerator.Configuration(senderSSRC: configuration.rtcpSSRC))
         events.reserveCapacity(64)
+        videoActions.reserveCapacity(16)
         if let keying = configuration.outboundKeying { _ = try outboundKey(for: keying) }
         if let keying = configuration.inboundKeying { _ = try inboundKey(for: keying) }
         inboundKeying = configuration.inboundKeying

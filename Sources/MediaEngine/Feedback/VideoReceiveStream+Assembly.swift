@@ -107,7 +107,10 @@ extension VideoReceiveStream {
             size += packet?.length ?? 0
             firstArrival = min(firstArrival, packet?.arrival ?? firstArrival)
         }
-        var data: [UInt8] = []
+        // The previous frame's buffer, reused when nobody holds that frame any more.
+        var data = frameBuffer
+        frameBuffer = []
+        data.removeAll(keepingCapacity: true)
         data.reserveCapacity(size)
         for sequence in start...last {
             ring.appendPayload(of: sequence, to: &data)
@@ -124,6 +127,7 @@ extension VideoReceiveStream {
             keyframes.keyframeReceived(now: now)
         }
         nack.clear(before: last + 1)
+        frameBuffer = data
         actions.append(.decode(Frame(data: data, timestamp: first.timestamp, isKeyframe: first.startsKeyframe,
                                      pictureID: first.pictureID, firstSequenceNumber: UInt16(truncatingIfNeeded: start),
                                      lastSequenceNumber: UInt16(truncatingIfNeeded: last), firstArrival: firstArrival)))

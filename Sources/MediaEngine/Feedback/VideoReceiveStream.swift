@@ -36,8 +36,10 @@
 ///
 /// Bounds: `packetCapacity` (1024) packets of `maximumPayloadSize` (1500) bytes,
 /// allocated in `init` (about 1.5 MB); the NACK list (1000 entries) and 16 keyframe
-/// candidates, reserved up front. `insert` allocates nothing. `process` allocates the
-/// action array when it returns actions, one array per frame (its bytes) and one per NACK.
+/// candidates, reserved up front. `insert` allocates nothing. `process(now:into:)`
+/// reuses the caller's action array and the last frame's buffer (once its taker let go
+/// of it), so a steady stream allocates nothing per frame; `process(now:)` allocates the
+/// array it returns.
 /// Not thread-safe.
 public struct VideoReceiveStream: Sendable {
     /// Settings.
@@ -198,6 +200,9 @@ public struct VideoReceiveStream: Sendable {
     var sourceCandidate: (ssrc: UInt32, last: UInt16, count: Int)?
     var nackNumbers: [UInt16] = []
     var lastArrival: Duration?
+    /// The bytes of the last frame handed out, reused for the next one once its taker let
+    /// go of it.
+    var frameBuffer: [UInt8] = []
 
     /// Creates a stream and allocates its buffers.
     /// - Precondition: `packetCapacity` is 16...32768 and `maximumPayloadSize` positive.
@@ -318,6 +323,14 @@ public struct VideoReceiveStream: Sendable {
     /// request.
     public mutating func process(now: Duration) -> [Action] {
         var actions: [Action] = []
+        process(now: now, into: &actions)
+        return actions
+    }
+
+    /// `process(now:)` into the caller's array (appended to): with an array the caller
+    /// empties and reuses, and frames it lets go of before the next call, nothing is
+    /// allocated per frame.
+    public mutating func process(now: Duration, into actions: inout [Action]) {
         assembleFrames(now: now, into: &actions)
         if giveUpIfBlocked(now: now) { assembleFrames(now: now, into: &actions) }
         if decodeFrom == nil { discardStalePackets(now: now) }
@@ -334,7 +347,6 @@ public struct VideoReceiveStream: Sendable {
         case .fir(let sequenceNumber): actions.append(.sendFIR(sequenceNumber: sequenceNumber))
         case nil: break
         }
-        return actions
     }
 
     /// Records that the decoder found a frame corrupt: no delta frame is handed out until a

@@ -1,0 +1,65 @@
+// The media core's per-packet paths, sans-I/O (two cores back to back, no sockets): a
+// packet sent through one core and received by the other, with everything the engine does
+// per packet but decoding. Against libsrtp2 alone protecting and unprotecting packets of
+// the same size from C (SRTPBaseline), in the same run: SRTP is most of the work, and the
+// ratio shows what the core adds. One iteration is one packet; each sample runs 1000
+// (scalingFactor .kilo). See README.md.
+
+import Benchmark
+import BenchmarkSupport
+import MediaEngine
+import SRTPFixtures
+
+let benchmarks: @Sendable () -> Void = {
+    let configuration = Benchmark.Configuration(metrics: standardMetrics, timeUnits: .nanoseconds, warmupIterations: 2,
+                                                scalingFactor: .kilo, maxDuration: .seconds(30), maxIterations: 200)
+
+    Benchmark("Core audio packet (Swift)", configuration: configuration) { (benchmark: Benchmark, path: CoreAudioPath) throws in
+        measure(benchmark) { path.sendNext() }
+        try path.afterSample()
+    } setup: {
+        let path = try CoreAudioPath()
+        let before = path.packetsReceived
+        for _ in 0..<100 { path.sendNext() }
+        guard path.packetsReceived == before + 100 else { throw BenchmarkFailure("audio: \(path.packetsReceived - before) of 100 packets arrived") }
+        try path.afterSample()
+        return path
+    }
+
+    Benchmark("Core audio packet: SRTP alone (C)", configuration: configuration) { (benchmark: Benchmark, srtp: BaselineSRTPRoundTrip) throws in
+        try measure(benchmark) { try srtp.roundTripNext() }
+    } setup: {
+        try BaselineSRTPRoundTrip(profile: .aesCM128HMACSHA1_80, size: try averageRTPSize { try CoreAudioPath().pair } )
+    }
+
+    Benchmark("Core video packet (Swift)", configuration: configuration) { (benchmark: Benchmark, path: CoreVideoPath) in
+        measure(benchmark) { path.sendNext() }
+    } setup: {
+        let path = try CoreVideoPath()
+        let before = path.framesAssembled
+        for _ in 0..<300 { path.sendNext() }
+        guard path.framesAssembled > before else { throw BenchmarkFailure("video: no frame was assembled") }
+        return path
+    }
+
+    Benchmark("Core video packet, no RTCP (Swift)", configuration: configuration) { (benchmark: Benchmark, path: CoreVideoPath) in
+        measure(benchmark) { path.sendNext() }
+    } setup: {
+        let path = try CoreVideoPath(feedback: false)
+        for _ in 0..<300 { path.sendNext() }
+        return path
+    }
+
+    Benchmark("Core video packet: SRTP alone (C)", configuration: configuration) { (benchmark: Benchmark, srtp: BaselineSRTPRoundTrip) throws in
+        try measure(benchmark) { try srtp.roundTripNext() }
+    } setup: {
+        try BaselineSRTPRoundTrip(profile: .aesCM128HMACSHA1_80, size: try averageRTPSize { try CoreVideoPath().pair })
+    }
+}
+
+/// The mean RTP size (before SRTP) of the packets a fixture's sender put on the wire in setup.
+func averageRTPSize(_ fixture: () throws -> CorePair) throws -> Int {
+    let pair = try fixture()
+    guard pair.packetsCarried > 0 else { throw BenchmarkFailure("no packet crossed in setup") }
+    return pair.bytesCarried / pair.packetsCarried - SRTPProfile.aesCM128HMACSHA1_80.rtpOverhead
+}
