@@ -99,9 +99,10 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
-        .testTarget(name: "SignalingTests", dependencies: ["Signaling", "MediaEngine"]),
-        .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "Signaling", "MediaEngine"]),
-        // Runs programs (the CLI, ffmpeg, GStreamer) for the CLI and interop tests.
+        .testTarget(name: "SignalingTests", dependencies: ["Signaling", "MediaEngine", "TestSupport"]),
+        .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "Signaling", "MediaEngine", "TestSupport"]),
+        // Runs programs (the CLI, ffmpeg, GStreamer) for the CLI and interop tests, and
+        // heavy tests off Swift's cooperative threads.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(name: "CLITests", dependencies: ["mediaengine", "MediaEngine", "Signaling", "TestSupport"]),
         .testTarget(name: "InteropTests", dependencies: ["mediaengine", "MediaEngine", "TestSupport"]),

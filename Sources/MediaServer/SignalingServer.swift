@@ -29,7 +29,8 @@ public final class SignalingServer: Sendable {
         public var backlog = 4_096
         /// Run a net-detect echo responder (UDP) and announce it at login.
         public var echo = true
-        /// Its UDP port; nil: the same number as the signaling (TCP) port.
+        /// Its UDP port; nil: the same number as the signaling (TCP) port (when the TCP
+        /// port was picked (0) and that number is taken in UDP, any free one).
         public var echoPort: Int?
         public var echoPolicy = EchoPolicy()
 
@@ -91,8 +92,16 @@ public final class SignalingServer: Sendable {
         for await port in bound.stream {
             if configuration.echo {
                 do {
-                    let responder = try EchoResponder(bindTo: MediaEngine.SocketAddress(host: configuration.host, port: configuration.echoPort ?? port),
+                    let responder: EchoResponder
+                    do {
+                        responder = try EchoResponder(bindTo: MediaEngine.SocketAddress(host: configuration.host, port: configuration.echoPort ?? port),
                                                       policy: configuration.echoPolicy)
+                    } catch where configuration.echoPort == nil && configuration.port == 0 {
+                        // A picked TCP port's number can be taken in UDP (by anything, a call's
+                        // media socket): take another; the login reply names the one in use.
+                        responder = try EchoResponder(bindTo: MediaEngine.SocketAddress(host: configuration.host, port: 0),
+                                                      policy: configuration.echoPolicy)
+                    }
                     responder.start()
                     state.setEcho(responder)
                     await hub.setEchoPort(responder.localAddress.port)

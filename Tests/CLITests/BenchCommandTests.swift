@@ -4,79 +4,87 @@ import TestSupport
 import Testing
 
 @Suite struct BenchCommand {
-    @Test func vp8CaseAsJSONMeasuresQualityAndBitrate() throws {
-        let run = try CLI.run(["bench", "--codec", "vp8", "--resolutions", "320x240", "--vp8-bitrates", "300k",
-                               "--duration", "2", "--json"])
-        #expect(run.status == 0, "\(run.stderr)")
-        #expect(run.stderr.isEmpty, "no progress bar when stderr is not a terminal: \(run.stderr)")
-        let report = try JSONDecoder().decode(BenchReport.self, from: Data(run.stdout.utf8))
-        #expect(report.opus.isEmpty)
-        let result = try #require(report.vp8.first)
-        #expect(result.frames == 60)
-        #expect(result.keyframes == 1)
-        #expect(result.psnr > 35, "PSNR \(result.psnr)")
-        #expect(result.ssim > 0.9 && result.ssim <= 1)
-        #expect(abs(result.achievedBitrate - 300_000) / 300_000 < 0.25, "achieved \(result.achievedBitrate)")
-        #expect(result.encodeSpeed > 30, "a 320x240 encoder slower than real time: \(result.encodeSpeed) fps")
-    }
-
-    @Test func opusCaseAsCSVHasOneRowPerCase() throws {
-        let run = try CLI.run(["bench", "--codec", "opus", "--opus-bitrates", "32k,64000", "--complexities", "5",
-                               "--frame-sizes", "20", "--application", "audio", "--duration", "1", "--csv"])
-        #expect(run.status == 0, "\(run.stderr)")
-        let lines = run.stdout.split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false) }
-        #expect(lines.count == 3)
-        let header = lines[0].map(String.init)
-        for row in lines.dropFirst() {
-            let cell = { (name: String) in String(row[header.firstIndex(of: name)!]) }
-            #expect(cell("codec") == "opus")
-            #expect(cell("application") == "audio")
-            #expect(Double(cell("correlation"))! > 0.9)
-            let target = Double(cell("target_bps"))!
-            #expect(abs(Double(cell("achieved_bps"))! - target) / target < 0.2)
-            #expect(Double(cell("encode_speed"))! > 1, "Opus slower than real time")
+    @Test func vp8CaseAsJSONMeasuresQualityAndBitrate() async throws {
+        try await Heavy.run {
+            let run = try CLI.run(["bench", "--codec", "vp8", "--resolutions", "320x240", "--vp8-bitrates", "300k",
+                                   "--duration", "2", "--json"])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.stderr.isEmpty, "no progress bar when stderr is not a terminal: \(run.stderr)")
+            let report = try JSONDecoder().decode(BenchReport.self, from: Data(run.stdout.utf8))
+            #expect(report.opus.isEmpty)
+            let result = try #require(report.vp8.first)
+            #expect(result.frames == 60)
+            #expect(result.keyframes == 1)
+            #expect(result.psnr > 35, "PSNR \(result.psnr)")
+            #expect(result.ssim > 0.9 && result.ssim <= 1)
+            #expect(abs(result.achievedBitrate - 300_000) / 300_000 < 0.25, "achieved \(result.achievedBitrate)")
+            #expect(result.encodeSpeed > 30, "a 320x240 encoder slower than real time: \(result.encodeSpeed) fps")
         }
     }
 
-    @Test func tableAndPlotForBothCodecs() throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let plot = directory.appendingPathComponent("quality.svg").path
-        let run = try CLI.run(["bench", "--opus-bitrates", "16k,48k", "--complexities", "5", "--frame-sizes", "20",
-                               "--vp8-bitrates", "200k,400k", "--resolutions", "160x120", "--duration", "1",
-                               "--plot", plot])
-        #expect(run.status == 0, "\(run.stderr)")
-        #expect(run.stdout.contains("Opus (synthetic multi-tone)"))
-        #expect(run.stdout.contains("VP8 (synthetic test pattern)"))
-        #expect(run.stdout.contains("160x120"))
-        let svg = try String(contentsOfFile: plot, encoding: .utf8)
-        #expect(svg.hasPrefix("<svg"))
-        #expect(svg.components(separatedBy: "<polyline").count == 3, "one line per codec setting")
-        #expect(svg.contains("PSNR (dB)") && svg.contains("SNR (dB)"))
+    @Test func opusCaseAsCSVHasOneRowPerCase() async throws {
+        try await Heavy.run {
+            let run = try CLI.run(["bench", "--codec", "opus", "--opus-bitrates", "32k,64000", "--complexities", "5",
+                                   "--frame-sizes", "20", "--application", "audio", "--duration", "1", "--csv"])
+            #expect(run.status == 0, "\(run.stderr)")
+            let lines = run.stdout.split(separator: "\n").map { $0.split(separator: ",", omittingEmptySubsequences: false) }
+            #expect(lines.count == 3)
+            let header = lines[0].map(String.init)
+            for row in lines.dropFirst() {
+                let cell = { (name: String) in String(row[header.firstIndex(of: name)!]) }
+                #expect(cell("codec") == "opus")
+                #expect(cell("application") == "audio")
+                #expect(Double(cell("correlation"))! > 0.9)
+                let target = Double(cell("target_bps"))!
+                #expect(abs(Double(cell("achieved_bps"))! - target) / target < 0.2)
+                #expect(Double(cell("encode_speed"))! > 1, "Opus slower than real time")
+            }
+        }
     }
 
-    @Test func userWAVAndY4MInputsAreMeasured() throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let wav = directory.appendingPathComponent("voice.wav").path
-        var tone = ToneGenerator(.sine(330), layout: .stereo)
-        try AudioFile.writeWAV(tone.clip(seconds: 1), path: wav)
-        let y4m = directory.appendingPathComponent("clip.y4m").path
-        let writer = try Y4M.Writer(path: y4m, width: 192, height: 144, frameRate: 30)
-        var pattern = TestPattern(width: 192, height: 144)
-        for _ in 0..<20 { try writer.write(pattern.nextFrame()) }
-        try writer.close()
+    @Test func tableAndPlotForBothCodecs() async throws {
+        try await Heavy.run {
+            let directory = try temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let plot = directory.appendingPathComponent("quality.svg").path
+            let run = try CLI.run(["bench", "--opus-bitrates", "16k,48k", "--complexities", "5", "--frame-sizes", "20",
+                                   "--vp8-bitrates", "200k,400k", "--resolutions", "160x120", "--duration", "1",
+                                   "--plot", plot])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(run.stdout.contains("Opus (synthetic multi-tone)"))
+            #expect(run.stdout.contains("VP8 (synthetic test pattern)"))
+            #expect(run.stdout.contains("160x120"))
+            let svg = try String(contentsOfFile: plot, encoding: .utf8)
+            #expect(svg.hasPrefix("<svg"))
+            #expect(svg.components(separatedBy: "<polyline").count == 3, "one line per codec setting")
+            #expect(svg.contains("PSNR (dB)") && svg.contains("SNR (dB)"))
+        }
+    }
 
-        let run = try CLI.run(["bench", "--audio", wav, "--video", y4m, "--opus-bitrates", "64k", "--complexities", "9",
-                               "--frame-sizes", "20", "--vp8-bitrates", "500k", "--json"])
-        #expect(run.status == 0, "\(run.stderr)")
-        let report = try JSONDecoder().decode(BenchReport.self, from: Data(run.stdout.utf8))
-        #expect(report.audioInput == wav && report.videoInput == y4m)
-        #expect(report.opus.first?.channels == 2)
-        #expect((report.opus.first?.correlation ?? 0) > 0.95, "stereo voip at 64 kb/s")
-        // The file's own size is used when no --resolutions is given; it holds 20 frames.
-        #expect(report.vp8.first?.setup.width == 192)
-        #expect(report.vp8.first?.frames == 20)
+    @Test func userWAVAndY4MInputsAreMeasured() async throws {
+        try await Heavy.run {
+            let directory = try temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let wav = directory.appendingPathComponent("voice.wav").path
+            var tone = ToneGenerator(.sine(330), layout: .stereo)
+            try AudioFile.writeWAV(tone.clip(seconds: 1), path: wav)
+            let y4m = directory.appendingPathComponent("clip.y4m").path
+            let writer = try Y4M.Writer(path: y4m, width: 192, height: 144, frameRate: 30)
+            var pattern = TestPattern(width: 192, height: 144)
+            for _ in 0..<20 { try writer.write(pattern.nextFrame()) }
+            try writer.close()
+
+            let run = try CLI.run(["bench", "--audio", wav, "--video", y4m, "--opus-bitrates", "64k", "--complexities", "9",
+                                   "--frame-sizes", "20", "--vp8-bitrates", "500k", "--json"])
+            #expect(run.status == 0, "\(run.stderr)")
+            let report = try JSONDecoder().decode(BenchReport.self, from: Data(run.stdout.utf8))
+            #expect(report.audioInput == wav && report.videoInput == y4m)
+            #expect(report.opus.first?.channels == 2)
+            #expect((report.opus.first?.correlation ?? 0) > 0.95, "stereo voip at 64 kb/s")
+            // The file's own size is used when no --resolutions is given; it holds 20 frames.
+            #expect(report.vp8.first?.setup.width == 192)
+            #expect(report.vp8.first?.frames == 20)
+        }
     }
 
     @Test(arguments: [
@@ -90,11 +98,13 @@ import Testing
         (["--codec", "h264"], "h264"),
         (["--no-such-option"], "Unknown option '--no-such-option'"),
     ])
-    func badOptionsExitNonZeroWithAMessageNamingThem(arguments: [String], message: String) throws {
-        let run = try CLI.run(["bench"] + arguments)
-        #expect(run.status != 0)
-        #expect(run.stderr.contains(message), "\(run.stderr)")
-        #expect(run.stdout.isEmpty)
+    func badOptionsExitNonZeroWithAMessageNamingThem(arguments: [String], message: String) async throws {
+        try await Heavy.run {
+            let run = try CLI.run(["bench"] + arguments)
+            #expect(run.status != 0)
+            #expect(run.stderr.contains(message), "\(run.stderr)")
+            #expect(run.stdout.isEmpty)
+        }
     }
 
     @Test(arguments: [
@@ -102,27 +112,31 @@ import Testing
         (["--codec", "opus", "--complexities", "11", "--duration", "1"], "opus: complexity 11 is outside 0...10"),
         (["--codec", "vp8", "--cpu-used=-17", "--resolutions", "64x48", "--duration", "1"], "cpu-used -17"),
     ])
-    func settingsTheCodecRefusesAreTypedErrors(arguments: [String], message: String) throws {
-        let run = try CLI.run(["bench"] + arguments)
-        #expect(run.status == 1)
-        #expect(run.stderr.contains(message), "\(run.stderr)")
+    func settingsTheCodecRefusesAreTypedErrors(arguments: [String], message: String) async throws {
+        try await Heavy.run {
+            let run = try CLI.run(["bench"] + arguments)
+            #expect(run.status == 1)
+            #expect(run.stderr.contains(message), "\(run.stderr)")
+        }
     }
 
-    @Test func badInputFilesAreNamedInTheError() throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let garbage = directory.appendingPathComponent("garbage.wav").path
-        try Data((0..<1_000).map { UInt8(truncatingIfNeeded: $0 * 7) }).write(to: URL(fileURLWithPath: garbage))
-        let badY4M = directory.appendingPathComponent("bad.y4m").path
-        try Data("YUV4MPEG2 W64 H48 C444\nFRAME\n".utf8).write(to: URL(fileURLWithPath: badY4M))
-        for (arguments, message) in [
-            (["--codec", "opus", "--audio", garbage], garbage),
-            (["--codec", "opus", "--audio", "/nonexistent/a.wav"], "/nonexistent/a.wav"),
-            (["--codec", "vp8", "--video", badY4M], "colourspace C444 is not supported"),
-        ] {
-            let run = try CLI.run(["bench", "--duration", "1"] + arguments)
-            #expect(run.status == 1, "\(arguments)")
-            #expect(run.stderr.contains(message), "\(arguments): \(run.stderr)")
+    @Test func badInputFilesAreNamedInTheError() async throws {
+        try await Heavy.run {
+            let directory = try temporaryDirectory()
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let garbage = directory.appendingPathComponent("garbage.wav").path
+            try Data((0..<1_000).map { UInt8(truncatingIfNeeded: $0 * 7) }).write(to: URL(fileURLWithPath: garbage))
+            let badY4M = directory.appendingPathComponent("bad.y4m").path
+            try Data("YUV4MPEG2 W64 H48 C444\nFRAME\n".utf8).write(to: URL(fileURLWithPath: badY4M))
+            for (arguments, message) in [
+                (["--codec", "opus", "--audio", garbage], garbage),
+                (["--codec", "opus", "--audio", "/nonexistent/a.wav"], "/nonexistent/a.wav"),
+                (["--codec", "vp8", "--video", badY4M], "colourspace C444 is not supported"),
+            ] {
+                let run = try CLI.run(["bench", "--duration", "1"] + arguments)
+                #expect(run.status == 1, "\(arguments)")
+                #expect(run.stderr.contains(message), "\(arguments): \(run.stderr)")
+            }
         }
     }
 }

@@ -3,6 +3,7 @@ import MediaEngine
 import Signaling
 import Synchronization
 import Testing
+import TestSupport
 @testable import MediaServer
 
 /// Whole calls: two `NetCallManager`s through a real server on loopback, with media.
@@ -108,8 +109,10 @@ import Testing
         let record = try #require(await bob.wait { Self.record($0) != nil }.flatMap(Self.record))
         #expect(await alice.wait { Self.record($0) != nil } != nil)
         #expect(record.callID == id && record.endReason == .completed && record.endedBy == "alice")
+        // The server counts from both sides' media reports, which reach it a little after
+        // the clients saw the connection (later on a loaded machine): what it recorded is
+        // what this side measured, within half a second, not necessarily `seconds`.
         #expect(abs(Double(record.connectedDuration) / 1_000 - span) < 0.5, "\(record.connectedDuration) ms connected, \(span) s measured")
-        #expect(Double(record.connectedDuration) / 1_000 >= seconds - 0.2)
         let aliceCall = await alice.manager.currentCallID
         let bobCall = await bob.manager.currentCallID
         #expect(aliceCall == nil && bobCall == nil, "both sides left the call")
@@ -130,215 +133,229 @@ import Testing
     }
 
     @Test func audioCallOfFiveSecondsArrivesIntact() async throws {
-        let (_, bob, _, setup) = try await call(type: .audio, seconds: 5)
-        let heard = bob.snapshot.audio
-        #expect(heard.count > 48_000 * 4, "\(heard.count) samples")
-        let correlation = Self.correlation(heard)
-        #expect(correlation >= 0.9, "audio correlation \(correlation)")
-        #expect(bob.snapshot.frames.isEmpty, "an audio call has no video")
-        print("audio call: setup \(setup) s, correlation \(correlation)")
+        try await Heavy.run {
+            let (_, bob, _, setup) = try await call(type: .audio, seconds: 5)
+            let heard = bob.snapshot.audio
+            #expect(heard.count > 48_000 * 4, "\(heard.count) samples")
+            let correlation = Self.correlation(heard)
+            #expect(correlation >= 0.9, "audio correlation \(correlation)")
+            #expect(bob.snapshot.frames.isEmpty, "an audio call has no video")
+            print("audio call: setup \(setup) s, correlation \(correlation)")
+        }
     }
 
     @Test func videoCallDeliversFramesAtHighPSNRAndTheEventsAUserNeeds() async throws {
-        let (alice, bob, _, _) = try await call(type: .video, seconds: 3)
-        var pattern = TestPattern(width: 320, height: 240, frameRate: 15)
-        let sources = (0..<80).map { _ in pattern.nextFrame() }
-        let frames = bob.snapshot.frames
-        #expect(frames.count >= 30, "\(frames.count) frames")
-        let psnrs = frames.prefix(40).map { frame in sources.map { VideoQuality.psnr($0, frame) }.max() ?? 0 }
-        let mean = psnrs.reduce(0, +) / Double(max(1, psnrs.count))
-        #expect(mean >= 30, "mean PSNR \(mean) dB")
-        let updates = alice.snapshot.updates
-        #expect(updates.contains { if case .localPreviewFrame = $0 { true } else { false } })
-        #expect(updates.contains { if case .myVolume(let level) = $0 { level > 0.1 } else { false } })
-        #expect(updates.contains { if case .speakingUsers(let users) = $0 { users["bob"] != nil } else { false } })
-        #expect(alice.snapshot.events.contains { if case .netStatus("bob", .veryGood, _, _, _) = $0 { true } else { false } })
-        print("video call: \(frames.count) frames, PSNR \(mean) dB")
+        try await Heavy.run {
+            let (alice, bob, _, _) = try await call(type: .video, seconds: 3)
+            var pattern = TestPattern(width: 320, height: 240, frameRate: 15)
+            let sources = (0..<80).map { _ in pattern.nextFrame() }
+            let frames = bob.snapshot.frames
+            #expect(frames.count >= 30, "\(frames.count) frames")
+            let psnrs = frames.prefix(40).map { frame in sources.map { VideoQuality.psnr($0, frame) }.max() ?? 0 }
+            let mean = psnrs.reduce(0, +) / Double(max(1, psnrs.count))
+            #expect(mean >= 30, "mean PSNR \(mean) dB")
+            let updates = alice.snapshot.updates
+            #expect(updates.contains { if case .localPreviewFrame = $0 { true } else { false } })
+            #expect(updates.contains { if case .myVolume(let level) = $0 { level > 0.1 } else { false } })
+            #expect(updates.contains { if case .speakingUsers(let users) = $0 { users["bob"] != nil } else { false } })
+            #expect(alice.snapshot.events.contains { if case .netStatus("bob", .veryGood, _, _, _) = $0 { true } else { false } })
+            print("video call: \(frames.count) frames, PSNR \(mean) dB")
+        }
     }
 
     /// An app busy elsewhere reads nothing during a video call: afterwards every control
     /// event is there in order, and the per-frame updates kept are only the newest few.
     @Test func anAppThatReadsNothingDuringAVideoCallStillGetsEveryControlEvent() async throws {
-        let server = try await TestServer.start()
-        defer { Task { await server.server.shutdown() } }
-        let factory: MediaSessionFactory = { _, _ in
-            var configuration = MediaSession.Configuration(audio: try MediaSources.audio("sine:440"),
-                                                           video: try MediaSources.video("testsrc:320x240@30"))
-            configuration.host = "127.0.0.1"
-            return configuration
-        }
-        let alice = NetCallManager(configuration: NetCallManager.Configuration(server: server.url, token: try await server.token("alice"),
-                                                                               media: factory))
-        let bob = NetCallManager(configuration: NetCallManager.Configuration(server: server.url, token: try await server.token("bob"),
-                                                                             media: factory))
-        try await alice.login()
-        try await bob.login()
-        let id = try await alice.start(callee: "bob", type: .video)
-        for await event in bob.events {
-            if case .receive(let invitation, _, _, _) = event, invitation == id { break }
-        }
-        try await bob.response(callID: id, accept: true)
-        try await Task.sleep(for: .seconds(3))
-        try await alice.hangup(callID: id)
-        try await Task.sleep(for: .milliseconds(500))
-        await alice.logout()
-        await bob.logout()
-
-        var seen: [String] = []
-        for await event in alice.events {
-            switch event {
-            case .response(_, _, let accepted): seen.append("response \(accepted)")
-            case .callStatus(_, .connected): seen.append("connected")
-            case .callRecord(let record): seen.append("record \(record.endReason.rawValue)")
-            case .netStatus: if seen.last != "netStatus" { seen.append("netStatus") }
-            default: break
+        try await Heavy.run {
+            let server = try await TestServer.start()
+            defer { Task { await server.server.shutdown() } }
+            let factory: MediaSessionFactory = { _, _ in
+                var configuration = MediaSession.Configuration(audio: try MediaSources.audio("sine:440"),
+                                                               video: try MediaSources.video("testsrc:320x240@30"))
+                configuration.host = "127.0.0.1"
+                return configuration
             }
+            let alice = NetCallManager(configuration: NetCallManager.Configuration(server: server.url, token: try await server.token("alice"),
+                                                                                   media: factory))
+            let bob = NetCallManager(configuration: NetCallManager.Configuration(server: server.url, token: try await server.token("bob"),
+                                                                                 media: factory))
+            try await alice.login()
+            try await bob.login()
+            let id = try await alice.start(callee: "bob", type: .video)
+            for await event in bob.events {
+                if case .receive(let invitation, _, _, _) = event, invitation == id { break }
+            }
+            try await bob.response(callID: id, accept: true)
+            try await Task.sleep(for: .seconds(3))
+            try await alice.hangup(callID: id)
+            try await Task.sleep(for: .milliseconds(500))
+            await alice.logout()
+            await bob.logout()
+
+            var seen: [String] = []
+            for await event in alice.events {
+                switch event {
+                case .response(_, _, let accepted): seen.append("response \(accepted)")
+                case .callStatus(_, .connected): seen.append("connected")
+                case .callRecord(let record): seen.append("record \(record.endReason.rawValue)")
+                case .netStatus: if seen.last != "netStatus" { seen.append("netStatus") }
+                default: break
+                }
+            }
+            #expect(seen.first == "response true" && seen.contains("connected") && seen.last == "record completed", "\(seen)")
+            var updates = 0
+            var pictures = 0
+            for await update in alice.mediaUpdates {
+                updates += 1
+                if case .remoteVideoFrame = update { pictures += 1 }
+            }
+            // 3 s at 30 fps each way, levels every 100 ms: some 200 updates came, the newest 8 stayed.
+            #expect(updates <= NetCallManager.mediaUpdateBuffer && pictures > 0, "\(updates) updates kept, \(pictures) pictures")
         }
-        #expect(seen.first == "response true" && seen.contains("connected") && seen.last == "record completed", "\(seen)")
-        var updates = 0
-        var pictures = 0
-        for await update in alice.mediaUpdates {
-            updates += 1
-            if case .remoteVideoFrame = update { pictures += 1 }
-        }
-        // 3 s at 30 fps each way, levels every 100 ms: some 200 updates came, the newest 8 stayed.
-        #expect(updates <= NetCallManager.mediaUpdateBuffer && pictures > 0, "\(updates) updates kept, \(pictures) pictures")
     }
 
     @Test func aDroppedSignalingConnectionReconnectsWithoutDroppingTheMedia() async throws {
-        let server = try await TestServer.start()
-        defer { Task { await server.server.shutdown() } }
-        let alice = try await Endpoint(server: server, account: "alice", audio: "tones:440,1000", video: nil)
-        let bob = try await Endpoint(server: server, account: "bob", audio: "sine:660", video: nil)
-        let id = try await alice.manager.start(callee: "bob", type: .audio)
-        _ = try #require(await bob.wait { Self.invitation($0) == id })
-        try await bob.manager.response(callID: id, accept: true)
-        #expect(await alice.wait(for: Self.isConnected) != nil)
-        try await Task.sleep(for: .milliseconds(500))
+        try await Heavy.run {
+            let server = try await TestServer.start()
+            defer { Task { await server.server.shutdown() } }
+            let alice = try await Endpoint(server: server, account: "alice", audio: "tones:440,1000", video: nil)
+            let bob = try await Endpoint(server: server, account: "bob", audio: "sine:660", video: nil)
+            let id = try await alice.manager.start(callee: "bob", type: .audio)
+            _ = try #require(await bob.wait { Self.invitation($0) == id })
+            try await bob.manager.response(callID: id, accept: true)
+            #expect(await alice.wait(for: Self.isConnected) != nil)
+            try await Task.sleep(for: .milliseconds(500))
 
-        await server.server.hub.dropConnections(of: "alice", reason: "test: network blip")
-        #expect(await alice.wait { if case .connectionLost = $0 { true } else { false } } != nil)
-        let heardAtDrop = bob.snapshot.audio.count
-        #expect(await alice.wait { if case .reconnected = $0 { true } else { false } } != nil)
-        try await Task.sleep(for: .milliseconds(1_000))
-        let heardSince = bob.snapshot.audio.count - heardAtDrop
-        #expect(heardSince > 40_000, "bob kept hearing alice: \(heardSince) samples in the last second or more")
-        #expect(await alice.manager.currentCallID == id)
+            await server.server.hub.dropConnections(of: "alice", reason: "test: network blip")
+            #expect(await alice.wait { if case .connectionLost = $0 { true } else { false } } != nil)
+            let heardAtDrop = bob.snapshot.audio.count
+            #expect(await alice.wait { if case .reconnected = $0 { true } else { false } } != nil)
+            try await Task.sleep(for: .milliseconds(1_000))
+            let heardSince = bob.snapshot.audio.count - heardAtDrop
+            #expect(heardSince > 40_000, "bob kept hearing alice: \(heardSince) samples in the last second or more")
+            #expect(await alice.manager.currentCallID == id)
 
-        try await alice.manager.hangup(callID: id)
-        let record = try #require(await bob.wait { Self.record($0) != nil }.flatMap(Self.record))
-        #expect(record.endReason == .completed, "the call survived the drop: \(record.endReason)")
-        #expect(record.connectedDuration >= 1_400, "\(record.connectedDuration) ms")
-        await alice.manager.logout()
-        await bob.manager.logout()
+            try await alice.manager.hangup(callID: id)
+            let record = try #require(await bob.wait { Self.record($0) != nil }.flatMap(Self.record))
+            #expect(record.endReason == .completed, "the call survived the drop: \(record.endReason)")
+            #expect(record.connectedDuration >= 1_400, "\(record.connectedDuration) ms")
+            await alice.manager.logout()
+            await bob.manager.logout()
+        }
     }
 
     @Test func aPeerThatVanishesMidCallEndsItAsFailedWithARecord() async throws {
-        let server = try await TestServer.start()
-        defer { Task { await server.server.shutdown() } }
-        let alice = try await Endpoint(server: server, account: "alice", audio: "sine:440", video: nil, mediaTimeout: .seconds(1))
-        // Bob is a bare client whose media reaches alice through a proxy: stopping the proxy
-        // and closing his connection is a host that lost power.
-        let bob = try await TestClient(url: server.url)
-        _ = try await bob.request(MessageType.login, Request.Login(token: try await server.token("bob"), device: "d"), as: Reply.Login.self)
-        let id = try await alice.manager.start(callee: "bob", type: .audio)
-        _ = await bob.next(MessageType.receive)
-        var configuration = MediaSession.Configuration(audio: try MediaSources.audio("sine:660"), video: nil)
-        configuration.host = "127.0.0.1"
-        let media = try MediaSession(configuration: configuration)
-        let answer = try await bob.request(MessageType.response, Request.Response(callID: id, accept: true, media: MediaEndpoint(media.local)),
-                                           as: Reply.Response.self)
-        var aliceEndpoint = try #require(answer.media).sessionEndpoint()
-        let proxy = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0), forward: aliceEndpoint.candidates[0],
-                                           settings: ImpairmentSettings())
-        try proxy.start()
-        aliceEndpoint.candidates = [proxy.localAddress]
-        try media.start(remote: aliceEndpoint) { _ in }
-        #expect(await alice.wait(for: Self.isConnected) != nil)
-        try await Task.sleep(for: .milliseconds(500))
+        try await Heavy.run {
+            let server = try await TestServer.start()
+            defer { Task { await server.server.shutdown() } }
+            let alice = try await Endpoint(server: server, account: "alice", audio: "sine:440", video: nil, mediaTimeout: .seconds(1))
+            // Bob is a bare client whose media reaches alice through a proxy: stopping the proxy
+            // and closing his connection is a host that lost power.
+            let bob = try await TestClient(url: server.url)
+            _ = try await bob.request(MessageType.login, Request.Login(token: try await server.token("bob"), device: "d"), as: Reply.Login.self)
+            let id = try await alice.manager.start(callee: "bob", type: .audio)
+            _ = await bob.next(MessageType.receive)
+            var configuration = MediaSession.Configuration(audio: try MediaSources.audio("sine:660"), video: nil)
+            configuration.host = "127.0.0.1"
+            let media = try MediaSession(configuration: configuration)
+            let answer = try await bob.request(MessageType.response, Request.Response(callID: id, accept: true, media: MediaEndpoint(media.local)),
+                                               as: Reply.Response.self)
+            var aliceEndpoint = try #require(answer.media).sessionEndpoint()
+            let proxy = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0), forward: aliceEndpoint.candidates[0],
+                                               settings: ImpairmentSettings())
+            try proxy.start()
+            aliceEndpoint.candidates = [proxy.localAddress]
+            try media.start(remote: aliceEndpoint) { _ in }
+            #expect(await alice.wait(for: Self.isConnected) != nil)
+            try await Task.sleep(for: .milliseconds(500))
 
-        proxy.stop()
-        await bob.close()
-        let lost = await alice.wait { if case .callStatus(_, .disconnected) = $0 { true } else { false } }
-        #expect(lost != nil, "alice notices the media stopped")
-        let record = try #require(await alice.wait { Self.record($0) != nil }.flatMap(Self.record))
-        #expect(record.callID == id && record.endReason == .failed && record.connectedDuration > 0)
-        #expect(try await server.store.records(of: "alice", limit: 5).first?.endReason == .failed)
-        media.stop()
-        await alice.manager.logout()
+            proxy.stop()
+            await bob.close()
+            let lost = await alice.wait { if case .callStatus(_, .disconnected) = $0 { true } else { false } }
+            #expect(lost != nil, "alice notices the media stopped")
+            let record = try #require(await alice.wait { Self.record($0) != nil }.flatMap(Self.record))
+            #expect(record.callID == id && record.endReason == .failed && record.connectedDuration > 0)
+            #expect(try await server.store.records(of: "alice", limit: 5).first?.endReason == .failed)
+            media.stop()
+            await alice.manager.logout()
+        }
     }
 
     @Test func clientsReconnectToARestartedServerAndCallAgain() async throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("restart-\(UInt32.random(in: 0 ... .max)).sqlite").path
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let first = try await TestServer.start(path: path)
-        let port = first.port
-        let alice = try await Endpoint(server: first, account: "alice", audio: "sine:440", video: nil)
-        let bob = try await Endpoint(server: first, account: "bob", audio: "sine:660", video: nil)
-        let earlier = try await alice.manager.start(callee: "bob", type: .audio)
-        _ = try #require(await bob.wait { Self.invitation($0) == earlier })
-        try await alice.manager.hangup(callID: earlier)
-        _ = await alice.wait { Self.record($0) != nil }
-        await first.server.shutdown()
-        #expect(await alice.wait { if case .connectionLost = $0 { true } else { false } } != nil)
+        try await Heavy.run {
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("restart-\(UInt32.random(in: 0 ... .max)).sqlite").path
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let first = try await TestServer.start(path: path)
+            let port = first.port
+            let alice = try await Endpoint(server: first, account: "alice", audio: "sine:440", video: nil)
+            let bob = try await Endpoint(server: first, account: "bob", audio: "sine:660", video: nil)
+            let earlier = try await alice.manager.start(callee: "bob", type: .audio)
+            _ = try #require(await bob.wait { Self.invitation($0) == earlier })
+            try await alice.manager.hangup(callID: earlier)
+            _ = await alice.wait { Self.record($0) != nil }
+            await first.server.shutdown()
+            #expect(await alice.wait { if case .connectionLost = $0 { true } else { false } } != nil)
 
-        let second = try await TestServer.start(path: path) { $0.port = port }
-        defer { Task { await second.server.shutdown() } }
-        #expect(await alice.wait(timeout: 15) { if case .reconnected = $0 { true } else { false } } != nil)
-        #expect(await bob.wait(timeout: 15) { if case .reconnected = $0 { true } else { false } } != nil)
-        #expect(try await second.store.records(of: "alice", limit: 5).map(\.callID) == [earlier], "the record survived")
-        let again = try await alice.manager.start(callee: "bob", type: .audio)
-        #expect(again > earlier)
-        _ = try #require(await bob.wait { Self.invitation($0) == again })
-        try await alice.manager.hangup(callID: again)
-        await alice.manager.logout()
-        await bob.manager.logout()
+            let second = try await TestServer.start(path: path) { $0.port = port }
+            defer { Task { await second.server.shutdown() } }
+            #expect(await alice.wait(timeout: 15) { if case .reconnected = $0 { true } else { false } } != nil)
+            #expect(await bob.wait(timeout: 15) { if case .reconnected = $0 { true } else { false } } != nil)
+            #expect(try await second.store.records(of: "alice", limit: 5).map(\.callID) == [earlier], "the record survived")
+            let again = try await alice.manager.start(callee: "bob", type: .audio)
+            #expect(again > earlier)
+            _ = try #require(await bob.wait { Self.invitation($0) == again })
+            try await alice.manager.hangup(callID: again)
+            await alice.manager.logout()
+            await bob.manager.logout()
+        }
     }
 
     @Test func anAudioCallSwitchesToVideoChangesQualityAndOutputAndMutes() async throws {
-        let server = try await TestServer.start()
-        defer { Task { await server.server.shutdown() } }
-        let alice = try await Endpoint(server: server, account: "alice", audio: "sine:440", video: "testsrc:352x288@15", videoInAudioCalls: true)
-        let bob = try await Endpoint(server: server, account: "bob", audio: "sine:660", video: "testsrc:352x288@15", videoInAudioCalls: true)
-        let id = try await alice.manager.start(callee: "bob", type: .audio)
-        _ = try #require(await bob.wait { Self.invitation($0) == id })
-        try await bob.manager.response(callID: id, accept: true)
-        #expect(await alice.wait(for: Self.isConnected) != nil)
-        try await Task.sleep(for: .milliseconds(800))
-        #expect(bob.snapshot.frames.isEmpty, "an audio call sends no pictures")
+        try await Heavy.run {
+            let server = try await TestServer.start()
+            defer { Task { await server.server.shutdown() } }
+            let alice = try await Endpoint(server: server, account: "alice", audio: "sine:440", video: "testsrc:352x288@15", videoInAudioCalls: true)
+            let bob = try await Endpoint(server: server, account: "bob", audio: "sine:660", video: "testsrc:352x288@15", videoInAudioCalls: true)
+            let id = try await alice.manager.start(callee: "bob", type: .audio)
+            _ = try #require(await bob.wait { Self.invitation($0) == id })
+            try await bob.manager.response(callID: id, accept: true)
+            #expect(await alice.wait(for: Self.isConnected) != nil)
+            try await Task.sleep(for: .milliseconds(800))
+            #expect(bob.snapshot.frames.isEmpty, "an audio call sends no pictures")
 
-        // NIM's dance: ask, agree, both switch.
-        try await alice.manager.control(callID: id, .toVideo)
-        #expect(await bob.wait { if case .control(_, "alice", .toVideo) = $0 { true } else { false } } != nil)
-        try await bob.manager.control(callID: id, .agreeToVideo)
-        #expect(await alice.wait { if case .control(_, "bob", .agreeToVideo) = $0 { true } else { false } } != nil)
-        try await alice.manager.switchType(.video)
-        try await bob.manager.switchType(.video)
-        try await Task.sleep(for: .milliseconds(1_000))
-        let pictures = bob.snapshot.frames
-        #expect(pictures.count >= 5, "\(pictures.count) pictures after the switch")
-        #expect(pictures.last.map { ($0.width, $0.height) } ?? (0, 0) == (352, 288))
+            // NIM's dance: ask, agree, both switch.
+            try await alice.manager.control(callID: id, .toVideo)
+            #expect(await bob.wait { if case .control(_, "alice", .toVideo) = $0 { true } else { false } } != nil)
+            try await bob.manager.control(callID: id, .agreeToVideo)
+            #expect(await alice.wait { if case .control(_, "bob", .agreeToVideo) = $0 { true } else { false } } != nil)
+            try await alice.manager.switchType(.video)
+            try await bob.manager.switchType(.video)
+            try await Task.sleep(for: .milliseconds(1_000))
+            let pictures = bob.snapshot.frames
+            #expect(pictures.count >= 5, "\(pictures.count) pictures after the switch")
+            #expect(pictures.last.map { ($0.width, $0.height) } ?? (0, 0) == (352, 288))
 
-        try await alice.manager.switchVideoQuality(.low)
-        try await Task.sleep(for: .milliseconds(1_000))
-        let resized = bob.snapshot.frames.last
-        #expect(resized.map { ($0.width, $0.height) } ?? (0, 0) == (176, 144), "the low preset's size arrives")
+            try await alice.manager.switchVideoQuality(.low)
+            try await Task.sleep(for: .milliseconds(1_000))
+            let resized = bob.snapshot.frames.last
+            #expect(resized.map { ($0.width, $0.height) } ?? (0, 0) == (176, 144), "the low preset's size arrives")
 
-        do {
-            try await alice.manager.switchCamera()
-            Issue.record("no camera exists here, yet switchCamera succeeded")
-        } catch {
-            #expect(error.code == .operationFailed && error.code.isLocal && error.message.contains("no other camera"), "\(error.message)")
+            do throws(SignalingError) {
+                try await alice.manager.switchCamera()
+                Issue.record("no camera exists here, yet switchCamera succeeded")
+            } catch {
+                #expect(error.code == .operationFailed && error.code.isLocal && error.message.contains("no other camera"), "\(error.message)")
+            }
+            try await bob.manager.setAudioOutput(NullAudioSink(layout: .mono))
+            await alice.manager.setMute(true)
+            try await Task.sleep(for: .milliseconds(600))
+            let heard = bob.snapshot.audio.suffix(4_800)
+            let loudest = heard.map { Int($0.magnitude) }.max() ?? 0
+            #expect(loudest < 300, "muted: the loudest of bob's last 100 ms is \(loudest)")
+            try await alice.manager.hangup(callID: id)
+            _ = await bob.wait { Self.record($0) != nil }
+            await alice.manager.logout()
+            await bob.manager.logout()
         }
-        try await bob.manager.setAudioOutput(NullAudioSink(layout: .mono))
-        await alice.manager.setMute(true)
-        try await Task.sleep(for: .milliseconds(600))
-        let heard = bob.snapshot.audio.suffix(4_800)
-        let loudest = heard.map { Int($0.magnitude) }.max() ?? 0
-        #expect(loudest < 300, "muted: the loudest of bob's last 100 ms is \(loudest)")
-        try await alice.manager.hangup(callID: id)
-        _ = await bob.wait { Self.record($0) != nil }
-        await alice.manager.logout()
-        await bob.manager.logout()
     }
 }

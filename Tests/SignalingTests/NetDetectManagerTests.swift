@@ -20,8 +20,10 @@ import Testing
             let id = manager.startDetectTask(kind: .audio, target: target, count: 10_000, interval: .milliseconds(5)) { result in
                 continuation.resume(returning: (result, 0))
             }
-            Task {
-                try? await Task.sleep(for: .milliseconds(200))
+            // Stopped from a thread of its own: a Task could wait for a busy cooperative pool
+            // until all 10,000 probes (50 s) had gone.
+            Thread.detachNewThread {
+                Thread.sleep(forTimeInterval: 0.2)
                 try? manager.stopDetectTask(id)
             }
         }

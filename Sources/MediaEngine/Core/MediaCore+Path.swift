@@ -64,7 +64,7 @@ extension MediaCore {
         }
         switch message.type {
         case .bindingRequest:
-            guard let token = localToken, message.username == token, !isPathPinned || source == path else {
+            guard let token = localToken, message.username == token else {
                 counters.stunRefused += 1
                 counters.unknownDatagrams += 1
                 return
@@ -76,6 +76,12 @@ extension MediaCore {
             }
             queueSTUN(answer, to: source, socket: socket)
             counters.stunAnswered += 1
+            // The peer checks from here: its media may come from here too (a NAT or relay
+            // between). A few such addresses are remembered, the oldest go first.
+            if source != path, !checkedSources.contains(source) {
+                if checkedSources.count >= Self.maximumCheckedSources { checkedSources.removeFirst() }
+                checkedSources.append(source)
+            }
         case .bindingSuccess:
             if let check = connectivity, let result = check.result(of: message, from: source, now: now) {
                 connectivity = nil

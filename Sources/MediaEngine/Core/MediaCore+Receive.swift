@@ -20,9 +20,11 @@ extension MediaCore {
     }
 
     /// Whether media from `source` is taken: always before a path is pinned, afterwards
-    /// only from the path.
+    /// only from the path, or from an address the peer proved with a connectivity check
+    /// (its token): behind a NAT or relay the peer's packets come from an address other
+    /// than the candidate this side checked (a peer-reflexive address, in ICE's terms).
     private func acceptsPath(_ source: SocketAddress) -> Bool {
-        guard isPathPinned, let path, source != path else { return true }
+        guard isPathPinned, let path, source != path, !checkedSources.contains(source) else { return true }
         counters.foreignPathDatagrams += 1
         return false
     }

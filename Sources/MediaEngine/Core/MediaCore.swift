@@ -129,6 +129,9 @@ public final class MediaCore {
     var nextSynchronization: Duration?
 
     // Path.
+    /// Addresses the peer sent connectivity checks from (with this side's token).
+    var checkedSources: [SocketAddress] = []
+    static let maximumCheckedSources = 4
     var connectivity: ConnectivityChecker?
     var consent: ConsentFreshness?
     var remoteToken: String?

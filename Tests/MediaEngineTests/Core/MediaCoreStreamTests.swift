@@ -1,44 +1,49 @@
 import Testing
+import TestSupport
 @testable import MediaEngine
 
 /// Streams coming and going on a live core, SSRC collisions and streams found by MID.
 @Suite struct MediaCoreStreams {
-    @Test func aStreamRemovedAndAddedAHundredTimesWhileMediaFlowsPlaysOnAfterwards() throws {
-        var call = try CoreCallHarness(video: false)
-        try call.run(until: .seconds(1))
-        let ssrc = call.bob.core.configuration.rtcpSSRC &+ 1
-        for round in 0..<100 {
-            call.alice.core.removeReceiveStream(call.alice.audioIn)
-            try call.run(until: call.now + .milliseconds(20))
-            call.alice.audioIn = try call.alice.core.addReceiveStream(.opus(ssrc: ssrc))
-            // A send stream of a new SSRC comes and goes too: the peer knows none of them.
-            let extra = try call.alice.core.addSendStream(.opus(ssrc: 0x7000 + UInt32(round)))
-            try call.run(until: call.now + .milliseconds(20))
-            call.alice.core.removeSendStream(extra, now: call.now)
+    @Test func aStreamRemovedAndAddedAHundredTimesWhileMediaFlowsPlaysOnAfterwards() async throws {
+        try await Heavy.run {
+            var call = try CoreCallHarness(video: false)
+            try call.run(until: .seconds(1))
+            let ssrc = call.bob.core.configuration.rtcpSSRC &+ 1
+            for round in 0..<100 {
+                call.alice.core.removeReceiveStream(call.alice.audioIn)
+                try call.run(until: call.now + .milliseconds(20))
+                call.alice.audioIn = try call.alice.core.addReceiveStream(.opus(ssrc: ssrc))
+                // A send stream of a new SSRC comes and goes too: the peer knows none of them.
+                let extra = try call.alice.core.addSendStream(.opus(ssrc: 0x7000 + UInt32(round)))
+                try call.run(until: call.now + .milliseconds(20))
+                call.alice.core.removeSendStream(extra, now: call.now)
+            }
+            #expect(call.alice.core.receiveStreamIDs.count == 1 && call.alice.core.sendStreamIDs.count == 1, "nothing left behind")
+            #expect(call.alice.core.transportStatistics.unknownStreamPackets >= 50, "bob's packets while his stream was gone are counted")
+            let played = call.alice.played.count
+            try call.run(until: call.now + .seconds(2))
+            let heard = call.alice.played[played...].dropFirst(24_000).withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
+            #expect(abs((heard ?? 0) - 660) < 2, "bob's tone after the churn: \(heard ?? 0) Hz")
+            // Bob's side: alice's own stream never stopped.
+            #expect(call.bob.goodbyes.isEmpty)
+            #expect(try #require(call.bob.core.statistics(of: call.bob.audioIn)).packetsLost == 0)
         }
-        #expect(call.alice.core.receiveStreamIDs.count == 1 && call.alice.core.sendStreamIDs.count == 1, "nothing left behind")
-        #expect(call.alice.core.transportStatistics.unknownStreamPackets >= 50, "bob's packets while his stream was gone are counted")
-        let played = call.alice.played.count
-        try call.run(until: call.now + .seconds(2))
-        let heard = call.alice.played[played...].dropFirst(24_000).withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
-        #expect(abs((heard ?? 0) - 660) < 2, "bob's tone after the churn: \(heard ?? 0) Hz")
-        // Bob's side: alice's own stream never stopped.
-        #expect(call.bob.goodbyes.isEmpty)
-        #expect(try #require(call.bob.core.statistics(of: call.bob.audioIn)).packetsLost == 0)
     }
 
-    @Test func takenSSRCsAreTypedErrors() throws {
-        let core = try MediaCore(configuration: MediaCore.Configuration())
-        _ = try core.addReceiveStream(.opus(ssrc: 5))
-        _ = try core.addSendStream(.opus(ssrc: 9))
-        let receive = #expect(throws: MediaCoreError.self) { try core.addReceiveStream(.vp8(ssrc: 5)) }
-        #expect(receive?.code == .ssrcCollision)
-        let send = #expect(throws: MediaCoreError.self) { try core.addSendStream(.vp8(ssrc: 9)) }
-        #expect(send?.code == .ssrcCollision)
-        var named = ReceiveStreamConfiguration.opus(ssrc: nil)
-        named.mid = "a"
-        _ = try core.addReceiveStream(named)
-        #expect(throws: MediaCoreError.self) { try core.addReceiveStream(named) }
+    @Test func takenSSRCsAreTypedErrors() async throws {
+        try await Heavy.run {
+            let core = try MediaCore(configuration: MediaCore.Configuration())
+            _ = try core.addReceiveStream(.opus(ssrc: 5))
+            _ = try core.addSendStream(.opus(ssrc: 9))
+            let receive = #expect(throws: MediaCoreError.self) { try core.addReceiveStream(.vp8(ssrc: 5)) }
+            #expect(receive?.code == .ssrcCollision)
+            let send = #expect(throws: MediaCoreError.self) { try core.addSendStream(.vp8(ssrc: 9)) }
+            #expect(send?.code == .ssrcCollision)
+            var named = ReceiveStreamConfiguration.opus(ssrc: nil)
+            named.mid = "a"
+            _ = try core.addReceiveStream(named)
+            #expect(throws: MediaCoreError.self) { try core.addReceiveStream(named) }
+        }
     }
 
     /// Two cores, alice sending Opus on streams she configures, bob receiving on streams he
@@ -75,43 +80,47 @@ import Testing
         return (link.b, receivers, events)
     }
 
-    @Test func aStreamAnnouncedByMIDBindsTheFirstSSRCThatCarriesItAndNoOtherCanTakeIt() throws {
-        var first = SendStreamConfiguration.opus(ssrc: 0xAAAA)
-        first.mid = "0"
-        var impostor = SendStreamConfiguration.opus(ssrc: 0xBBBB)
-        impostor.mid = "0"
-        var expected = ReceiveStreamConfiguration.opus(ssrc: nil)
-        expected.mid = "0"
-        let (bob, streams, events) = try exchange(send: [first, impostor], receive: [expected])
-        let bound = events.compactMap { event -> UInt32? in
-            if case .streamBound(_, let ssrc) = event { return ssrc }
-            return nil
+    @Test func aStreamAnnouncedByMIDBindsTheFirstSSRCThatCarriesItAndNoOtherCanTakeIt() async throws {
+        try await Heavy.run {
+            var first = SendStreamConfiguration.opus(ssrc: 0xAAAA)
+            first.mid = "0"
+            var impostor = SendStreamConfiguration.opus(ssrc: 0xBBBB)
+            impostor.mid = "0"
+            var expected = ReceiveStreamConfiguration.opus(ssrc: nil)
+            expected.mid = "0"
+            let (bob, streams, events) = try exchange(send: [first, impostor], receive: [expected])
+            let bound = events.compactMap { event -> UInt32? in
+                if case .streamBound(_, let ssrc) = event { return ssrc }
+                return nil
+            }
+            #expect(bound == [0xAAAA], "bound once, to the first SSRC with the MID")
+            let statistics = try #require(bob.statistics(of: streams[0]))
+            #expect(statistics.ssrc == 0xAAAA && statistics.packetsReceived == 50)
+            #expect(bob.transportStatistics.ssrcCollisions == 50, "every packet of the impostor")
         }
-        #expect(bound == [0xAAAA], "bound once, to the first SSRC with the MID")
-        let statistics = try #require(bob.statistics(of: streams[0]))
-        #expect(statistics.ssrc == 0xAAAA && statistics.packetsReceived == 50)
-        #expect(bob.transportStatistics.ssrcCollisions == 50, "every packet of the impostor")
     }
 
-    @Test func thisSidesOwnSSRCComingBackIsACollisionNotMedia() throws {
-        var a = MediaCore.Configuration()
-        a.outboundKeying = CoreCallHarness.keyA
-        a.inboundKeying = CoreCallHarness.keyA
-        let core = try MediaCore(configuration: a)
-        let stream = try core.addSendStream(.opus(ssrc: 0x1234))
-        let peer = SocketAddress(addressBytes: [198, 51, 100, 2], port: 5_000)!
-        core.selectPath(peer, pinned: true, now: .zero)
-        for index in 0..<10 {
-            _ = core.sendAudio(stream, payload: UnsafeRawBufferPointer(start: nil, count: 0), mediaTimestamp: UInt32(index * 960),
-                               now: .milliseconds(20 * index))
-            // The packets come back, as a loop in the network would bring them.
-            while let transmit = core.pollTransmit() {
-                guard transmit.kind == .rtp else { continue }
-                var copy = Array(transmit.bytes)
-                copy.withUnsafeMutableBytes { core.handleDatagram($0, from: peer, now: .milliseconds(20 * index)) }
+    @Test func thisSidesOwnSSRCComingBackIsACollisionNotMedia() async throws {
+        try await Heavy.run {
+            var a = MediaCore.Configuration()
+            a.outboundKeying = CoreCallHarness.keyA
+            a.inboundKeying = CoreCallHarness.keyA
+            let core = try MediaCore(configuration: a)
+            let stream = try core.addSendStream(.opus(ssrc: 0x1234))
+            let peer = SocketAddress(addressBytes: [198, 51, 100, 2], port: 5_000)!
+            core.selectPath(peer, pinned: true, now: .zero)
+            for index in 0..<10 {
+                _ = core.sendAudio(stream, payload: UnsafeRawBufferPointer(start: nil, count: 0), mediaTimestamp: UInt32(index * 960),
+                                   now: .milliseconds(20 * index))
+                // The packets come back, as a loop in the network would bring them.
+                while let transmit = core.pollTransmit() {
+                    guard transmit.kind == .rtp else { continue }
+                    var copy = Array(transmit.bytes)
+                    copy.withUnsafeMutableBytes { core.handleDatagram($0, from: peer, now: .milliseconds(20 * index)) }
+                }
             }
+            #expect(core.transportStatistics.ssrcCollisions == 10)
+            #expect(core.receiveStreamIDs.isEmpty)
         }
-        #expect(core.transportStatistics.ssrcCollisions == 10)
-        #expect(core.receiveStreamIDs.isEmpty)
     }
 }

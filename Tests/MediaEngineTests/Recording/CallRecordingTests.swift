@@ -59,109 +59,117 @@ import TestSupport
     }
 
     @Test func aTenSecondCallRecordsToWebMThatFFmpegPlays() async throws {
-        let directory = try temporaryDirectory("webm")
-        let tones = ToneGenerator.Signal.multiTone([440, 1_000])
-        let a = try session(audio: FiniteTone(tones, seconds: 10), video: FinitePattern(width: 320, height: 240, frameRate: 15, frames: 150))
-        let b = try session(audio: try MediaSources.audio("sine:660"), video: nil)
-        let atA = Seen()
-        let atB = Seen()
-        let remotePath = directory.appendingPathComponent("remote.webm").path
-        let localPath = directory.appendingPathComponent("local.webm").path
-        try b.start(remote: a.local) { atB.handle($0) }
-        try b.startRecording(.remote, path: remotePath)
-        try a.start(remote: b.local) { atA.handle($0) }
-        try a.startRecording(.local, path: localPath)
-        // A's sources end after 10 s; its BYE ends B's receiving.
-        let began = ContinuousClock.now
-        try await waitUntil(.seconds(20)) { atB.snapshot.disconnected }
-        print("webm: the peer's media ended after \(ContinuousClock.now - began)")
-        let remote = try await stopRecording(b, .remote)
-        await stopped(a)
-        await stopped(b)
-        let local = try #require(atA.snapshot.stopped.first, "stopping the session stops its recordings")
+        try await Heavy.run {
+            let directory = try temporaryDirectory("webm")
+            let tones = ToneGenerator.Signal.multiTone([440, 1_000])
+            let a = try session(audio: FiniteTone(tones, seconds: 10), video: FinitePattern(width: 320, height: 240, frameRate: 15, frames: 150))
+            let b = try session(audio: try MediaSources.audio("sine:660"), video: nil)
+            let atA = Seen()
+            let atB = Seen()
+            let remotePath = directory.appendingPathComponent("remote.webm").path
+            let localPath = directory.appendingPathComponent("local.webm").path
+            try b.start(remote: a.local) { atB.handle($0) }
+            try b.startRecording(.remote, path: remotePath)
+            try a.start(remote: b.local) { atA.handle($0) }
+            try a.startRecording(.local, path: localPath)
+            // A's sources end after 10 s; its BYE ends B's receiving.
+            let began = ContinuousClock.now
+            try await waitUntil(.seconds(20)) { atB.snapshot.disconnected }
+            print("webm: the peer's media ended after \(ContinuousClock.now - began)")
+            let remote = try await stopRecording(b, .remote)
+            await stopped(a)
+            await stopped(b)
+            let local = try #require(atA.snapshot.stopped.first, "stopping the session stops its recordings")
 
-        #expect(atB.snapshot.started.map(\.1) == [remotePath] && atA.snapshot.started.map(\.1) == [localPath])
-        #expect(remote.failure == nil && local.failure == nil)
-        for (path, summary) in [(remotePath, remote), (localPath, local)] {
-            let probe = try Probe(path: path)
-            #expect(probe.streams.map(\.codec).sorted() == ["opus", "vp8"], "\(path): \(probe.streams)")
-            let video = try #require(probe.streams.first { $0.kind == "video" })
-            #expect(video.width == 320 && video.height == 240)
-            let duration = try #require(probe.duration)
-            #expect(abs(duration - 10) <= 0.2, "\(path): duration \(duration) s")
-            #expect(try Tool.decodeErrors(path).isEmpty, "\(path) decodes without errors")
-            let decoded = try Tool.decodedAudio(path)
-            let correlation = fileCorrelation(decoded, source: FiniteTone.samples(tones, seconds: 10))
-            #expect(correlation >= 0.9, "\(path): audio correlation \(correlation)")
-            #expect(summary.audioPackets >= 495 && summary.videoFrames >= 148, "\(summary)")
-            print("webm \(path.hasSuffix("remote.webm") ? "remote" : "local"): duration \(duration) s, "
-                + "\(summary.audioPackets) audio packets, \(summary.videoFrames) frames, \(summary.bytes) bytes, correlation \(correlation)")
+            #expect(atB.snapshot.started.map(\.1) == [remotePath] && atA.snapshot.started.map(\.1) == [localPath])
+            #expect(remote.failure == nil && local.failure == nil)
+            for (path, summary) in [(remotePath, remote), (localPath, local)] {
+                let probe = try Probe(path: path)
+                #expect(probe.streams.map(\.codec).sorted() == ["opus", "vp8"], "\(path): \(probe.streams)")
+                let video = try #require(probe.streams.first { $0.kind == "video" })
+                #expect(video.width == 320 && video.height == 240)
+                let duration = try #require(probe.duration)
+                #expect(abs(duration - 10) <= 0.2, "\(path): duration \(duration) s")
+                #expect(try Tool.decodeErrors(path).isEmpty, "\(path) decodes without errors")
+                let decoded = try Tool.decodedAudio(path)
+                let correlation = fileCorrelation(decoded, source: FiniteTone.samples(tones, seconds: 10))
+                #expect(correlation >= 0.9, "\(path): audio correlation \(correlation)")
+                #expect(summary.audioPackets >= 495 && summary.videoFrames >= 148, "\(summary)")
+                print("webm \(path.hasSuffix("remote.webm") ? "remote" : "local"): duration \(duration) s, "
+                    + "\(summary.audioPackets) audio packets, \(summary.videoFrames) frames, \(summary.bytes) bytes, correlation \(correlation)")
+            }
         }
     }
 
     @Test func aResolutionChangeMidRecordingGoesOnInTheSameFile() async throws {
-        let directory = try temporaryDirectory("webm")
-        let a = try session(audio: try MediaSources.audio("sine:440"), video: try MediaSources.video("testsrc:320x240@15"))
-        let b = try session(audio: try MediaSources.audio("sine:660"), video: nil)
-        let atB = Seen()
-        let path = directory.appendingPathComponent("resized.webm").path
-        try b.start(remote: a.local) { atB.handle($0) }
-        try a.start(remote: b.local) { _ in }
-        try await Task.sleep(for: .milliseconds(500))
-        try b.startRecording(.remote, path: path)
-        try await Task.sleep(for: .milliseconds(1_500))
-        a.replaceVideoSource(try MediaSources.video("testsrc:640x480@15"))
-        try await Task.sleep(for: .milliseconds(1_500))
-        let summary = try await stopRecording(b, .remote)
-        await stopped(a)
-        await stopped(b)
+        try await Heavy.run {
+            let directory = try temporaryDirectory("webm")
+            let a = try session(audio: try MediaSources.audio("sine:440"), video: try MediaSources.video("testsrc:320x240@15"))
+            let b = try session(audio: try MediaSources.audio("sine:660"), video: nil)
+            let atB = Seen()
+            let path = directory.appendingPathComponent("resized.webm").path
+            try b.start(remote: a.local) { atB.handle($0) }
+            try a.start(remote: b.local) { _ in }
+            try await Task.sleep(for: .milliseconds(500))
+            try b.startRecording(.remote, path: path)
+            try await Task.sleep(for: .milliseconds(1_500))
+            a.replaceVideoSource(try MediaSources.video("testsrc:640x480@15"))
+            try await Task.sleep(for: .milliseconds(1_500))
+            let summary = try await stopRecording(b, .remote)
+            await stopped(a)
+            await stopped(b)
 
-        #expect(atB.snapshot.sizes.map { "\($0.0)x\($0.1)" } == ["640x480"], "recordVideoSizeChanged")
-        #expect(summary.resolutionChanges == 1 && summary.failure == nil)
-        #expect(try Tool.decodeErrors(path).isEmpty)
-        let sizes = try Probe.frameSizes(path: path)
-        #expect(sizes.first == "320x240" && sizes.last == "640x480", "\(sizes.count) frames")
-        #expect(sizes.count >= 35, "\(sizes.count) frames of about 45 sent")
+            #expect(atB.snapshot.sizes.map { "\($0.0)x\($0.1)" } == ["640x480"], "recordVideoSizeChanged")
+            #expect(summary.resolutionChanges == 1 && summary.failure == nil)
+            #expect(try Tool.decodeErrors(path).isEmpty)
+            let sizes = try Probe.frameSizes(path: path)
+            #expect(sizes.first == "320x240" && sizes.last == "640x480", "\(sizes.count) frames")
+            #expect(sizes.count >= 35, "\(sizes.count) frames of about 45 sent")
+        }
     }
 
     @Test func aFullDiskEndsTheRecordingWithAnErrorAndKeepsWhatWasWritten() async throws {
-        let directory = try smallDisk(kilobytes: 160)
-        defer { _ = try? Tool.run("umount", [directory.path]) }
-        let a = try session(audio: try MediaSources.audio("sine:440"), video: try MediaSources.video("testsrc:320x240@15"))
-        let b = try session(audio: try MediaSources.audio("sine:660"), video: nil)
-        let atB = Seen()
-        let path = directory.appendingPathComponent("full.webm").path
-        try b.start(remote: a.local) { atB.handle($0) }
-        try b.startRecording(.remote, path: path)
-        try a.start(remote: b.local) { _ in }
-        try await waitUntil(.seconds(15)) { !atB.snapshot.errors.isEmpty }
-        let summary = try await stopRecording(b, .remote)
-        await stopped(a)
-        await stopped(b)
+        try await Heavy.run {
+            let directory = try smallDisk(kilobytes: 160)
+            defer { _ = try? Tool.run("umount", [directory.path]) }
+            let a = try session(audio: try MediaSources.audio("sine:440"), video: try MediaSources.video("testsrc:320x240@15"))
+            let b = try session(audio: try MediaSources.audio("sine:660"), video: nil)
+            let atB = Seen()
+            let path = directory.appendingPathComponent("full.webm").path
+            try b.start(remote: a.local) { atB.handle($0) }
+            try b.startRecording(.remote, path: path)
+            try a.start(remote: b.local) { _ in }
+            try await waitUntil(.seconds(15)) { !atB.snapshot.errors.isEmpty }
+            let summary = try await stopRecording(b, .remote)
+            await stopped(a)
+            await stopped(b)
 
-        let error = try #require(atB.snapshot.errors.first, "a recordError event")
-        #expect(error.kind == .diskFull && error.message.contains(path), "\(error)")
-        #expect(summary.failure?.kind == .diskFull)
-        // What was written up to the failure plays: whole clusters only.
-        #expect(try Tool.decodeErrors(path).isEmpty)
-        let frames = try Probe.frameSizes(path: path)
-        #expect(frames.count >= 15, "\(frames.count) frames kept, \(summary.bytes) bytes")
-        print("full disk: \(frames.count) frames kept in \(summary.bytes) bytes; \(error)")
+            let error = try #require(atB.snapshot.errors.first, "a recordError event")
+            #expect(error.kind == .diskFull && error.message.contains(path), "\(error)")
+            #expect(summary.failure?.kind == .diskFull)
+            // What was written up to the failure plays: whole clusters only.
+            #expect(try Tool.decodeErrors(path).isEmpty)
+            let frames = try Probe.frameSizes(path: path)
+            #expect(frames.count >= 15, "\(frames.count) frames kept, \(summary.bytes) bytes")
+            print("full disk: \(frames.count) frames kept in \(summary.bytes) bytes; \(error)")
+        }
     }
 
-    @Test func aFullDiskStopsTheCallAudioRecordingAndKeepsWhatWasWritten() throws {
-        let directory = try smallDisk(kilobytes: 64)
-        defer { _ = try? Tool.run("umount", [directory.path]) }
-        let path = directory.appendingPathComponent("call.wav").path
-        let recorder = try CallAudioRecorder(path: path)
-        var tone = ToneGenerator(.sine(440))
-        // 2 s of audio is 192 KB: the disk fills after about a third of it.
-        for _ in 0..<100 { recorder.local(tone.nextFrame()) }
-        #expect { try recorder.stop() } throws: { "\($0)".contains("stopped early") && "\($0)".contains(path) }
-        let kept = try AudioFile.read(path: path)
-        #expect(kept.samplesPerChannel >= 14_400, "\(kept.samplesPerChannel) samples kept")
-        let frequency = kept.samples.withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
-        #expect(abs((frequency ?? 0) - 440) < 2)
+    @Test func aFullDiskStopsTheCallAudioRecordingAndKeepsWhatWasWritten() async throws {
+        try await Heavy.run {
+            let directory = try smallDisk(kilobytes: 64)
+            defer { _ = try? Tool.run("umount", [directory.path]) }
+            let path = directory.appendingPathComponent("call.wav").path
+            let recorder = try CallAudioRecorder(path: path)
+            var tone = ToneGenerator(.sine(440))
+            // 2 s of audio is 192 KB: the disk fills after about a third of it.
+            for _ in 0..<100 { recorder.local(tone.nextFrame()) }
+            #expect { try recorder.stop() } throws: { "\($0)".contains("stopped early") && "\($0)".contains(path) }
+            let kept = try AudioFile.read(path: path)
+            #expect(kept.samplesPerChannel >= 14_400, "\(kept.samplesPerChannel) samples kept")
+            let frequency = kept.samples.withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
+            #expect(abs((frequency ?? 0) - 440) < 2)
+        }
     }
 
     /// A fresh tmpfs of `kilobytes`, to fill up (the caller unmounts it).
@@ -173,71 +181,75 @@ import TestSupport
     }
 
     @Test func badRecordingRequestsGetTypedErrors() async throws {
-        let directory = try temporaryDirectory("webm")
-        let a = try session(audio: try MediaSources.audio("sine:440"), video: nil)
-        // Before the call starts the peer's media is unknown.
-        #expect(throws: RecordingError.self) { try a.startRecording(.remote, path: directory.appendingPathComponent("r.webm").path) }
-        #expect { try a.stopRecording(.local) } throws: { ($0 as? RecordingError)?.kind == .notRecording }
-        #expect { try a.startRecording(.local, path: "/nonexistent-dir/x.webm") } throws: {
-            ($0 as? RecordingError)?.kind == .missingDirectory && "\($0)".contains("/nonexistent-dir")
+        try await Heavy.run {
+            let directory = try temporaryDirectory("webm")
+            let a = try session(audio: try MediaSources.audio("sine:440"), video: nil)
+            // Before the call starts the peer's media is unknown.
+            #expect(throws: RecordingError.self) { try a.startRecording(.remote, path: directory.appendingPathComponent("r.webm").path) }
+            #expect { try a.stopRecording(.local) } throws: { ($0 as? RecordingError)?.kind == .notRecording }
+            #expect { try a.startRecording(.local, path: "/nonexistent-dir/x.webm") } throws: {
+                ($0 as? RecordingError)?.kind == .missingDirectory && "\($0)".contains("/nonexistent-dir")
+            }
+            #expect { try a.startRecording(.local, path: directory.appendingPathComponent("x.mp4").path) } throws: {
+                ($0 as? RecordingError)?.kind == .invalidOptions
+            }
+            #expect { try a.startRecording(.local, path: directory.appendingPathComponent("x.webm").path, videoBitrate: 5) } throws: {
+                ($0 as? RecordingError)?.kind == .invalidOptions
+            }
+            #expect { try a.startRecording(.local, path: directory.path) } throws: { ($0 as? RecordingError)?.kind == .invalidOptions }
+            let path = try a.startRecording(.local, path: directory.appendingPathComponent("y.webm").path)
+            #expect { try a.startRecording(.local) } throws: { ($0 as? RecordingError)?.kind == .alreadyRecording }
+            let summary = try a.stopRecording(.local)
+            // Stopped before any media came: no file is left, and the summary says why.
+            #expect(summary.path == path && summary.audioPackets == 0 && summary.failure?.kind == .nothingToRecord)
+            #expect(!FileManager.default.fileExists(atPath: path))
+            await stopped(a)
         }
-        #expect { try a.startRecording(.local, path: directory.appendingPathComponent("x.mp4").path) } throws: {
-            ($0 as? RecordingError)?.kind == .invalidOptions
-        }
-        #expect { try a.startRecording(.local, path: directory.appendingPathComponent("x.webm").path, videoBitrate: 5) } throws: {
-            ($0 as? RecordingError)?.kind == .invalidOptions
-        }
-        #expect { try a.startRecording(.local, path: directory.path) } throws: { ($0 as? RecordingError)?.kind == .invalidOptions }
-        let path = try a.startRecording(.local, path: directory.appendingPathComponent("y.webm").path)
-        #expect { try a.startRecording(.local) } throws: { ($0 as? RecordingError)?.kind == .alreadyRecording }
-        let summary = try a.stopRecording(.local)
-        // Stopped before any media came: no file is left, and the summary says why.
-        #expect(summary.path == path && summary.audioPackets == 0 && summary.failure?.kind == .nothingToRecord)
-        #expect(!FileManager.default.fileExists(atPath: path))
-        await stopped(a)
     }
 }
 
 /// A recording of what arrives over a lossy path.
 @Suite struct LossyRecordings {
-    @Test func audioLostOnTheWayIsConcealedAndTheTrackKeepsItsLength() throws {
-        let directory = try temporaryDirectory("webm-lossy")
-        nonisolated(unsafe) let receiver = try MediaReceiver(streams: [
-            MediaReceiver.StreamDescription(kind: .audio, payloadType: 111, clockRate: 48_000, port: 0, rtcpPort: 0, keying: nil),
-        ], host: "127.0.0.1")
-        var settings = ImpairmentSettings()
-        settings.lossPercent = 10
-        settings.delay = .milliseconds(20)
-        settings.seed = 5
-        let proxy = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0),
-                                           forward: receiver.sockets[0].localAddress, settings: settings)
-        try proxy.start()
-        defer { proxy.stop() }
-        let path = directory.appendingPathComponent("lossy.webm").path
-        let recorder = try MediaRecorder(path: path, audioChannels: 1, video: false)
-        receiver.encodedMedia = { recorder.offer($0) }
-        let receiving = Background { () throws -> Int in
-            try receiver.run(duration: .seconds(14), audio: { _ in }, video: { _ in }).streams[0].packetsLost
-        }
-        let tones = ToneGenerator.Signal.multiTone([440, 1_000])
-        var configuration = MediaSender.Configuration(audio: FiniteTone(tones, seconds: 10), video: nil,
-                                                      audioDestination: proxy.localAddress, videoDestination: proxy.localAddress)
-        configuration.rtcpMux = true
-        _ = try MediaSender(configuration: configuration).run(duration: nil)
-        let lost = try receiving.wait()
-        let summary = recorder.stop()
+    @Test func audioLostOnTheWayIsConcealedAndTheTrackKeepsItsLength() async throws {
+        try await Heavy.run {
+            let directory = try temporaryDirectory("webm-lossy")
+            nonisolated(unsafe) let receiver = try MediaReceiver(streams: [
+                MediaReceiver.StreamDescription(kind: .audio, payloadType: 111, clockRate: 48_000, port: 0, rtcpPort: 0, keying: nil),
+            ], host: "127.0.0.1")
+            var settings = ImpairmentSettings()
+            settings.lossPercent = 10
+            settings.delay = .milliseconds(20)
+            settings.seed = 5
+            let proxy = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0),
+                                               forward: receiver.sockets[0].localAddress, settings: settings)
+            try proxy.start()
+            defer { proxy.stop() }
+            let path = directory.appendingPathComponent("lossy.webm").path
+            let recorder = try MediaRecorder(path: path, audioChannels: 1, video: false)
+            receiver.encodedMedia = { recorder.offer($0) }
+            let receiving = Background { () throws -> Int in
+                try receiver.run(duration: .seconds(14), audio: { _ in }, video: { _ in }).streams[0].packetsLost
+            }
+            let tones = ToneGenerator.Signal.multiTone([440, 1_000])
+            var configuration = MediaSender.Configuration(audio: FiniteTone(tones, seconds: 10), video: nil,
+                                                          audioDestination: proxy.localAddress, videoDestination: proxy.localAddress)
+            configuration.rtcpMux = true
+            _ = try MediaSender(configuration: configuration).run(duration: nil)
+            let lost = try receiving.wait()
+            let summary = recorder.stop()
 
-        #expect(lost >= 25, "\(lost) packets lost on the way")
-        #expect(summary.audioPacketsConcealed == lost, "every lost packet's place is filled: \(summary.audioPacketsConcealed) of \(lost)")
-        // A loss before the first packet or after the last is not a hole anyone can see.
-        #expect((498...500).contains(summary.audioPackets + summary.audioPacketsConcealed), "\(summary)")
-        let probe = try Probe(path: path)
-        #expect(abs((probe.duration ?? 0) - 10) <= 0.2, "\(probe.duration ?? 0) s")
-        #expect(try Tool.decodeErrors(path).isEmpty)
-        let decoded = try Tool.decodedAudio(path)
-        #expect(abs(Double(decoded.count) / 48_000 - 10) <= 0.2, "decoded \(Double(decoded.count) / 48_000) s: no hole shortens the track")
-        let correlation = fileCorrelation(decoded, source: FiniteTone.samples(tones, seconds: 10))
-        #expect(correlation >= 0.8, "correlation \(correlation) with 10 % of the packets concealed")
-        print("lossy recording: \(lost) lost, \(summary.audioPacketsConcealed) concealed, decoded \(Double(decoded.count) / 48_000) s, correlation \(correlation)")
+            #expect(lost >= 25, "\(lost) packets lost on the way")
+            #expect(summary.audioPacketsConcealed == lost, "every lost packet's place is filled: \(summary.audioPacketsConcealed) of \(lost)")
+            // A loss before the first packet or after the last is not a hole anyone can see.
+            #expect((498...500).contains(summary.audioPackets + summary.audioPacketsConcealed), "\(summary)")
+            let probe = try Probe(path: path)
+            #expect(abs((probe.duration ?? 0) - 10) <= 0.2, "\(probe.duration ?? 0) s")
+            #expect(try Tool.decodeErrors(path).isEmpty)
+            let decoded = try Tool.decodedAudio(path)
+            #expect(abs(Double(decoded.count) / 48_000 - 10) <= 0.2, "decoded \(Double(decoded.count) / 48_000) s: no hole shortens the track")
+            let correlation = fileCorrelation(decoded, source: FiniteTone.samples(tones, seconds: 10))
+            #expect(correlation >= 0.8, "correlation \(correlation) with 10 % of the packets concealed")
+            print("lossy recording: \(lost) lost, \(summary.audioPacketsConcealed) concealed, decoded \(Double(decoded.count) / 48_000) s, correlation \(correlation)")
+        }
     }
 }

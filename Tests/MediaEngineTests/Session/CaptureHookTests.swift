@@ -34,95 +34,103 @@ import TestSupport
     }
 
     @Test func anAudioHookProcessesWhatIsSent() async throws {
-        // Reference: the same tone without a hook.
-        let (plain, _) = try await call(video: nil, hooks: CaptureHooks(), seconds: 2)
-        let hooks = CaptureHooks()
-        hooks.setAudioHook { samples, count, rate in
-            // Half the amplitude, and prove the rate is what capture runs at.
-            guard rate == 48_000 else { return -1 }
-            for index in 0..<count { samples[index] /= 2 }
-            return count
+        try await Heavy.run {
+            // Reference: the same tone without a hook.
+            let (plain, _) = try await call(video: nil, hooks: CaptureHooks(), seconds: 2)
+            let hooks = CaptureHooks()
+            hooks.setAudioHook { samples, count, rate in
+                // Half the amplitude, and prove the rate is what capture runs at.
+                guard rate == 48_000 else { return -1 }
+                for index in 0..<count { samples[index] /= 2 }
+                return count
+            }
+            let (halved, _) = try await call(video: nil, hooks: hooks, seconds: 2)
+            let reference = rms(plain.audio.withLock { $0 }.dropFirst(24_000))
+            let level = rms(halved.audio.withLock { $0 }.dropFirst(24_000))
+            #expect(abs(level / reference - 0.5) <= 0.05, "hooked level \(level) against \(reference)")
+            let statistics = hooks.statistics
+            #expect(statistics.audioBlocksProcessed >= 90, "\(statistics)")
+            #expect(statistics.audioBlocksDropped <= 3, "only the pipeline's first block is silent: \(statistics)")
+            print("audio hook: level ratio \(level / reference), \(statistics)")
         }
-        let (halved, _) = try await call(video: nil, hooks: hooks, seconds: 2)
-        let reference = rms(plain.audio.withLock { $0 }.dropFirst(24_000))
-        let level = rms(halved.audio.withLock { $0 }.dropFirst(24_000))
-        #expect(abs(level / reference - 0.5) <= 0.05, "hooked level \(level) against \(reference)")
-        let statistics = hooks.statistics
-        #expect(statistics.audioBlocksProcessed >= 90, "\(statistics)")
-        #expect(statistics.audioBlocksDropped <= 3, "only the pipeline's first block is silent: \(statistics)")
-        print("audio hook: level ratio \(level / reference), \(statistics)")
     }
 
     @Test func aVoiceChangerReplacesTheToneAndASlowHookDropsWithoutStallingCapture() async throws {
-        let hooks = CaptureHooks()
-        let slow = Atomic<Bool>(false)
-        hooks.setAudioHook { samples, count, _ in
-            // Replace the microphone with 1 kHz.
-            var generator = ToneGenerator(.sine(1_000))
-            generator.fill(UnsafeMutableBufferPointer(start: samples, count: count))
-            if slow.load(ordering: .relaxed) { Thread.sleep(forTimeInterval: 0.05) }
-            return count
-        }
-        let (changed, _) = try await call(video: nil, hooks: hooks, seconds: 1.5)
-        let frequency = changed.audio.withLock { $0 }.dropFirst(24_000).withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
-        #expect(abs((frequency ?? 0) - 1_000) < 5, "the far end hears the hook's tone: \(frequency ?? 0) Hz")
+        try await Heavy.run {
+            let hooks = CaptureHooks()
+            let slow = Atomic<Bool>(false)
+            hooks.setAudioHook { samples, count, _ in
+                // Replace the microphone with 1 kHz.
+                var generator = ToneGenerator(.sine(1_000))
+                generator.fill(UnsafeMutableBufferPointer(start: samples, count: count))
+                if slow.load(ordering: .relaxed) { Thread.sleep(forTimeInterval: 0.05) }
+                return count
+            }
+            let (changed, _) = try await call(video: nil, hooks: hooks, seconds: 1.5)
+            let frequency = changed.audio.withLock { $0 }.dropFirst(24_000).withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
+            #expect(abs((frequency ?? 0) - 1_000) < 5, "the far end hears the hook's tone: \(frequency ?? 0) Hz")
 
-        // 50 ms per 20 ms block: most blocks are dropped, and capture keeps its pace.
-        slow.store(true, ordering: .relaxed)
-        let before = hooks.statistics
-        let (_, summary) = try await call(video: nil, hooks: hooks, seconds: 2)
-        let statistics = hooks.statistics
-        let dropped = statistics.audioBlocksDropped - before.audioBlocksDropped
-        let processed = statistics.audioBlocksProcessed - before.audioBlocksProcessed
-        let packets = summary.sent?.audioPackets ?? 0
-        #expect(packets >= 95, "capture and sending keep 50 blocks/s: \(packets) in 2 s")
-        #expect(dropped >= packets / 2 && processed >= 20, "dropped \(dropped), processed \(processed) of \(packets)")
-        print("slow audio hook: \(packets) packets sent, \(processed) processed, \(dropped) dropped")
+            // 50 ms per 20 ms block: most blocks are dropped, and capture keeps its pace.
+            slow.store(true, ordering: .relaxed)
+            let before = hooks.statistics
+            let (_, summary) = try await call(video: nil, hooks: hooks, seconds: 2)
+            let statistics = hooks.statistics
+            let dropped = statistics.audioBlocksDropped - before.audioBlocksDropped
+            let processed = statistics.audioBlocksProcessed - before.audioBlocksProcessed
+            let packets = summary.sent?.audioPackets ?? 0
+            #expect(packets >= 95, "capture and sending keep 50 blocks/s: \(packets) in 2 s")
+            #expect(dropped >= packets / 2 && processed >= 20, "dropped \(dropped), processed \(processed) of \(packets)")
+            print("slow audio hook: \(packets) packets sent, \(processed) processed, \(dropped) dropped")
+        }
     }
 
     @Test func aVideoHookSendsItsPicturesAndASlowOneDropsFrames() async throws {
-        let hooks = CaptureHooks()
-        let delay = Atomic<Int>(0)
-        hooks.setVideoHook { [hooks] frame in
-            var processed = frame
-            // A "filter": the picture goes white.
-            processed.withMutablePlanes { y, _, _ in y.update(repeating: 235) }
-            let milliseconds = delay.load(ordering: .relaxed)
-            if milliseconds > 0 { Thread.sleep(forTimeInterval: Double(milliseconds) / 1_000) }
-            try? hooks.sendVideoFrame(processed)
-        }
-        let (received, summary) = try await call(video: "testsrc:320x240@15", hooks: hooks, seconds: 2)
-        let frames = received.frames.withLock { $0 }
-        #expect(frames.count >= 20, "\(frames.count) frames")
-        let meanLuma = frames.map { frame in frame.withPlanes { y, _, _ in Double(y.reduce(0) { $0 + Int($1) }) / Double(y.count) } }
-        #expect(meanLuma.allSatisfy { $0 > 225 }, "every picture received is the hook's: \(meanLuma.min() ?? 0)")
-        let sent = summary.sent?.videoFrames ?? 0
-        #expect(hooks.statistics.videoFramesReturned >= sent, "\(hooks.statistics), \(sent) sent")
+        try await Heavy.run {
+            let hooks = CaptureHooks()
+            let delay = Atomic<Int>(0)
+            hooks.setVideoHook { [hooks] frame in
+                var processed = frame
+                // A "filter": the picture goes white.
+                processed.withMutablePlanes { y, _, _ in y.update(repeating: 235) }
+                let milliseconds = delay.load(ordering: .relaxed)
+                if milliseconds > 0 { Thread.sleep(forTimeInterval: Double(milliseconds) / 1_000) }
+                try? hooks.sendVideoFrame(processed)
+            }
+            let (received, summary) = try await call(video: "testsrc:320x240@15", hooks: hooks, seconds: 2)
+            let frames = received.frames.withLock { $0 }
+            #expect(frames.count >= 20, "\(frames.count) frames")
+            let meanLuma = frames.map { frame in frame.withPlanes { y, _, _ in Double(y.reduce(0) { $0 + Int($1) }) / Double(y.count) } }
+            #expect(meanLuma.allSatisfy { $0 > 225 }, "every picture received is the hook's: \(meanLuma.min() ?? 0)")
+            let sent = summary.sent?.videoFrames ?? 0
+            #expect(hooks.statistics.videoFramesReturned >= sent, "\(hooks.statistics), \(sent) sent")
 
-        // 200 ms per picture at 15 fps: the hook sees about one in three, the rest are dropped.
-        delay.store(200, ordering: .relaxed)
-        let before = hooks.statistics
-        let (slowReceived, slowSummary) = try await call(video: "testsrc:320x240@15", hooks: hooks, seconds: 2)
-        let statistics = hooks.statistics
-        let dropped = statistics.videoFramesDropped - before.videoFramesDropped
-        let slowSent = slowSummary.sent?.videoFrames ?? 0
-        #expect(dropped >= 10, "\(dropped) pictures dropped")
-        #expect((5...14).contains(slowSent), "\(slowSent) pictures sent in 2 s at 5 per second")
-        #expect((slowSummary.sent?.audioPackets ?? 0) >= 95, "audio is not held up by the video hook")
-        #expect(slowReceived.frames.withLock { $0.count } >= slowSent - 2)
-        print("video hook: \(sent) sent; slow: \(slowSent) sent, \(dropped) dropped")
+            // 200 ms per picture at 15 fps: the hook sees about one in three, the rest are dropped.
+            delay.store(200, ordering: .relaxed)
+            let before = hooks.statistics
+            let (slowReceived, slowSummary) = try await call(video: "testsrc:320x240@15", hooks: hooks, seconds: 2)
+            let statistics = hooks.statistics
+            let dropped = statistics.videoFramesDropped - before.videoFramesDropped
+            let slowSent = slowSummary.sent?.videoFrames ?? 0
+            #expect(dropped >= 10, "\(dropped) pictures dropped")
+            #expect((5...14).contains(slowSent), "\(slowSent) pictures sent in 2 s at 5 per second")
+            #expect((slowSummary.sent?.audioPackets ?? 0) >= 95, "audio is not held up by the video hook")
+            #expect(slowReceived.frames.withLock { $0.count } >= slowSent - 2)
+            print("video hook: \(sent) sent; slow: \(slowSent) sent, \(dropped) dropped")
+        }
     }
 
     @Test func badHookOutputIsRefused() async throws {
-        let hooks = CaptureHooks()
-        #expect { try hooks.sendVideoFrame(VideoFrame(width: 16, height: 16)) } throws: { "\($0)".contains("no video hook") }
-        hooks.setVideoHook { _ in }
-        #expect { try hooks.sendVideoFrame(VideoFrame(width: 16, height: 16)) } throws: { "\($0)".contains("matches none") }
-        hooks.setVideoHook(nil)
-        // A count beyond what it was given is refused: the block goes out silent.
-        hooks.setAudioHook { _, count, _ in count + 1 }
-        let (received, _) = try await call(video: nil, hooks: hooks, seconds: 1)
-        #expect(hooks.statistics.audioBlocksRejected >= 40 && hooks.statistics.audioBlocksProcessed == 0)
-        #expect(rms(received.audio.withLock { $0 }[...]) < 50, "nothing of the microphone leaks")
+        try await Heavy.run {
+            let hooks = CaptureHooks()
+            #expect { try hooks.sendVideoFrame(VideoFrame(width: 16, height: 16)) } throws: { "\($0)".contains("no video hook") }
+            hooks.setVideoHook { _ in }
+            #expect { try hooks.sendVideoFrame(VideoFrame(width: 16, height: 16)) } throws: { "\($0)".contains("matches none") }
+            hooks.setVideoHook(nil)
+            // A count beyond what it was given is refused: the block goes out silent.
+            hooks.setAudioHook { _, count, _ in count + 1 }
+            let (received, _) = try await call(video: nil, hooks: hooks, seconds: 1)
+            #expect(hooks.statistics.audioBlocksRejected >= 40 && hooks.statistics.audioBlocksProcessed == 0)
+            #expect(rms(received.audio.withLock { $0 }[...]) < 50, "nothing of the microphone leaks")
+        }
     }
 }

@@ -2,6 +2,7 @@ import CPNG
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 @testable import MediaEngine
 
 /// Two P2P media sessions on loopback, as a call's two ends use them.
@@ -65,158 +66,170 @@ import Testing
     }
 
     @Test func twoSessionsExchangeAudioAndVideoWithQualityIntact() async throws {
-        let atA = Collected()
-        let atB = Collected()
-        let a = try session(audio: "tones:440,1000", video: "testsrc:320x240@15", collected: atA)
-        let b = try session(audio: "sine:660", video: "testsrc:320x240@15", collected: atB)
-        #expect(a.local.candidates == [try SocketAddress(host: "127.0.0.1", port: a.local.candidates[0].port)])
-        try b.start(remote: a.local) { atB.handle($0) }
-        try a.start(remote: b.local) { atA.handle($0) }
-        try await Task.sleep(for: .milliseconds(3000))
-        let summaryA = await stopped(a)
-        let summaryB = await stopped(b)
+        try await Heavy.run {
+            let atA = Collected()
+            let atB = Collected()
+            let a = try session(audio: "tones:440,1000", video: "testsrc:320x240@15", collected: atA)
+            let b = try session(audio: "sine:660", video: "testsrc:320x240@15", collected: atB)
+            #expect(a.local.candidates == [try SocketAddress(host: "127.0.0.1", port: a.local.candidates[0].port)])
+            try b.start(remote: a.local) { atB.handle($0) }
+            try a.start(remote: b.local) { atA.handle($0) }
+            try await Task.sleep(for: .milliseconds(3000))
+            let summaryA = await stopped(a)
+            let summaryB = await stopped(b)
 
-        let seenA = atA.snapshot
-        let seenB = atB.snapshot
-        let rttA = try #require(seenA.connected?.rtt)
-        #expect(rttA < .milliseconds(50), "STUN round trip on loopback: \(rttA)")
-        #expect(seenB.connected != nil && seenA.failures.isEmpty && seenB.failures.isEmpty)
-        #expect(summaryA.failure == nil && summaryB.failure == nil, "\(summaryA.failure ?? "") \(summaryB.failure ?? "")")
+            let seenA = atA.snapshot
+            let seenB = atB.snapshot
+            let rttA = try #require(seenA.connected?.rtt)
+            #expect(rttA < .milliseconds(50), "STUN round trip on loopback: \(rttA)")
+            #expect(seenB.connected != nil && seenA.failures.isEmpty && seenB.failures.isEmpty)
+            #expect(summaryA.failure == nil && summaryB.failure == nil, "\(summaryA.failure ?? "") \(summaryB.failure ?? "")")
 
-        // Audio A -> B: the two-tone source, correlated after finding the lag.
-        var tones = ToneGenerator(.multiTone([440, 1_000]))
-        var reference: [Int16] = []
-        while reference.count < 48_000 * 3 { reference += tones.nextFrame().samples }
-        #expect(seenB.audio.count > 48_000 * 2, "\(seenB.audio.count) samples played")
-        let correlation = reference.withUnsafeBufferPointer { ref in
-            seenB.audio.withUnsafeBufferPointer { test in
-                AudioQuality.trackedCorrelation(reference: ref, test: test, testStart: 24_000, lagRange: -2_400...2_400).correlation
+            // Audio A -> B: the two-tone source, correlated after finding the lag.
+            var tones = ToneGenerator(.multiTone([440, 1_000]))
+            var reference: [Int16] = []
+            while reference.count < 48_000 * 3 { reference += tones.nextFrame().samples }
+            #expect(seenB.audio.count > 48_000 * 2, "\(seenB.audio.count) samples played")
+            let correlation = reference.withUnsafeBufferPointer { ref in
+                seenB.audio.withUnsafeBufferPointer { test in
+                    AudioQuality.trackedCorrelation(reference: ref, test: test, testStart: 24_000, lagRange: -2_400...2_400).correlation
+                }
             }
-        }
-        #expect(correlation >= 0.9, "audio correlation \(correlation)")
-        let frequency = seenA.audio.dropFirst(9_600).withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
-        #expect(abs((frequency ?? 0) - 660) < 3, "B -> A tone \(frequency ?? 0) Hz")
+            #expect(correlation >= 0.9, "audio correlation \(correlation)")
+            let frequency = seenA.audio.dropFirst(9_600).withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
+            #expect(abs((frequency ?? 0) - 660) < 3, "B -> A tone \(frequency ?? 0) Hz")
 
-        // Video A -> B: each received picture matched to the source picture it came from.
-        var pattern = TestPattern(width: 320, height: 240, frameRate: 15)
-        let sources = (0..<60).map { _ in pattern.nextFrame() }
-        let sentFrames = summaryA.sent?.videoFrames ?? 0
-        #expect(seenB.frames.count >= sentFrames * 8 / 10, "\(seenB.frames.count) of \(sentFrames) frames")
-        let psnrs = seenB.frames.prefix(40).map { frame in sources.map { VideoQuality.psnr($0, frame) }.max() ?? 0 }
-        let meanPSNR = psnrs.reduce(0, +) / Double(max(1, psnrs.count))
-        #expect(meanPSNR >= 30, "mean PSNR \(meanPSNR) dB")
-        #expect(seenA.localFrames > 0, "the local preview sees captured frames")
-        print("media session: rtt \(rttA), audio correlation \(correlation), video \(seenB.frames.count)/\(sentFrames) frames, PSNR \(meanPSNR) dB")
+            // Video A -> B: each received picture matched to the source picture it came from.
+            var pattern = TestPattern(width: 320, height: 240, frameRate: 15)
+            let sources = (0..<60).map { _ in pattern.nextFrame() }
+            let sentFrames = summaryA.sent?.videoFrames ?? 0
+            #expect(seenB.frames.count >= sentFrames * 8 / 10, "\(seenB.frames.count) of \(sentFrames) frames")
+            let psnrs = seenB.frames.prefix(40).map { frame in sources.map { VideoQuality.psnr($0, frame) }.max() ?? 0 }
+            let meanPSNR = psnrs.reduce(0, +) / Double(max(1, psnrs.count))
+            #expect(meanPSNR >= 30, "mean PSNR \(meanPSNR) dB")
+            #expect(seenA.localFrames > 0, "the local preview sees captured frames")
+            print("media session: rtt \(rttA), audio correlation \(correlation), video \(seenB.frames.count)/\(sentFrames) frames, PSNR \(meanPSNR) dB")
+        }
     }
 
     @Test func aPeerThatNeverAnswersFailsToConnectInBoundedTime() async throws {
-        let seen = Collected()
-        let a = try session(audio: "sine:440", video: nil, collected: seen) { $0.connectTimeout = .milliseconds(500) }
-        let silent = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
-        defer { silent.close() }
-        let remote = MediaSession.Endpoint(candidates: [silent.localAddress], keying: .random(), audioSSRC: 1, videoSSRC: nil,
-                                           checkToken: "nobody")
-        let started = ContinuousClock.now
-        try a.start(remote: remote) { seen.handle($0) }
-        let summary = await waited(a)
-        #expect(ContinuousClock.now - started < .seconds(3))
-        #expect(seen.snapshot.failures.first?.contains("no answer from 127.0.0.1:\(silent.localAddress.port)") == true)
-        #expect(summary.sent == nil, "nothing is sent to a peer that never answered")
+        try await Heavy.run {
+            let seen = Collected()
+            let a = try session(audio: "sine:440", video: nil, collected: seen) { $0.connectTimeout = .milliseconds(500) }
+            let silent = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
+            defer { silent.close() }
+            let remote = MediaSession.Endpoint(candidates: [silent.localAddress], keying: .random(), audioSSRC: 1, videoSSRC: nil,
+                                               checkToken: "nobody")
+            let started = ContinuousClock.now
+            try a.start(remote: remote) { seen.handle($0) }
+            let summary = await waited(a)
+            #expect(ContinuousClock.now - started < .seconds(3))
+            #expect(seen.snapshot.failures.first?.contains("no answer from 127.0.0.1:\(silent.localAddress.port)") == true)
+            #expect(summary.sent == nil, "nothing is sent to a peer that never answered")
+        }
     }
 
     @Test func aPeerThatHangsUpEndsItsMediaWithBYE() async throws {
-        let (a, b, atA, _) = try connectedPair()
-        try await Task.sleep(for: .milliseconds(1000))
-        await stopped(b)
-        let deadline = Date().addingTimeInterval(5)
-        while atA.snapshot.disconnected.isEmpty && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        await stopped(a)
-        #expect(atA.snapshot.disconnected.first?.contains("BYE") == true, "\(atA.snapshot.disconnected)")
+        try await Heavy.run {
+            let (a, b, atA, _) = try connectedPair()
+            try await Task.sleep(for: .milliseconds(1000))
+            await stopped(b)
+            let deadline = Date().addingTimeInterval(5)
+            while atA.snapshot.disconnected.isEmpty && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            await stopped(a)
+            #expect(atA.snapshot.disconnected.first?.contains("BYE") == true, "\(atA.snapshot.disconnected)")
+        }
     }
 
     @Test func aPeerThatVanishesIsReportedAfterTheMediaTimeout() async throws {
-        let atA = Collected()
-        let atB = Collected()
-        let a = try session(audio: "sine:440", video: nil, collected: atA) { $0.mediaTimeout = .seconds(1) }
-        let b = try session(audio: "sine:660", video: nil, collected: atB)
-        // B reaches A through a proxy; stopping the proxy cuts B's media off without a BYE,
-        // as a crashed peer or a dead network would.
-        let proxy = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0), forward: a.local.candidates[0],
-                                           settings: ImpairmentSettings())
-        try proxy.start()
-        var throughProxy = a.local
-        throughProxy.candidates = [proxy.localAddress]
-        try b.start(remote: throughProxy) { atB.handle($0) }
-        try a.start(remote: b.local) { atA.handle($0) }
-        try await Task.sleep(for: .milliseconds(1000))
-        #expect(atB.snapshot.connected != nil, "connectivity checks pass through the proxy")
-        proxy.stop()
-        let cut = Date()
-        while atA.snapshot.disconnected.isEmpty && Date() < cut.addingTimeInterval(5) { try await Task.sleep(for: .milliseconds(50)) }
-        let waited = Date().timeIntervalSince(cut)
-        await stopped(a)
-        await stopped(b)
-        #expect(atA.snapshot.disconnected.first?.contains("no media from the peer for 1.0 seconds") == true, "\(atA.snapshot.disconnected)")
-        #expect(waited < 3, "reported \(waited) s after the cut")
+        try await Heavy.run {
+            let atA = Collected()
+            let atB = Collected()
+            let a = try session(audio: "sine:440", video: nil, collected: atA) { $0.mediaTimeout = .seconds(1) }
+            let b = try session(audio: "sine:660", video: nil, collected: atB)
+            // B reaches A through a proxy; stopping the proxy cuts B's media off without a BYE,
+            // as a crashed peer or a dead network would.
+            let proxy = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0), forward: a.local.candidates[0],
+                                               settings: ImpairmentSettings())
+            try proxy.start()
+            var throughProxy = a.local
+            throughProxy.candidates = [proxy.localAddress]
+            try b.start(remote: throughProxy) { atB.handle($0) }
+            try a.start(remote: b.local) { atA.handle($0) }
+            try await Task.sleep(for: .milliseconds(1000))
+            #expect(atB.snapshot.connected != nil, "connectivity checks pass through the proxy")
+            proxy.stop()
+            let cut = Date()
+            while atA.snapshot.disconnected.isEmpty && Date() < cut.addingTimeInterval(5) { try await Task.sleep(for: .milliseconds(50)) }
+            let waited = Date().timeIntervalSince(cut)
+            await stopped(a)
+            await stopped(b)
+            #expect(atA.snapshot.disconnected.first?.contains("no media from the peer for 1.0 seconds") == true, "\(atA.snapshot.disconnected)")
+            #expect(waited < 3, "reported \(waited) s after the cut")
+        }
     }
 
     @Test func muteSendsSilence() async throws {
-        let (a, b, _, atB) = try connectedPair()
-        try await Task.sleep(for: .milliseconds(1000))
-        let before = atB.snapshot.remoteLevels.last ?? 0
-        a.controls.update { $0.audioMuted = true }
-        try await Task.sleep(for: .milliseconds(1000))
-        let after = atB.snapshot.remoteLevels.last ?? 1
-        await stopped(a)
-        await stopped(b)
-        #expect(before > 0.2, "a full-scale-ish sine is loud: \(before)")
-        #expect(after < 0.01, "muted: \(after)")
+        try await Heavy.run {
+            let (a, b, _, atB) = try connectedPair()
+            try await Task.sleep(for: .milliseconds(1000))
+            let before = atB.snapshot.remoteLevels.last ?? 0
+            a.controls.update { $0.audioMuted = true }
+            try await Task.sleep(for: .milliseconds(1000))
+            let after = atB.snapshot.remoteLevels.last ?? 1
+            await stopped(a)
+            await stopped(b)
+            #expect(before > 0.2, "a full-scale-ish sine is loud: \(before)")
+            #expect(after < 0.01, "muted: \(after)")
+        }
     }
 
     @Test func aMixedFileArrivesAtTheSendVolumeAndCompletesAfterItsLoops() async throws {
-        let atA = Collected()
-        let atB = Collected()
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("mix-\(UInt32.random(in: 0 ... .max)).wav").path
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        try writeWAV(sine(500, rate: 44_100, seconds: 0.5, amplitude: 0.6), rate: 44_100, to: path)
-        let speaker = CapturingSink()
-        let a = try session(audio: "silence", video: nil, collected: atA) { $0.audioSink = speaker }
-        let b = try session(audio: "silence", video: nil, collected: atB)
-        try b.start(remote: a.local) { atB.handle($0) }
-        try a.start(remote: b.local) { atA.handle($0) }
-        try await Task.sleep(for: .milliseconds(500))
-        let task = try AudioFileMixTask(fileURL: URL(fileURLWithPath: path))
-        task.numberOfLoops = 2
-        try task.setVolumes(send: 0.5, playback: 0.25)
-        let heardBefore = atB.snapshot.audio.count
-        a.startAudioMix(task)
-        try await Task.sleep(for: .milliseconds(2_200))
-        await stopped(a)
-        await stopped(b)
-        #expect(atA.snapshot.mixCompletions == 1, "one completion after 3 plays of 0.5 s")
-        let heard = Array(atB.snapshot.audio.dropFirst(heardBefore))
-        // The loudest stretch: the file at half volume, 0.6 x 0.5 of full scale.
-        let blocks = stride(from: 0, to: heard.count - 4_800, by: 4_800).map { start -> Double in
-            let block = heard[start..<(start + 4_800)]
-            return (block.reduce(0.0) { $0 + Double($1) * Double($1) } / 4_800).squareRoot() / 32_768
+        try await Heavy.run {
+            let atA = Collected()
+            let atB = Collected()
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("mix-\(UInt32.random(in: 0 ... .max)).wav").path
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            try writeWAV(sine(500, rate: 44_100, seconds: 0.5, amplitude: 0.6), rate: 44_100, to: path)
+            let speaker = CapturingSink()
+            let a = try session(audio: "silence", video: nil, collected: atA) { $0.audioSink = speaker }
+            let b = try session(audio: "silence", video: nil, collected: atB)
+            try b.start(remote: a.local) { atB.handle($0) }
+            try a.start(remote: b.local) { atA.handle($0) }
+            try await Task.sleep(for: .milliseconds(500))
+            let task = try AudioFileMixTask(fileURL: URL(fileURLWithPath: path))
+            task.numberOfLoops = 2
+            try task.setVolumes(send: 0.5, playback: 0.25)
+            let heardBefore = atB.snapshot.audio.count
+            a.startAudioMix(task)
+            try await Task.sleep(for: .milliseconds(2_200))
+            await stopped(a)
+            await stopped(b)
+            #expect(atA.snapshot.mixCompletions == 1, "one completion after 3 plays of 0.5 s")
+            let heard = Array(atB.snapshot.audio.dropFirst(heardBefore))
+            // The loudest stretch: the file at half volume, 0.6 x 0.5 of full scale.
+            let blocks = stride(from: 0, to: heard.count - 4_800, by: 4_800).map { start -> Double in
+                let block = heard[start..<(start + 4_800)]
+                return (block.reduce(0.0) { $0 + Double($1) * Double($1) } / 4_800).squareRoot() / 32_768
+            }
+            let expected = 0.6 * 0.5 / 2.0.squareRoot()
+            let loud = blocks.filter { $0 > expected / 2 }
+            #expect(loud.count >= 10, "\(loud.count) blocks of 100 ms carried the file")
+            let median = loud.sorted()[loud.count / 2]
+            #expect(abs(median - expected) / expected < 0.1, "RMS \(median), expected \(expected)")
+            #expect(blocks.suffix(3).allSatisfy { $0 < 0.01 }, "silence after the last pass")
+            // Locally, the file plays at its playback volume, mixed into the peer's (silent) audio.
+            let played = speaker.samples
+            let local = stride(from: 0, to: max(0, played.count - 4_800), by: 4_800).map { start -> Double in
+                let block = played[start..<(start + 4_800)]
+                return (block.reduce(0.0) { $0 + Double($1) * Double($1) } / 4_800).squareRoot() / 32_768
+            }
+            let localExpected = 0.6 * 0.25 / 2.0.squareRoot()
+            let localLoud = local.filter { $0 > localExpected / 2 }.sorted()
+            #expect(localLoud.count >= 10, "\(localLoud.count) blocks played locally")
+            let localMedian = localLoud.isEmpty ? 0 : localLoud[localLoud.count / 2]
+            #expect(abs(localMedian - localExpected) / localExpected < 0.1, "local RMS \(localMedian), expected \(localExpected)")
         }
-        let expected = 0.6 * 0.5 / 2.0.squareRoot()
-        let loud = blocks.filter { $0 > expected / 2 }
-        #expect(loud.count >= 10, "\(loud.count) blocks of 100 ms carried the file")
-        let median = loud.sorted()[loud.count / 2]
-        #expect(abs(median - expected) / expected < 0.1, "RMS \(median), expected \(expected)")
-        #expect(blocks.suffix(3).allSatisfy { $0 < 0.01 }, "silence after the last pass")
-        // Locally, the file plays at its playback volume, mixed into the peer's (silent) audio.
-        let played = speaker.samples
-        let local = stride(from: 0, to: max(0, played.count - 4_800), by: 4_800).map { start -> Double in
-            let block = played[start..<(start + 4_800)]
-            return (block.reduce(0.0) { $0 + Double($1) * Double($1) } / 4_800).squareRoot() / 32_768
-        }
-        let localExpected = 0.6 * 0.25 / 2.0.squareRoot()
-        let localLoud = local.filter { $0 > localExpected / 2 }.sorted()
-        #expect(localLoud.count >= 10, "\(localLoud.count) blocks played locally")
-        let localMedian = localLoud.isEmpty ? 0 : localLoud[localLoud.count / 2]
-        #expect(abs(localMedian - localExpected) / localExpected < 0.1, "local RMS \(localMedian), expected \(localExpected)")
     }
 
     /// Collects what a session plays.
@@ -243,91 +256,97 @@ import Testing
     }
 
     @Test func theCallAudioRecordingHoldsBothPartiesAndTheMix() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("callrec-\(UInt32.random(in: 0 ... .max))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let mixPath = directory.appendingPathComponent("mix.wav").path
-        try writeWAV(sine(1_000, rate: 48_000, seconds: 1, amplitude: 0.6), rate: 48_000, to: mixPath)
-        let (a, b, _, _) = try connectedPair()
+        try await Heavy.run {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("callrec-\(UInt32.random(in: 0 ... .max))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let mixPath = directory.appendingPathComponent("mix.wav").path
+            try writeWAV(sine(1_000, rate: 48_000, seconds: 1, amplitude: 0.6), rate: 48_000, to: mixPath)
+            let (a, b, _, _) = try connectedPair()
 
-        let wav = directory.appendingPathComponent("call.wav").path
-        let ogg = directory.appendingPathComponent("call.ogg").path
-        #expect(try a.startAudioRecording(path: wav) == wav)
-        #expect(throws: MixError.self) { try a.startAudioRecording(path: ogg) }
-        #expect(try b.startAudioRecording(path: ogg) == ogg)
-        #expect(a.currentAudioRecordingFilePath == wav)
-        let mix = try AudioFileMixTask(fileURL: URL(fileURLWithPath: mixPath))
-        mix.numberOfLoops = -1
-        try mix.setVolumes(send: 0.5)
-        a.startAudioMix(mix)
-        try await Task.sleep(for: .milliseconds(2_000))
-        try a.stopAudioRecording()
-        try b.stopAudioRecording()
-        #expect(a.currentAudioRecordingFilePath == nil)
-        #expect(throws: MixError.self) { try a.stopAudioRecording() }
-        await stopped(a)
-        await stopped(b)
+            let wav = directory.appendingPathComponent("call.wav").path
+            let ogg = directory.appendingPathComponent("call.ogg").path
+            #expect(try a.startAudioRecording(path: wav) == wav)
+            #expect(throws: MixError.self) { try a.startAudioRecording(path: ogg) }
+            #expect(try b.startAudioRecording(path: ogg) == ogg)
+            #expect(a.currentAudioRecordingFilePath == wav)
+            let mix = try AudioFileMixTask(fileURL: URL(fileURLWithPath: mixPath))
+            mix.numberOfLoops = -1
+            try mix.setVolumes(send: 0.5)
+            a.startAudioMix(mix)
+            try await Task.sleep(for: .milliseconds(2_000))
+            try a.stopAudioRecording()
+            try b.stopAudioRecording()
+            #expect(a.currentAudioRecordingFilePath == nil)
+            #expect(throws: MixError.self) { try a.stopAudioRecording() }
+            await stopped(a)
+            await stopped(b)
 
-        let recorded = try AudioFile.read(path: wav).samples
-        #expect(abs(Double(recorded.count) / 48_000 - 2) < 0.3, "\(Double(recorded.count) / 48_000) s recorded")
-        let middle = recorded.dropFirst(24_000).prefix(48_000)
-        let own = Self.tonePower(middle, 440)
-        let peer = Self.tonePower(middle, 660)
-        let file = Self.tonePower(middle, 1_000)
-        let absent = Self.tonePower(middle, 1_500)
-        #expect(own > 100 * absent && peer > 100 * absent && file > 100 * absent,
-                "440 \(own), 660 \(peer), 1000 \(file), 1500 (absent) \(absent)")
-        let opus = try AudioFile.read(path: ogg).samples
-        #expect(abs(Double(opus.count) / 48_000 - 2) < 0.3, "Ogg Opus: \(Double(opus.count) / 48_000) s")
+            let recorded = try AudioFile.read(path: wav).samples
+            #expect(abs(Double(recorded.count) / 48_000 - 2) < 0.3, "\(Double(recorded.count) / 48_000) s recorded")
+            let middle = recorded.dropFirst(24_000).prefix(48_000)
+            let own = Self.tonePower(middle, 440)
+            let peer = Self.tonePower(middle, 660)
+            let file = Self.tonePower(middle, 1_000)
+            let absent = Self.tonePower(middle, 1_500)
+            #expect(own > 100 * absent && peer > 100 * absent && file > 100 * absent,
+                    "440 \(own), 660 \(peer), 1000 \(file), 1500 (absent) \(absent)")
+            let opus = try AudioFile.read(path: ogg).samples
+            #expect(abs(Double(opus.count) / 48_000 - 2) < 0.3, "Ogg Opus: \(Double(opus.count) / 48_000) s")
+        }
     }
 
-    @Test func recordingToAMissingDirectoryOrAnUnknownTypeIsRefused() throws {
-        let a = try session(audio: "sine:440", video: nil, collected: Collected())
-        do {
-            try a.startAudioRecording(path: "/nonexistent/dir/call.wav")
-            Issue.record("recorded into a directory that does not exist")
-        } catch {
-            #expect(error.message.contains("the directory /nonexistent/dir does not exist"), "\(error.message)")
+    @Test func recordingToAMissingDirectoryOrAnUnknownTypeIsRefused() async throws {
+        try await Heavy.run {
+            let a = try session(audio: "sine:440", video: nil, collected: Collected())
+            do throws(MixError) {
+                try a.startAudioRecording(path: "/nonexistent/dir/call.wav")
+                Issue.record("recorded into a directory that does not exist")
+            } catch {
+                #expect(error.message.contains("the directory /nonexistent/dir does not exist"), "\(error.message)")
+            }
+            #expect(!FileManager.default.fileExists(atPath: "/nonexistent/dir"), "no directory was created")
+            #expect(throws: MixError.self) { try a.startAudioRecording(path: FileManager.default.temporaryDirectory.appendingPathComponent("x.mp3").path) }
+            let chosen = try a.startAudioRecording()
+            #expect(chosen.hasSuffix(".wav") && FileManager.default.fileExists(atPath: chosen))
+            try a.stopAudioRecording()
+            try? FileManager.default.removeItem(atPath: chosen)
         }
-        #expect(!FileManager.default.fileExists(atPath: "/nonexistent/dir"), "no directory was created")
-        #expect(throws: MixError.self) { try a.startAudioRecording(path: FileManager.default.temporaryDirectory.appendingPathComponent("x.mp3").path) }
-        let chosen = try a.startAudioRecording()
-        #expect(chosen.hasSuffix(".wav") && FileManager.default.fileExists(atPath: chosen))
-        try a.stopAudioRecording()
-        try? FileManager.default.removeItem(atPath: chosen)
     }
 
     @Test func aSnapshotIsTheNextPictureSentAndSavesAsPNG() async throws {
-        let atA = Collected()
-        let atB = Collected()
-        let a = try session(audio: "sine:440", video: "testsrc:160x120@15", collected: atA)
-        let b = try session(audio: "sine:660", video: nil, collected: atB)
-        try b.start(remote: a.local) { atB.handle($0) }
-        try a.start(remote: b.local) { atA.handle($0) }
-        let picture = try #require(await a.snapshotLocalVideo())
-        #expect(picture.width == 160 && picture.height == 120)
-        #expect(await b.snapshotLocalVideo(timeout: .milliseconds(100)) == nil, "no video source, no snapshot")
-        await stopped(a)
-        await stopped(b)
+        try await Heavy.run {
+            let atA = Collected()
+            let atB = Collected()
+            let a = try session(audio: "sine:440", video: "testsrc:160x120@15", collected: atA)
+            let b = try session(audio: "sine:660", video: nil, collected: atB)
+            try b.start(remote: a.local) { atB.handle($0) }
+            try a.start(remote: b.local) { atA.handle($0) }
+            let picture = try #require(await a.snapshotLocalVideo())
+            #expect(picture.width == 160 && picture.height == 120)
+            #expect(await b.snapshotLocalVideo(timeout: .milliseconds(100)) == nil, "no video source, no snapshot")
+            await stopped(a)
+            await stopped(b)
 
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("snap-\(UInt32.random(in: 0 ... .max)).png").path
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        try picture.writePNG(path: path)
-        var image = png_image()
-        image.version = UInt32(PNG_IMAGE_VERSION)
-        #expect(png_image_begin_read_from_file(&image, path) != 0, "libpng reads it back")
-        image.format = UInt32(PNG_FORMAT_RGB)
-        var pixels = [UInt8](repeating: 0, count: Int(image.width * image.height) * 3)
-        #expect(pixels.withUnsafeMutableBufferPointer { png_image_finish_read(&image, nil, $0.baseAddress, 160 * 3, nil) } != 0)
-        #expect(image.width == 160 && image.height == 120)
-        // The top-left of the test pattern is not uniform grey: the PNG holds a picture.
-        let distinct = Set(stride(from: 0, to: pixels.count, by: 3).map { pixels[$0] })
-        #expect(distinct.count > 10, "\(distinct.count) distinct red values")
-        do {
-            try picture.writePNG(path: "/nonexistent/dir/snap.png")
-            Issue.record("wrote into a missing directory")
-        } catch {
-            #expect(error.description.contains("/nonexistent/dir/snap.png"), "\(error)")
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("snap-\(UInt32.random(in: 0 ... .max)).png").path
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            try picture.writePNG(path: path)
+            var image = png_image()
+            image.version = UInt32(PNG_IMAGE_VERSION)
+            #expect(png_image_begin_read_from_file(&image, path) != 0, "libpng reads it back")
+            image.format = UInt32(PNG_FORMAT_RGB)
+            var pixels = [UInt8](repeating: 0, count: Int(image.width * image.height) * 3)
+            #expect(pixels.withUnsafeMutableBufferPointer { png_image_finish_read(&image, nil, $0.baseAddress, 160 * 3, nil) } != 0)
+            #expect(image.width == 160 && image.height == 120)
+            // The top-left of the test pattern is not uniform grey: the PNG holds a picture.
+            let distinct = Set(stride(from: 0, to: pixels.count, by: 3).map { pixels[$0] })
+            #expect(distinct.count > 10, "\(distinct.count) distinct red values")
+            do throws(MediaFileError) {
+                try picture.writePNG(path: "/nonexistent/dir/snap.png")
+                Issue.record("wrote into a missing directory")
+            } catch {
+                #expect(error.description.contains("/nonexistent/dir/snap.png"), "\(error)")
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import TestSupport
 @testable import MediaEngine
 
 /// Runs `body` on its own thread and returns a way to wait for its result.
@@ -74,46 +75,54 @@ final class Background<T: Sendable>: Sendable {
     }
 
     @Test(arguments: [false, true])
-    func srtpAudioAndVideoArriveIntactOnLoopback(bundle: Bool) throws {
-        let key = SRTPKeyingMaterial.random()
-        let (outcome, sent) = try exchange(keying: key, receiverKey: key, seconds: 2, bundle: bundle)
-        let audio = outcome.statistics[0]
-        let video = outcome.statistics[1]
-        #expect(audio.packetsReceived == sent.audioPackets)
-        #expect(audio.packetsLost == 0 && audio.authenticationFailures == 0)
-        #expect(video.packetsReceived == sent.videoPackets)
-        #expect(video.framesDecoded == sent.videoFrames, "every frame decodes")
-        #expect(abs(sent.videoFrames - 60) <= 2 && abs(sent.audioFrames - 100) <= 2)
-        #expect(outcome.lastFrameSize == (320, 240))
-        #expect(audio.endedByGoodbye && video.endedByGoodbye, "BYE ends the session before the time limit")
-        let frequency = outcome.samples.dropFirst(4_800).withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
-        #expect(abs((frequency ?? 0) - 440) < 2, "tone at \(frequency ?? 0) Hz")
-        #expect(audio.jitter < 0.02)
-        // The receiver's reports reached the sender: no loss, a loopback round trip.
-        let report = try #require(sent.audioReport)
-        #expect(report.packetsLost == 0)
-        #expect((report.roundTripTime ?? 1) < 0.1)
-        print("loopback \(bundle ? "bundled" : "separate ports"): audio \(audio.packetsReceived) packets, video \(video.framesDecoded) frames, tone \(frequency ?? 0) Hz, jitter \(audio.jitter * 1000) ms")
+    func srtpAudioAndVideoArriveIntactOnLoopback(bundle: Bool) async throws {
+        try await Heavy.run {
+            let key = SRTPKeyingMaterial.random()
+            let (outcome, sent) = try exchange(keying: key, receiverKey: key, seconds: 2, bundle: bundle)
+            let audio = outcome.statistics[0]
+            let video = outcome.statistics[1]
+            #expect(audio.packetsReceived == sent.audioPackets)
+            #expect(audio.packetsLost == 0 && audio.authenticationFailures == 0)
+            #expect(video.packetsReceived == sent.videoPackets)
+            #expect(video.framesDecoded == sent.videoFrames, "every frame decodes")
+            #expect(abs(sent.videoFrames - 60) <= 2 && abs(sent.audioFrames - 100) <= 2)
+            #expect(outcome.lastFrameSize == (320, 240))
+            #expect(audio.endedByGoodbye && video.endedByGoodbye, "BYE ends the session before the time limit")
+            let frequency = outcome.samples.dropFirst(4_800).withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
+            #expect(abs((frequency ?? 0) - 440) < 2, "tone at \(frequency ?? 0) Hz")
+            #expect(audio.jitter < 0.02)
+            // The receiver's reports reached the sender: no loss, a loopback round trip.
+            let report = try #require(sent.audioReport)
+            #expect(report.packetsLost == 0)
+            #expect((report.roundTripTime ?? 1) < 0.1)
+            print("loopback \(bundle ? "bundled" : "separate ports"): audio \(audio.packetsReceived) packets, video \(video.framesDecoded) frames, tone \(frequency ?? 0) Hz, jitter \(audio.jitter * 1000) ms")
+        }
     }
 
-    @Test func audioAndVideoPlayInSync() throws {
-        let (outcome, _) = try exchange(keying: nil, receiverKey: nil, seconds: 5, bundle: true)
-        let offset = try #require(outcome.audioVideoOffset, "both streams' SRs and playout were seen")
-        print("lip sync after 5 s: offset \(offset * 1000) ms, extra delay audio \(outcome.synchronizationDelays.audio * 1000) ms, video \(outcome.synchronizationDelays.video * 1000) ms")
-        #expect(abs(offset) < 0.060)
+    @Test func audioAndVideoPlayInSync() async throws {
+        try await Heavy.run {
+            let (outcome, _) = try exchange(keying: nil, receiverKey: nil, seconds: 5, bundle: true)
+            let offset = try #require(outcome.audioVideoOffset, "both streams' SRs and playout were seen")
+            print("lip sync after 5 s: offset \(offset * 1000) ms, extra delay audio \(outcome.synchronizationDelays.audio * 1000) ms, video \(outcome.synchronizationDelays.video * 1000) ms")
+            #expect(abs(offset) < 0.060)
+        }
     }
 
-    @Test func wrongKeyIsCountedAsAuthenticationFailuresAndNothingDecodes() throws {
-        let (outcome, sent) = try exchange(keying: .random(), receiverKey: .random(), seconds: 0.5, bundle: false)
-        #expect(outcome.samples.isEmpty && outcome.frames == 0)
-        #expect(outcome.statistics[0].authenticationFailures >= sent.audioPackets, "RTP and SRTCP both fail")
-        #expect(outcome.statistics[1].authenticationFailures >= sent.videoPackets)
+    @Test func wrongKeyIsCountedAsAuthenticationFailuresAndNothingDecodes() async throws {
+        try await Heavy.run {
+            let (outcome, sent) = try exchange(keying: .random(), receiverKey: .random(), seconds: 0.5, bundle: false)
+            #expect(outcome.samples.isEmpty && outcome.frames == 0)
+            #expect(outcome.statistics[0].authenticationFailures >= sent.audioPackets, "RTP and SRTCP both fail")
+            #expect(outcome.statistics[1].authenticationFailures >= sent.videoPackets)
+        }
     }
 
-    @Test func plainRTPWorksOverIPv6() throws {
-        let (outcome, sent) = try exchange(keying: nil, receiverKey: nil, seconds: 1, bundle: true, host: "::1")
-        #expect(outcome.statistics[0].packetsReceived == sent.audioPackets)
-        #expect(outcome.frames == sent.videoFrames)
+    @Test func plainRTPWorksOverIPv6() async throws {
+        try await Heavy.run {
+            let (outcome, sent) = try exchange(keying: nil, receiverKey: nil, seconds: 1, bundle: true, host: "::1")
+            #expect(outcome.statistics[0].packetsReceived == sent.audioPackets)
+            #expect(outcome.frames == sent.videoFrames)
+        }
     }
 }
 
@@ -132,17 +141,19 @@ private final class FailingCamera: VideoSource {
 }
 
 @Suite struct TrackFailure {
-    @Test func aCameraThatFailsEndsOnlyTheVideoTrack() throws {
-        let receiver = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
-        var configuration = MediaSender.Configuration(audio: try MediaSources.audio("sine:440"), video: FailingCamera(frames: 10),
-                                                      audioDestination: receiver.localAddress,
-                                                      videoDestination: receiver.localAddress)
-        configuration.rtcpMux = true
-        let sender = try MediaSender(configuration: configuration)
-        let statistics = try sender.run(duration: .seconds(1))
-        #expect(statistics.videoFrames == 10)
-        #expect(statistics.videoFailure == "/dev/video9: device was unplugged")
-        #expect(statistics.audioFrames >= 48, "audio kept going for the whole second: \(statistics.audioFrames)")
-        #expect(statistics.audioFailure == nil)
+    @Test func aCameraThatFailsEndsOnlyTheVideoTrack() async throws {
+        try await Heavy.run {
+            let receiver = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
+            var configuration = MediaSender.Configuration(audio: try MediaSources.audio("sine:440"), video: FailingCamera(frames: 10),
+                                                          audioDestination: receiver.localAddress,
+                                                          videoDestination: receiver.localAddress)
+            configuration.rtcpMux = true
+            let sender = try MediaSender(configuration: configuration)
+            let statistics = try sender.run(duration: .seconds(1))
+            #expect(statistics.videoFrames == 10)
+            #expect(statistics.videoFailure == "/dev/video9: device was unplugged")
+            #expect(statistics.audioFrames >= 48, "audio kept going for the whole second: \(statistics.audioFrames)")
+            #expect(statistics.audioFailure == nil)
+        }
     }
 }
