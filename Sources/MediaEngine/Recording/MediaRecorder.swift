@@ -192,18 +192,21 @@ public final class MediaRecorder: @unchecked Sendable {
         accept(media)
     }
 
+    /// Asks for a keyframe: the re-encoder's own, or the stream's sender's.
+    private func askForKeyframe() {
+        if let reencoder {
+            reencoder.keyframeWanted.store(true, ordering: .relaxed)
+        } else {
+            notices(.keyframeNeeded)
+        }
+    }
+
     private func accept(_ media: EncodedMedia) {
-        var askForKeyframe = false
+        var needsKeyframe = false
         condition.lock()
         defer {
             condition.unlock()
-            if askForKeyframe {
-                if let reencoder {
-                    reencoder.keyframeWanted.store(true, ordering: .relaxed)
-                } else {
-                    notices(.keyframeNeeded)
-                }
-            }
+            if needsKeyframe { askForKeyframe() }
         }
         guard !stopping, !failed, media.data.count > 0 else { return }
         if media.kind == .video {
@@ -218,7 +221,7 @@ public final class MediaRecorder: @unchecked Sendable {
             droppedWhileBehind += 1
             if media.kind == .video {
                 videoNeedsKeyframe = true
-                askForKeyframe = true
+                needsKeyframe = true
             }
             return
         }
@@ -276,6 +279,8 @@ public final class MediaRecorder: @unchecked Sendable {
         var origin: ContinuousClock.Instant?
         var held: [Int] = []
         var videoAbandoned = false
+        /// A video frame was dropped here: later ones wait for a keyframe.
+        var videoAwaitsKeyframe = false
         var size: (width: Int, height: Int)?
         var tracks = [TrackClock(clockRate: 48_000), TrackClock(clockRate: 90_000)]
         var start: Int64 = .max
@@ -386,7 +391,19 @@ public final class MediaRecorder: @unchecked Sendable {
         let milliseconds = writer.tracks[clock].milliseconds(rtp: slot.rtpTimestamp, offset: offset)
         guard milliseconds > writer.tracks[clock].lastMilliseconds || (track == .video && milliseconds == writer.tracks[clock].lastMilliseconds) else {
             summary.droppedOutOfOrder += 1
+            if track == .video {
+                // The frames after it may refer to it: none is written until a keyframe.
+                writer.videoAwaitsKeyframe = true
+                askForKeyframe()
+            }
             return
+        }
+        if track == .video && writer.videoAwaitsKeyframe {
+            guard slot.isKeyframe else {
+                summary.droppedAwaitingKeyframe += 1
+                return
+            }
+            writer.videoAwaitsKeyframe = false
         }
         var duration: Int64 = 0
         if track == .audio {

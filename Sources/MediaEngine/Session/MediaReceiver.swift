@@ -64,6 +64,33 @@ public final class MediaReceiver {
         public var roundTripTime: Double?
         /// The transport's own counters.
         public var transport = TransportStatistics()
+
+        public init(streams: [StreamStatistics], audioVideoOffset: Double? = nil, synchronizationDelays: (audio: Double, video: Double) = (0, 0),
+                    unknownDatagrams: Int = 0, malformedRTCP: Int = 0, unknownStreamPackets: Int = 0, roundTripTime: Double? = nil,
+                    transport: TransportStatistics = TransportStatistics()) {
+            self.streams = streams
+            self.audioVideoOffset = audioVideoOffset
+            self.synchronizationDelays = synchronizationDelays
+            self.unknownDatagrams = unknownDatagrams
+            self.malformedRTCP = malformedRTCP
+            self.unknownStreamPackets = unknownStreamPackets
+            self.roundTripTime = roundTripTime
+            self.transport = transport
+        }
+
+        /// What `core` received so far on `streams` (all of its streams when nil), with the
+        /// first participant's lip sync.
+        init(_ core: MediaCore, streams: [ReceiveStreamID]? = nil) {
+            let transport = core.transportStatistics
+            let (audioDelay, videoDelay) = core.synchronizationDelays()
+            self.init(streams: (streams ?? core.receiveStreamIDs).compactMap { core.statistics(of: $0) },
+                      audioVideoOffset: core.audioVideoOffset().map { $0 / .seconds(1) },
+                      synchronizationDelays: (audioDelay / .seconds(1), videoDelay / .seconds(1)),
+                      unknownDatagrams: transport.unknownDatagrams,
+                      malformedRTCP: transport.malformedRTCP + transport.rtcpAuthenticationFailures + transport.rtcpReplays,
+                      unknownStreamPackets: transport.unknownStreamPackets + transport.ssrcCollisions,
+                      roundTripTime: transport.roundTripTime, transport: transport)
+        }
     }
 
     public let sockets: [UDPSocket]
@@ -147,17 +174,7 @@ public final class MediaReceiver {
     /// The statistics so far.
     public var statistics: Statistics { transport.withCore { core, _ in statistics(of: core) } }
 
-    private func statistics(of core: MediaCore) -> Statistics {
-        let transport = core.transportStatistics
-        let (audioDelay, videoDelay) = core.synchronizationDelays()
-        return Statistics(streams: streamIDs.compactMap { core.statistics(of: $0) },
-                          audioVideoOffset: core.audioVideoOffset().map { $0 / .seconds(1) },
-                          synchronizationDelays: (audioDelay / .seconds(1), videoDelay / .seconds(1)),
-                          unknownDatagrams: transport.unknownDatagrams,
-                          malformedRTCP: transport.malformedRTCP + transport.rtcpAuthenticationFailures + transport.rtcpReplays,
-                          unknownStreamPackets: transport.unknownStreamPackets + transport.ssrcCollisions,
-                          roundTripTime: transport.roundTripTime, transport: transport)
-    }
+    private func statistics(of core: MediaCore) -> Statistics { Statistics(core, streams: streamIDs) }
 
     /// Receives until `duration` passes, every stream has said BYE, or `stop()`.
     /// - Parameters:

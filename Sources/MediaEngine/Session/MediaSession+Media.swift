@@ -209,18 +209,7 @@ extension MediaSession {
     }
 
     /// What arrived so far, every participant's streams named.
-    func sessionStatistics(_ core: MediaCore) -> MediaReceiver.Statistics {
-        let transport = core.transportStatistics
-        let (audioDelay, videoDelay) = core.synchronizationDelays()
-        return MediaReceiver.Statistics(
-            streams: core.receiveStreamIDs.compactMap { core.statistics(of: $0) },
-            audioVideoOffset: core.audioVideoOffset().map { $0 / .seconds(1) },
-            synchronizationDelays: (audioDelay / .seconds(1), videoDelay / .seconds(1)),
-            unknownDatagrams: transport.unknownDatagrams,
-            malformedRTCP: transport.malformedRTCP + transport.rtcpAuthenticationFailures + transport.rtcpReplays,
-            unknownStreamPackets: transport.unknownStreamPackets + transport.ssrcCollisions,
-            roundTripTime: transport.roundTripTime, transport: transport)
-    }
+    func sessionStatistics(_ core: MediaCore) -> MediaReceiver.Statistics { MediaReceiver.Statistics(core) }
 
     /// The sending thread: once the path is selected, captures, encodes and sends until
     /// the session stops (then BYE).

@@ -253,3 +253,52 @@ import TestSupport
         }
     }
 }
+
+/// The recorder fed directly: what it writes always decodes, whatever arrives.
+@Suite struct RecorderOrdering {
+    /// A video frame whose timestamp goes back is not written, and neither are the frames
+    /// after it until a keyframe: they may refer to it, and a file must never hold a frame
+    /// a decoder cannot decode.
+    @Test func aFrameOutOfOrderIsDroppedWithWhatFollowsItUntilAKeyframe() async throws {
+        try await Heavy.run {
+            let directory = try temporaryDirectory("webm-order")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let path = directory.appendingPathComponent("order.webm").path
+            final class Asked: Sendable { let count = Mutex(0) }
+            let asked = Asked()
+            let recorder = try MediaRecorder(path: path, audioChannels: 1, video: true) { notice in
+                if case .keyframeNeeded = notice { asked.count.withLock { $0 += 1 } }
+            }
+            var codec = VP8.Configuration(width: 160, height: 120, bitrate: 200_000)
+            codec.keyframeInterval = 30
+            let vp8 = try VP8.Encoder(configuration: codec)
+            let opus = try Opus.Encoder(configuration: Opus.Configuration())
+            var pattern = TestPattern(width: 160, height: 120)
+            var tone = ToneGenerator(.sine(440))
+            let start = ContinuousClock.now
+            for index in 0..<60 {
+                let time = start + .milliseconds(Int64(index) * 100 / 3)
+                for part in 0..<2 where index * 2 + part < 100 {
+                    let packet = try opus.encode(tone.nextFrame())
+                    packet.withUnsafeBytes {
+                        recorder.offer(EncodedMedia(kind: .audio, data: $0, rtpTimestamp: UInt32((index * 2 + part) * 960), time: time))
+                    }
+                }
+                let frame = try #require(try vp8.encode(pattern.nextFrame()))
+                // Frame 10 claims a time 0.67 s in the past.
+                let timestamp = UInt32(100_000 + index * 3_000 - (index == 10 ? 60_000 : 0))
+                frame.data.withUnsafeBytes {
+                    recorder.offer(EncodedMedia(kind: .video, data: $0, rtpTimestamp: timestamp, isKeyframe: frame.isKeyframe,
+                                                width: 160, height: 120, time: time))
+                }
+            }
+            let summary = recorder.stop()
+            #expect(summary.droppedOutOfOrder == 1)
+            #expect(summary.droppedAwaitingKeyframe == 19, "frames 11 to 29 wait for the keyframe at 30: \(summary)")
+            #expect(summary.videoFrames == 40 && summary.keyframes == 2)
+            #expect(asked.count.withLock { $0 } >= 1, "a keyframe was asked for")
+            let errors = try Tool.decodeErrors(path)
+            #expect(errors.isEmpty, "decodes cleanly: \(errors)")
+        }
+    }
+}
