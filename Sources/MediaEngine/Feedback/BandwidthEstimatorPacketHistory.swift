@@ -33,7 +33,7 @@ struct SentPacketHistory: Sendable {
     /// nearest the newest sent, if that packet is still held and younger than `maximumAge`.
     func find(_ sequenceNumber: UInt16, now: Duration, maximumAge: Duration) -> Int? {
         guard let newest else { return nil }
-        let sequence = newest + Int64(Int16(bitPattern: sequenceNumber &- UInt16(truncatingIfNeeded: newest)))
+        let sequence = unwrap(sequenceNumber, near: newest)
         let index = slot(sequence)
         guard entries[index].sequence == sequence, now - entries[index].sendTime <= maximumAge else { return nil }
         return index

@@ -13,7 +13,7 @@ extension VideoReceiveStream {
     /// may restart the stream when enough of them arrive in sequence).
     mutating func unwrap(_ sequenceNumber: UInt16, now: Duration) -> Int64? {
         guard let highest else { return Int64(sequenceNumber) }
-        let delta = Int64(Int16(bitPattern: sequenceNumber &- UInt16(truncatingIfNeeded: highest)))
+        let delta = sequenceDistance(from: highest, to: sequenceNumber)
         if abs(delta) <= Int64(configuration.maximumSequenceJump) { return highest + delta }
         if let run = resynchronization, (1...16).contains(sequenceNumber &- run.last) {
             resynchronization = (sequenceNumber, run.count + 1)

@@ -156,7 +156,7 @@ public final class AudioJitterBuffer {
             startStream(sequenceNumber, timestamp, payload, samples: samples, now: now)
             return .accepted
         }
-        let sequence = reference.sequence + Int64(Int16(bitPattern: sequenceNumber &- UInt16(truncatingIfNeeded: reference.sequence)))
+        let sequence = unwrap(sequenceNumber, near: reference.sequence)
         let rawTimestamp = reference.rawTimestamp
             + Int64(Int32(bitPattern: timestamp &- UInt32(truncatingIfNeeded: reference.rawTimestamp)))
         let distance = sequence - windowStart
@@ -244,7 +244,7 @@ public final class AudioJitterBuffer {
         // outage, or a flood while playout stalled. Holding it would overrun the ring.
         let expected = reference.timestamp + (sequence - reference.sequence) * Int64(reference.samples)
         let consistent = sequence > reference.sequence && abs(rawTimestamp + timestampOffset - expected) <= Self.maximumGap
-        let confirmed = restartCandidate.map { abs(Int(Int16(bitPattern: sequenceNumber &- $0))) <= 2 } ?? false
+        let confirmed = restartCandidate.map { abs(sequenceDistance(from: Int64($0), to: sequenceNumber)) <= 2 } ?? false
         guard consistent || confirmed else {
             // RFC 3550 A.1: wait for the next packet to confirm a restart.
             restartCandidate = sequenceNumber &+ 1

@@ -35,7 +35,7 @@ import Testing
             timestamps.append(frame.timestamp)
         }
         try next()
-        let firstReadAt = ALSAClock.now()
+        let firstReadAt = MonotonicClock.now()
         let clock = ContinuousClock()
         let start = clock.now
         for _ in 1...50 { try next() }

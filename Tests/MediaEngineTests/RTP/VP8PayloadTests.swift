@@ -96,104 +96,30 @@ func vp8Packets(_ frame: [UInt8], payloader: inout VP8Payloader, timestamp: UInt
         #expect(odd.allSatisfy { $0.payloadSize <= 1_200 })
     }
 
-    @Test func assemblerRebuildsReorderedFramesAndSpotsKeyframes() throws {
-        var payloader = VP8Payloader(maximumPayloadSize: 300)
-        var assembler = VP8FrameAssembler()
-        // A keyframe (tag bit 0 clear) and a delta frame (bit 0 set), 1000 bytes each.
-        let keyframe = [0x10] + (1..<1_000).map { UInt8(truncatingIfNeeded: $0) }
-        let delta = [0x11] + (1..<1_000).map { UInt8(truncatingIfNeeded: $0 * 3) }
-        var first = try vp8Packets(keyframe, payloader: &payloader, timestamp: 3_000, firstSequence: 65_534)
-        first.swapAt(1, 3)
-        let second = try vp8Packets(delta, payloader: &payloader, timestamp: 6_000, firstSequence: 65_534 &+ UInt16(first.count))
-        var frames: [([UInt8], Bool, UInt32)] = []
-        for packet in first + second {
-            try packet.withUnsafeBytes { bytes in
-                assembler.insert(try RTPPacketView(bytes)) { frames.append((Array($0.data), $0.isKeyframe, $0.timestamp)) }
-            }
-        }
-        #expect(frames.count == 2)
-        #expect(frames.first?.0 == keyframe && frames.first?.1 == true && frames.first?.2 == 3_000)
-        #expect(frames.last?.0 == delta && frames.last?.1 == false)
-        #expect(assembler.statistics.framesAssembled == 2 && assembler.statistics.keyFramesAssembled == 1)
-    }
-
-    @Test func missingFragmentDropsTheFrameAndDeltasWaitForAKeyframe() throws {
-        var payloader = VP8Payloader(maximumPayloadSize: 300)
-        var assembler = VP8FrameAssembler()
-        let key = [0x10] + [UInt8](repeating: 7, count: 899)
-        let delta = [0x11] + [UInt8](repeating: 8, count: 899)
-        var sequence: UInt16 = 100
-        var timestamp: UInt32 = 0
-        var delivered: [Bool] = []
-        func send(_ frame: [UInt8], dropping: Int? = nil) throws {
-            var packets = try vp8Packets(frame, payloader: &payloader, timestamp: timestamp, firstSequence: sequence)
-            sequence &+= UInt16(packets.count)
-            timestamp &+= 3_000
-            if let dropping { packets.remove(at: dropping) }
-            for packet in packets {
-                try packet.withUnsafeBytes { bytes in assembler.insert(try RTPPacketView(bytes)) { delivered.append($0.isKeyframe) } }
-            }
-        }
-        try send(delta)               // before any keyframe: held back
-        try send(key)
-        try send(delta)
-        try send(delta, dropping: 1)  // loses its middle fragment
-        try send(delta)               // would reference the lost frame: held back
-        try send(key)
-        try send(delta)
-        #expect(delivered == [true, false, true, false])
-        #expect(assembler.statistics.framesDropped == 1)
-        #expect(assembler.statistics.framesSkippedAwaitingKeyframe == 2)
-        #expect(!assembler.isAwaitingKeyframe)
-    }
-
-    @Test func latePacketsDuplicatesAndBadDescriptorsAreCounted() throws {
-        var payloader = VP8Payloader(maximumPayloadSize: 300)
-        var assembler = VP8FrameAssembler()
-        let key = [0x10] + [UInt8](repeating: 1, count: 599)
-        let one = try vp8Packets(key, payloader: &payloader, timestamp: 90_000, firstSequence: 10)
-        let two = try vp8Packets(key, payloader: &payloader, timestamp: 93_000, firstSequence: 13)
-        var count = 0
-        func feed(_ packet: [UInt8]) throws {
-            try packet.withUnsafeBytes { bytes in assembler.insert(try RTPPacketView(bytes)) { _ in count += 1 } }
-        }
-        try feed(one[0])
-        try feed(one[0])                      // duplicate
-        try feed(one[1]); try feed(one[2])    // completes frame 1
-        try feed(one[1])                      // late: its frame is done
-        try feed(two[0])
-        let empty = try RTPPacket(header: RTPHeader(payloadType: 96, sequenceNumber: 14, timestamp: 93_000, ssrc: 5),
-                                  payload: []).serialized()
-        try feed(empty)                       // no descriptor
-        try feed(two[1]); try feed(two[2])
-        #expect(count == 2)
-        #expect(assembler.statistics.duplicatePackets == 1)
-        #expect(assembler.statistics.latePackets == 1)
-        #expect(assembler.statistics.malformedPackets == 1)
-    }
-
+    /// The payloader's packets, rebuilt by the receive side's frame assembly
+    /// (`VideoReceiveStream`, as the media core runs it), decode to the source pictures.
     @Test func realEncoderFramesSurviveTheRoundTrip() throws {
         let encoder = try VP8.Encoder(configuration: VP8.Configuration(width: 320, height: 240, bitrate: 500_000))
         let decoder = try VP8.Decoder()
         var pattern = TestPattern(width: 320, height: 240)
         var payloader = VP8Payloader()
-        var assembler = VP8FrameAssembler()
-        var sequence: UInt16 = 0
+        var stream = VideoReceiveStream()
+        var sequence: UInt16 = 65_530  // wraps within the run
         var decoded = 0
         for index in 0..<15 {
             let source = pattern.nextFrame()
             let encoded = try #require(try encoder.encode(source, forceKeyframe: index == 0))
             let packets = try vp8Packets(encoded.data, payloader: &payloader, timestamp: UInt32(index * 3_000), firstSequence: sequence)
             sequence &+= UInt16(packets.count)
+            let now = Duration.milliseconds(33 * index)
             for packet in packets {
-                try packet.withUnsafeBytes { bytes in
-                    assembler.insert(try RTPPacketView(bytes)) { frame in
-                        #expect(Array(frame.data) == encoded.data)
-                        if let picture = try? decoder.decode(Array(frame.data)) {
-                            #expect(VideoQuality.psnr(source, picture) > 35)
-                            decoded += 1
-                        }
-                    }
+                try packet.withUnsafeBytes { bytes in _ = stream.insert(try RTPPacketView(bytes), arrival: now) }
+            }
+            for case .decode(let frame) in stream.process(now: now) {
+                #expect(frame.data == encoded.data && frame.isKeyframe == (index == 0))
+                if let picture = try? decoder.decode(frame.data) {
+                    #expect(VideoQuality.psnr(source, picture) > 35)
+                    decoded += 1
                 }
             }
         }

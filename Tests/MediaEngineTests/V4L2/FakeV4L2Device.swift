@@ -76,10 +76,10 @@ final class FakeV4L2Device: V4L2DeviceIO {
         }
     }
 
-    let state: V4L2Monitor<State>
+    let state: Monitor<State>
 
     init(nodes: [Node], script: Script = Script()) {
-        state = V4L2Monitor(State(nodes: nodes, script: script))
+        state = Monitor(State(nodes: nodes, script: script))
     }
 
     /// One camera at /dev/video0 offering `formats`.

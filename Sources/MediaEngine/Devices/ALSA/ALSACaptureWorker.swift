@@ -50,13 +50,13 @@ final class ALSACaptureWorker {
 
     /// Captures until a stop is requested or the device fails; the outcome goes to the queue.
     func run() {
-        paceStart = ALSAClock.now()
+        paceStart = MonotonicClock.now()
         nextTimestamp = paceStart
         while !queue.isStopRequested {
             // The `file` plugin leaves the buffer untouched at the end of its file: clearing
             // it makes the end silence instead of the last period over and over.
             period.update(repeating: 0)
-            let started = ALSAClock.now()
+            let started = MonotonicClock.now()
             let result = period.withMemoryRebound(to: UInt8.self) {
                 snd_pcm_readi(pcm.handle, $0.baseAddress, snd_pcm_uframes_t(format.periodFrames))
             }
@@ -78,7 +78,7 @@ final class ALSACaptureWorker {
                 queue.record { overrun ? ($0.overruns += 1) : ($0.suspends += 1) }
                 // Audio was lost: the next frame's first samples are older than `now` by
                 // what is pending, and later ones follow on from now.
-                nextTimestamp = max(nextTimestamp, ALSAClock.now() - AudioFrame.duration(samplesPerChannel: pendingCount / bridge.outputChannels))
+                nextTimestamp = max(nextTimestamp, MonotonicClock.now() - AudioFrame.duration(samplesPerChannel: pendingCount / bridge.outputChannels))
                 continue
             case .fatal(let error):
                 queue.finish(error)
@@ -86,10 +86,10 @@ final class ALSACaptureWorker {
             }
             if frames == 0 {
                 // Blocking reads do not return 0; if a plugin does, do not spin.
-                guard queue.wait(until: ALSAClock.now() + .milliseconds(1)) else { break }
+                guard queue.wait(until: MonotonicClock.now() + .milliseconds(1)) else { break }
                 continue
             }
-            noteReadDuration(ALSAClock.now() - started)
+            noteReadDuration(MonotonicClock.now() - started)
             let converted = bridge.convert(UnsafeBufferPointer(rebasing: period[0..<frames * format.channels]))
             guard deliver(converted) else { break }
         }
@@ -117,7 +117,7 @@ final class ALSACaptureWorker {
             selfPaced = true
         } else if selfPaced && instantReads > format.bufferFrames / max(1, format.periodFrames) + 1 {
             selfPaced = false
-            paceStart = ALSAClock.now() - frameDuration * delivered
+            paceStart = MonotonicClock.now() - frameDuration * delivered
         }
     }
 

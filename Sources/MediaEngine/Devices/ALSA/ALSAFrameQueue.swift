@@ -1,32 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// CLOCK_MONOTONIC, the clock capture timestamps and pacing deadlines use.
-enum ALSAClock {
-    /// Now, as time since an arbitrary point (boot, on Linux).
-    static func now() -> Duration {
-        var time = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &time)
-        return .seconds(time.tv_sec) + .nanoseconds(time.tv_nsec)
-    }
-
-    /// `instant` as the `timespec` pthread_cond_timedwait takes.
-    static func absolute(_ instant: Duration) -> timespec {
-        let (seconds, attoseconds) = instant.components
-        return timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
-    }
-}
-
 /// The hand-off between a capture thread and the reader: a ring of preallocated 48 kHz
 /// frames (drop the oldest when full, counted), the stream's end or failure, the capture
 /// counters, and the stop request the capture thread's pacing waits on.
 ///
-/// Thread-safe: one producer thread and any reader threads.
+/// Thread-safe: one producer thread and any reader threads, through one `Monitor`.
 final class ALSAFrameQueue: @unchecked Sendable {
-    // @unchecked: every mutable field is read and written only with `mutex` held, the
-    // sample storage is one fixed allocation freed in deinit, and the pthread objects live
-    // at stable heap addresses for the queue's whole life.
+    // @unchecked: the sample storage is one fixed allocation freed in deinit and only read
+    // or written inside the monitor's lock, which also guards every other field.
 
     /// How a wait for a frame ended.
     enum Pop: Equatable {
@@ -41,22 +20,24 @@ final class ALSAFrameQueue: @unchecked Sendable {
         case failed(DeviceError)
     }
 
+    /// The ring's bookkeeping and the stream's state, under the monitor's lock.
+    private struct State: Sendable {
+        var head = 0
+        var count = 0
+        var stopRequested = false
+        var failure: DeviceError?
+        var finished = false
+        var counters = ALSACapture.Statistics()
+        /// The timestamp of the last frame handed to the reader, real or silent.
+        var lastTimestamp: Duration?
+    }
+
     let frameSamples: Int
     let capacity: Int
     let frameDuration: Duration
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let frameReady = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private let stopSignal = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private let monitor = Monitor(State())
     private let storage: UnsafeMutableBufferPointer<Int16>
     private let timestamps: UnsafeMutableBufferPointer<Duration>
-    private var head = 0
-    private var count = 0
-    private var stopRequested = false
-    private var failure: DeviceError?
-    private var finished = false
-    private var counters = ALSACapture.Statistics()
-    /// The timestamp of the last frame handed to the reader, real or silent.
-    private var lastTimestamp: Duration?
 
     /// - Parameters:
     ///   - frameSamples: interleaved samples per frame.
@@ -69,30 +50,15 @@ final class ALSAFrameQueue: @unchecked Sendable {
         storage.initialize(repeating: 0)
         timestamps = .allocate(capacity: self.capacity)
         timestamps.initialize(repeating: .zero)
-        pthread_mutex_init(mutex, nil)
-        var attributes = pthread_condattr_t()
-        pthread_condattr_init(&attributes)
-        pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        pthread_cond_init(frameReady, &attributes)
-        pthread_cond_init(stopSignal, &attributes)
-        pthread_condattr_destroy(&attributes)
     }
 
     deinit {
-        pthread_cond_destroy(frameReady)
-        pthread_cond_destroy(stopSignal)
-        pthread_mutex_destroy(mutex)
-        frameReady.deallocate()
-        stopSignal.deallocate()
-        mutex.deallocate()
         storage.deallocate()
         timestamps.deallocate()
     }
 
-    private func locked<T>(_ body: () -> T) -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return body()
+    private func slot(_ index: Int) -> UnsafeMutableBufferPointer<Int16> {
+        UnsafeMutableBufferPointer(rebasing: storage[index * frameSamples..<(index + 1) * frameSamples])
     }
 
     // MARK: Producer
@@ -100,91 +66,74 @@ final class ALSAFrameQueue: @unchecked Sendable {
     /// Queues a copy of `samples` (exactly `frameSamples`), dropping the oldest frame
     /// when the reader has fallen `capacity` frames behind.
     func push(_ samples: UnsafeBufferPointer<Int16>, timestamp: Duration) {
-        locked {
-            if count == capacity {
-                head = (head + 1) % capacity
-                count -= 1
-                counters.framesDropped += 1
+        monitor.withLockWaking { state in
+            if state.count == capacity {
+                state.head = (state.head + 1) % capacity
+                state.count -= 1
+                state.counters.framesDropped += 1
             }
-            let slot = (head + count) % capacity
-            let target = UnsafeMutableBufferPointer(rebasing: storage[slot * frameSamples..<(slot + 1) * frameSamples])
-            _ = target.update(fromContentsOf: samples)
-            timestamps[slot] = timestamp
-            count += 1
-            counters.framesCaptured += 1
-            pthread_cond_signal(frameReady)
+            let index = (state.head + state.count) % capacity
+            _ = slot(index).update(fromContentsOf: samples)
+            timestamps[index] = timestamp
+            state.count += 1
+            state.counters.framesCaptured += 1
         }
     }
 
-    /// Sleeps until `deadline` on CLOCK_MONOTONIC.
+    /// Sleeps until `deadline` on CLOCK_MONOTONIC (`MonotonicClock.now()`).
     /// - Returns: false when a stop was requested (at once or during the wait).
     func wait(until deadline: Duration) -> Bool {
-        var time = ALSAClock.absolute(deadline)
-        return locked {
-            while !stopRequested {
-                if pthread_cond_timedwait(stopSignal, mutex, &time) == ETIMEDOUT { break }
-            }
-            return !stopRequested
-        }
+        monitor.withLock(waitingUntil: deadline, until: { $0.stopRequested }) { !$0.stopRequested }
     }
 
     /// Whether the reader asked the producer to end.
-    var isStopRequested: Bool { locked { stopRequested } }
+    var isStopRequested: Bool { monitor.withLock { $0.stopRequested } }
 
     /// Ends the stream with `error` (nil: stopped). Queued frames stay readable.
     func finish(_ error: DeviceError?) {
-        locked {
-            if failure == nil { failure = error }
-            finished = true
-            pthread_cond_broadcast(frameReady)
+        monitor.withLockWaking { state in
+            if state.failure == nil { state.failure = error }
+            state.finished = true
         }
     }
 
     /// Updates the capture counters.
     func record(_ update: (inout ALSACapture.Statistics) -> Void) {
-        locked { update(&counters) }
+        monitor.withLock { update(&$0.counters) }
     }
 
     // MARK: Reader
 
     /// Asks the producer to end and wakes it from a pacing wait.
     func requestStop() {
-        locked {
-            stopRequested = true
-            pthread_cond_broadcast(stopSignal)
-            pthread_cond_broadcast(frameReady)
-        }
+        monitor.withLockWaking { $0.stopRequested = true }
     }
 
     /// Copies the oldest frame into `output` (exactly `frameSamples`), waiting up to
     /// `timeout` for one, or `firstTimeout` before the first frame (devices take a moment
     /// to start). On timeout `output` is silenced and counted.
     func pop(into output: UnsafeMutableBufferPointer<Int16>, timeout: Duration, firstTimeout: Duration) -> Pop {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        var deadline = ALSAClock.absolute(ALSAClock.now() + (lastTimestamp == nil ? max(timeout, firstTimeout) : timeout))
-        var timedOut = false
-        while count == 0 {
-            if let failure { return .failed(failure) }
-            if finished || stopRequested { return .stopped }
-            if timedOut {
+        let started = monitor.withLock { $0.lastTimestamp == nil }
+        let deadline = MonotonicClock.now() + (started ? max(timeout, firstTimeout) : timeout)
+        return monitor.withLock(waitingUntil: deadline, until: { $0.count > 0 || $0.failure != nil || $0.finished || $0.stopRequested }) { state in
+            guard state.count > 0 else {
+                if let failure = state.failure { return .failed(failure) }
+                if state.finished || state.stopRequested { return .stopped }
                 output.update(repeating: 0)
-                let timestamp = lastTimestamp.map { $0 + frameDuration } ?? ALSAClock.now()
-                lastTimestamp = timestamp
-                counters.silentFrames += 1
+                let timestamp = state.lastTimestamp.map { $0 + frameDuration } ?? MonotonicClock.now()
+                state.lastTimestamp = timestamp
+                state.counters.silentFrames += 1
                 return .silence(timestamp)
             }
-            timedOut = pthread_cond_timedwait(frameReady, mutex, &deadline) == ETIMEDOUT
+            let index = state.head
+            _ = output.update(fromContentsOf: UnsafeBufferPointer(slot(index)))
+            state.head = (state.head + 1) % capacity
+            state.count -= 1
+            state.lastTimestamp = timestamps[index]
+            return .frame(timestamps[index])
         }
-        let slot = head
-        let source = UnsafeBufferPointer(rebasing: storage[slot * frameSamples..<(slot + 1) * frameSamples])
-        _ = output.update(fromContentsOf: source)
-        head = (head + 1) % capacity
-        count -= 1
-        lastTimestamp = timestamps[slot]
-        return .frame(timestamps[slot])
     }
 
     /// The counters so far.
-    var statistics: ALSACapture.Statistics { locked { counters } }
+    var statistics: ALSACapture.Statistics { monitor.withLock { $0.counters } }
 }

@@ -51,9 +51,9 @@ public final class V4L2Capture: VideoSource {
     /// The negotiated rate, in whole frames per second.
     public var frameRate: Int { format.frameRate }
 
-    private let shared: V4L2Monitor<Shared>
+    private let shared: Monitor<Shared>
     private let firstFrameTimeout: Duration
-    private var thread: V4L2Thread?
+    private var thread: JoinableThread?
 
     /// Opens a camera, negotiates the format closest to the request and starts capturing.
     /// - Parameters:
@@ -88,10 +88,10 @@ public final class V4L2Capture: VideoSource {
         name = path
         card = capabilities.card
         self.firstFrameTimeout = firstFrameTimeout
-        shared = V4L2Monitor(Shared(frame: VideoFrame(width: format.width, height: format.height)))
+        shared = Monitor(Shared(frame: VideoFrame(width: format.width, height: format.height)))
         let loop = CaptureLoop(handle: handle, converter: converter, shared: shared,
                                work: VideoFrame(width: format.width, height: format.height))
-        thread = try V4L2Thread(name: path) { loop.run() }
+        thread = try JoinableThread(name: path) { loop.run() }
     }
 
     deinit { stop() }
@@ -164,7 +164,7 @@ public final class V4L2Capture: VideoSource {
     }
 }
 
-/// What the capture thread and the reader share, under `V4L2Monitor`'s lock.
+/// What the capture thread and the reader share, under `Monitor`'s lock.
 private struct Shared: Sendable {
     /// The newest published frame (black until the first one).
     var frame: VideoFrame
@@ -184,12 +184,12 @@ private final class CaptureLoop: @unchecked Sendable {
     // it is a lock-protected monitor.
     private let handle: V4L2DeviceHandle
     private let converter: V4L2FrameConverter
-    private let shared: V4L2Monitor<Shared>
+    private let shared: Monitor<Shared>
     private var work: VideoFrame
     // How long one wait may block: bounds how long `stop()` takes.
     private static let waitSlice = Duration.milliseconds(100)
 
-    init(handle: V4L2DeviceHandle, converter: V4L2FrameConverter, shared: V4L2Monitor<Shared>, work: VideoFrame) {
+    init(handle: V4L2DeviceHandle, converter: V4L2FrameConverter, shared: Monitor<Shared>, work: VideoFrame) {
         self.handle = handle
         self.converter = converter
         self.shared = shared

@@ -3,9 +3,10 @@ import Glibc
 #endif
 
 /// A lock with a condition variable on the monotonic clock, guarding one value: what a
-/// capture thread and its reader share. `Synchronization.Mutex` has no way to wait, and
-/// a reader must wait (with a timeout) for the next frame.
-final class V4L2Monitor<State: Sendable>: @unchecked Sendable {
+/// capture thread and its reader share (V4L2 frames, ALSA's frame queue).
+/// `Synchronization.Mutex` has no way to wait, and a reader must wait (with a timeout)
+/// for the next frame, a capture thread (until a deadline) for a stop.
+final class Monitor<State: Sendable>: @unchecked Sendable {
     // @unchecked: `state` is only touched between pthread_mutex_lock and unlock below,
     // and State is Sendable, so handing it between threads under the lock is safe. The
     // mutex and condition live on the heap at fixed addresses, as pthread requires.
@@ -53,23 +54,38 @@ final class V4L2Monitor<State: Sendable>: @unchecked Sendable {
         waitingUpTo timeout: Duration, until ready: (State) -> Bool,
         _ body: (inout State) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        var deadline = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &deadline)
-        let (seconds, attoseconds) = max(timeout, .zero).components
-        let nanoseconds = Int(deadline.tv_nsec) + Int(attoseconds / 1_000_000_000)
-        deadline.tv_sec += Int(seconds) + nanoseconds / 1_000_000_000
-        deadline.tv_nsec = nanoseconds % 1_000_000_000
+        try withLock(waitingUntil: MonotonicClock.now() + max(timeout, .zero), until: ready, body)
+    }
+
+    /// Waits until `ready` holds or the monotonic clock reaches `deadline` (as
+    /// `MonotonicClock.now()` reads it), then runs `body` with the lock held.
+    func withLock<Result, Failure: Error>(
+        waitingUntil deadline: Duration, until ready: (State) -> Bool,
+        _ body: (inout State) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        let (seconds, attoseconds) = deadline.components
+        var time = timespec(tv_sec: Int(seconds), tv_nsec: Int(attoseconds / 1_000_000_000))
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         while !ready(state) {
-            if pthread_cond_timedwait(condition, mutex, &deadline) == ETIMEDOUT { break }
+            if pthread_cond_timedwait(condition, mutex, &time) == ETIMEDOUT { break }
         }
         return try body(&state)
     }
 }
 
+/// CLOCK_MONOTONIC: the clock `Monitor` deadlines, capture timestamps and pacing use.
+enum MonotonicClock {
+    /// Now, as time since an arbitrary point (boot, on Linux).
+    static func now() -> Duration {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return .seconds(time.tv_sec) + .nanoseconds(time.tv_nsec)
+    }
+}
+
 /// A joinable thread running one closure (Foundation's `Thread` cannot be joined).
-final class V4L2Thread {
+final class JoinableThread {
     private var thread: pthread_t?
 
     /// Starts `body` on a new thread.
