@@ -53,3 +53,24 @@ import Testing
         #expect(throws: NetDetectError.self) { try manager.stopDetectTask(12_345) }
     }
 }
+
+/// NIM's net status per participant, from each second's receive statistics.
+@Suite struct NetStatusPerParticipant {
+    @Test func eachParticipantGetsItsOwnLevelFromItsOwnLoss() {
+        func stream(_ participant: String, received: Int, lost: Int) -> InboundRTPStreamStatistics {
+            var statistics = InboundRTPStreamStatistics(kind: .audio)
+            statistics.participant = participant
+            statistics.packetsReceived = received
+            statistics.packetsLost = lost
+            return statistics
+        }
+        let meter = NetStatusMeter()
+        _ = meter.update(MediaReceiver.Statistics(streams: [stream("", received: 0, lost: 0), stream("bob", received: 0, lost: 0)],
+                                                  roundTripTime: 0.04))
+        let second = meter.update(MediaReceiver.Statistics(streams: [stream("", received: 50, lost: 0), stream("bob", received: 35, lost: 15)],
+                                                           roundTripTime: 0.04))
+        #expect(second.map(\.0) == ["", "bob"])
+        #expect(second[0].1 == .veryGood && second[0].2 == 0)
+        #expect(second[1].2 == 30 && second[1].1 != .veryGood, "30 % loss for bob: \(second[1].1)")
+    }
+}

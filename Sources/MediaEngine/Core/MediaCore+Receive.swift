@@ -260,11 +260,12 @@ extension MediaCore {
         }
     }
 
-    /// Whether a receive stream's sender marked voice activity (RFC 6464) in a packet of
-    /// the last `window`.
-    public func isSpeaking(_ id: ReceiveStreamID, now: Duration, window: Duration = .milliseconds(500)) -> Bool {
-        guard let stream = receiveStream(id), let level = stream.audioLevel, !stream.statistics.endedByGoodbye else { return false }
-        return now - level.at <= window && level.level.voiceActivity
+    /// The RFC 6464 level a receive stream's sender stamped last, if within `window` (and
+    /// the stream has not said BYE).
+    public func recentAudioLevel(_ id: ReceiveStreamID, now: Duration, window: Duration = .milliseconds(500)) -> AudioLevel? {
+        guard let stream = receiveStream(id), let level = stream.audioLevel, !stream.statistics.endedByGoodbye,
+              now - level.at <= window else { return nil }
+        return level.level
     }
 
     // MARK: Audio playout

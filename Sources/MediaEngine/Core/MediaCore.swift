@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The media of one peer transport, sans-I/O: any number of local send streams and remote
 /// receive streams over one path (bundle and rtcp-mux), SRTP and SRTCP in both
 /// directions, and everything that keeps media up: retransmission history and NACK,
@@ -473,10 +467,3 @@ public struct MediaCoreError: Error, Sendable, Hashable, CustomStringConvertible
     public var description: String { message }
 }
 
-extension AudioLevel {
-    /// The level as an amplitude, 0...1 of full scale.
-    var amplitude: Double { level >= 127 ? 0 : pow10(-Double(level) / 20) }
-}
-
-/// 10^x without Foundation.
-func pow10(_ x: Double) -> Double { exp(x * 2.302_585_092_994_046) }

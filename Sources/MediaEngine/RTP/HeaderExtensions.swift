@@ -44,11 +44,19 @@ public struct AudioLevel: Sendable, Hashable {
     public init(samples: UnsafeBufferPointer<Int16>) {
         var energy = 0.0
         for sample in samples { energy += Double(sample) * Double(sample) }
-        let rms = samples.isEmpty ? 0 : (energy / Double(samples.count)).squareRoot()
-        let dBov = rms > 0 ? 20 * log10(rms / 32_768) : -127
+        self.init(rms: samples.isEmpty ? 0 : (energy / Double(samples.count)).squareRoot() / 32_768)
+    }
+
+    /// The level of a signal whose RMS is `rms` of full scale (0...1), with voice activity
+    /// set above -50 dBov.
+    public init(rms: Double) {
+        let dBov = rms > 0 ? 20 * log10(rms) : -127
         let level = UInt8(max(0, min(127, (-dBov).rounded())))
         self.init(level: level, voiceActivity: level < 50)
     }
+
+    /// The level as an RMS amplitude, 0...1 of full scale (0 for 127, silence).
+    public var amplitude: Double { level >= 127 ? 0 : pow(10, -Double(level) / 20) }
 
     /// The byte on the wire: V in the top bit, the level below.
     public var byte: UInt8 { (voiceActivity ? 0x80 : 0) | level }

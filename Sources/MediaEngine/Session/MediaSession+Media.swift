@@ -20,7 +20,7 @@ extension MediaSession {
         events.reserveCapacity(16)
         var meters: [String: LevelMeter] = [:]
         var levels: [(String, Double)] = []
-        var speaking: Set<String> = []
+        var speaking: [String: Double] = [:]
         var speakingChanged = false
         var nextSpeakingCheck = Duration.zero
         var report: MediaReceiver.Statistics?
@@ -69,15 +69,14 @@ extension MediaSession {
                     })
                 }
                 if now >= nextSpeakingCheck {
-                    nextSpeakingCheck = now + .milliseconds(100)
-                    var current: Set<String> = []
-                    for id in core.receiveStreamIDs where core.isSpeaking(id, now: now) {
-                        current.insert(streamOwners.withLock { $0[id] } ?? "")
+                    nextSpeakingCheck = now + .milliseconds(200)
+                    var current: [String: Double] = [:]
+                    for id in core.receiveStreamIDs {
+                        guard let level = core.recentAudioLevel(id, now: now), level.voiceActivity else { continue }
+                        current[streamOwners.withLock { $0[id] } ?? "", default: 0] = level.amplitude
                     }
-                    if current != speaking {
-                        speaking = current
-                        speakingChanged = true
-                    }
+                    speakingChanged = !current.isEmpty || !speaking.isEmpty
+                    speaking = current
                 }
                 if now >= nextReport {
                     nextReport = now + .seconds(1)

@@ -100,9 +100,10 @@ public final class MediaSession: Sendable {
         case localAudioLevel(Double)
         /// Level of a participant's audio being played, 0...1, every 100 ms.
         case remoteAudioLevel(Double, participant: String)
-        /// The participants speaking now (RFC 6464 levels with voice activity in the last
-        /// 500 ms), whenever the set changes.
-        case speakingUsers(Set<String>)
+        /// The participants speaking now, with their levels (0...1 of full scale): the
+        /// RFC 6464 levels their senders stamped with voice activity in the last 500 ms.
+        /// Every 200 ms while anyone speaks, and once when everyone fell silent.
+        case speakingUsers([String: Double])
         /// The audio-file mix task played its last pass.
         case audioMixTaskCompleted(AudioFileMixTask)
         /// A WebM recording of `target` began writing to `path`.
@@ -382,11 +383,14 @@ public final class MediaSession: Sendable {
     }
 }
 
-/// RMS level over 100 ms blocks, 0...1 of full scale.
+/// The level over 100 ms blocks, 0...1 of full scale, in RFC 6464's 1 dB steps: the same
+/// measure senders stamp into their packets.
 struct LevelMeter {
     private var sum = 0.0
     private var count = 0
 
+    /// The level of the last 100 ms, as RFC 6464 quantizes it (1 dB steps), once 100 ms
+    /// have come.
     mutating func add(_ samples: UnsafeBufferPointer<Int16>) -> Double? {
         for sample in samples { sum += Double(sample) * Double(sample) }
         count += samples.count
@@ -395,6 +399,6 @@ struct LevelMeter {
             sum = 0
             count = 0
         }
-        return (sum / Double(count)).squareRoot() / 32_768
+        return AudioLevel(rms: (sum / Double(count)).squareRoot() / 32_768).amplitude
     }
 }

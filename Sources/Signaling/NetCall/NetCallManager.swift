@@ -466,8 +466,9 @@ public actor NetCallManager {
                     emit.yield(.callStatus(callID: callID, .disconnected(why)))
                     Task { await self?.reportMedia(callID: callID, connected: false) }
                 case .statistics(let statistics):
-                    if let (level, loss, rtt, jitter) = status.update(statistics) {
-                        emit.yield(.netStatus(user: peer, level, lossPercent: loss, roundTripMilliseconds: rtt, jitterMilliseconds: jitter))
+                    for (participant, level, loss, rtt, jitter) in status.update(statistics) {
+                        emit.yield(.netStatus(user: participant.isEmpty ? peer : participant, level, lossPercent: loss,
+                                              roundTripMilliseconds: rtt, jitterMilliseconds: jitter))
                     }
                 case .remoteVideoFrame(let frame, _):
                     emitMedia.yield(.remoteVideoFrame(user: peer, frame))
@@ -485,10 +486,12 @@ public actor NetCallManager {
                     emit.yield(.recordStopped(callID: callID, file: summary.path, user: target == .local ? me : peer))
                 case .recordVideoSizeChanged(let target, let width, let height):
                     emit.yield(.recordVideoSizeChanged(callID: callID, user: target == .local ? me : peer, width: width, height: height))
-                case .remoteAudioLevel(let level, _):
-                    emitMedia.yield(.speakingUsers(level >= threshold ? [peer: level] : [:]))
-                case .speakingUsers:
-                    break  // a call has one peer: its played level (above) says whether it speaks
+                case .remoteAudioLevel:
+                    break
+                case .speakingUsers(let levels):
+                    // The peer's RFC 6464 levels (participant ""), above the app's threshold.
+                    let users = levels.filter { $0.value >= threshold }
+                    emitMedia.yield(.speakingUsers(Dictionary(uniqueKeysWithValues: users.map { ($0.key.isEmpty ? peer : $0.key, $0.value) })))
                 }
             }
         } catch {
@@ -537,9 +540,10 @@ public actor NetCallManager {
     }
 }
 
-/// Turns each second's receive statistics into NIM's net status for the peer.
+/// Turns each second's receive statistics into NIM's net status, per participant (the
+/// peer of a call is participant "").
 final class NetStatusMeter: Sendable {
-    private let previous = Mutex<(received: Int, lost: Int)>((0, 0))
+    private let previous = Mutex<[String: (received: Int, lost: Int)]>([:])
     /// The connectivity check's RTT, until RTCP measures one (milliseconds).
     private let firstRoundTrip = Mutex<Double>(0)
 
@@ -547,19 +551,25 @@ final class NetStatusMeter: Sendable {
         firstRoundTrip.withLock { $0 = rtt / .milliseconds(1) }
     }
 
-    /// Level, loss %, RTT ms and jitter ms for the second since the last call.
-    func update(_ statistics: MediaReceiver.Statistics) -> (NetStatus, Double, Double, Double)? {
-        let received = statistics.streams.reduce(0) { $0 + $1.packetsReceived }
-        let lost = statistics.streams.reduce(0) { $0 + max(0, $1.packetsLost) }
-        let (deltaReceived, deltaLost) = previous.withLock { last in
-            defer { last = (received, lost) }
-            return (received - last.received, lost - last.lost)
-        }
-        guard deltaReceived + deltaLost > 0 else { return nil }
-        let loss = Double(max(0, deltaLost)) * 100 / Double(deltaReceived + max(0, deltaLost))
+    /// For each participant with traffic in the second since the last call: its level,
+    /// loss %, RTT ms and jitter ms.
+    func update(_ statistics: MediaReceiver.Statistics) -> [(String, NetStatus, Double, Double, Double)] {
         let rtt = statistics.roundTripTime.map { $0 * 1_000 } ?? firstRoundTrip.withLock { $0 }
-        let jitter = (statistics.streams.first?.jitter ?? 0) * 1_000
-        let index = NetStatus.index(lossPercent: loss, roundTripMilliseconds: rtt, jitterMilliseconds: jitter)
-        return (NetStatus(index: index), loss, rtt, jitter)
+        let byParticipant = Dictionary(grouping: statistics.streams, by: \.participant)
+        return byParticipant.keys.sorted().compactMap { participant in
+            let streams = byParticipant[participant] ?? []
+            let received = streams.reduce(0) { $0 + $1.packetsReceived }
+            let lost = streams.reduce(0) { $0 + max(0, $1.packetsLost) }
+            let (deltaReceived, deltaLost) = previous.withLock { last in
+                let before = last[participant] ?? (0, 0)
+                last[participant] = (received, lost)
+                return (received - before.received, lost - before.lost)
+            }
+            guard deltaReceived + deltaLost > 0 else { return nil }
+            let loss = Double(max(0, deltaLost)) * 100 / Double(deltaReceived + max(0, deltaLost))
+            let jitter = (streams.first?.jitter ?? 0) * 1_000
+            let index = NetStatus.index(lossPercent: loss, roundTripMilliseconds: rtt, jitterMilliseconds: jitter)
+            return (participant, NetStatus(index: index), loss, rtt, jitter)
+        }
     }
 }

@@ -12,6 +12,7 @@ import TestSupport
         let byParticipant = Mutex<[String: [Int16]]>([:])
         let mix = Mutex<[Int16]>([])
         let speaking = Mutex<Set<String>>([])
+        let speakingLevels = Mutex<[String: Double]>([:])
         let stop = Mutex(false)
     }
 
@@ -43,7 +44,10 @@ import TestSupport
             }
             try session.start(remote: MediaSession.Endpoint(candidates: leg.sockets.map(\.localAddress), keying: legKey, audioSSRC: tones[0].ssrc,
                                                             videoSSRC: nil, checkToken: "leg-0123456789abcdef")) { event in
-                if case .speakingUsers(let users) = event { heard.speaking.withLock { $0.formUnion(users) } }
+                if case .speakingUsers(let users) = event {
+                heard.speaking.withLock { $0.formUnion(users.keys) }
+                heard.speakingLevels.withLock { $0.merge(users) { max($0, $1) } }
+            }
             }
             for tone in tones.dropFirst() {
                 try session.addParticipant(MediaSession.Participant(id: tone.participant, audioSSRC: tone.ssrc, videoSSRC: nil))
@@ -99,6 +103,10 @@ import TestSupport
                 #expect(abs(level - 0.2) < 0.02, "\(tone.frequency) Hz at \(level) of full scale in the mix")
             }
             #expect(heard.speaking.withLock { $0 } == ["", "bob", "carol"], "RFC 6464 voice activity of each")
+        // A sine at 0.2 of full scale has an RMS of 0.141 (-17 dBov), which is what each sender stamped.
+        for (participant, level) in heard.speakingLevels.withLock({ $0 }) {
+            #expect(abs(level - 0.141) < 0.01, "\(participant) speaks at \(level)")
+        }
             let streamsReceived = summary.received?.streams ?? []
             #expect(Set(streamsReceived.map(\.participant)) == ["", "bob", "carol"])
             #expect(streamsReceived.allSatisfy { $0.packetsLost == 0 && $0.authenticationFailures == 0 })
