@@ -225,7 +225,12 @@ public final class MediaSession: Sendable {
         let port = socket.localAddress.port
         let hosts = configuration.host == "0.0.0.0" ? LocalAddresses.ipv4() : [socket.localAddress.host]
         var random = SystemRandomNumberGenerator()
-        let token = (0..<16).map { _ in String(UInt8.random(in: 0...255, using: &random), radix: 16) }.joined()
+        // 32 hex digits, always: a check carrying it is long enough that the answer, even
+        // with an IPv6 address, is never larger than the request.
+        let token = (0..<16).map { _ in
+            let byte = UInt8.random(in: 0...255, using: &random)
+            return (byte < 16 ? "0" : "") + String(byte, radix: 16)
+        }.joined()
         let keying = SRTPKeyingMaterial.random(profile: configuration.profile)
         var settings = MediaCore.Configuration()
         settings.outboundKeying = keying

@@ -124,3 +124,28 @@ import TestSupport
         }
     }
 }
+
+/// Connectivity checks the core answers: only its own token, never with more bytes than
+/// the request.
+@Suite struct MediaCoreChecks {
+    func answers(token: String, from source: SocketAddress) throws -> [Transmit.Kind] {
+        let core = try MediaCore(configuration: MediaCore.Configuration())
+        core.localToken = "0123456789abcdef0123456789abcdef"
+        var request = STUNMessage(type: .bindingRequest, transactionID: .random(), attributes: [.username(token)]).serialized()
+        request.withUnsafeMutableBytes { core.handleDatagram($0, from: source, now: .zero) }
+        var kinds: [Transmit.Kind] = []
+        while let transmit = core.pollTransmit() {
+            #expect(transmit.bytes.count <= request.count, "an answer is never larger than its request")
+            kinds.append(transmit.kind)
+        }
+        return kinds
+    }
+
+    @Test func aCheckWithTheTokenIsAnsweredOverIPv4AndIPv6AndOthersAreNot() throws {
+        let v4 = SocketAddress(addressBytes: [198, 51, 100, 7], port: 4_000)!
+        let v6 = SocketAddress(addressBytes: [0x20, 0x01, 0x0D, 0xB8] + [UInt8](repeating: 0, count: 11) + [1], port: 4_000)!
+        #expect(try answers(token: "0123456789abcdef0123456789abcdef", from: v4) == [.stun])
+        #expect(try answers(token: "0123456789abcdef0123456789abcdef", from: v6) == [.stun])
+        #expect(try answers(token: "someone else's token", from: v4).isEmpty)
+    }
+}
