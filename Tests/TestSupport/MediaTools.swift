@@ -58,8 +58,14 @@ public enum Tool {
     }
 
     /// Decodes every stream of `path` with ffmpeg; returns what ffmpeg printed as errors.
+    ///
+    /// Frames keep the file's own timestamps (`-enc_time_base -1`): by default ffmpeg
+    /// re-times video to its guessed frame rate for the null output, and a 15 fps track in
+    /// WebM's whole milliseconds (66 and 67 ms apart), shifted by Opus's codec delay,
+    /// can land two frames on one 1/15 s tick, which the null muxer reports as a
+    /// timestamp error although every frame decodes.
     public static func decodeErrors(_ path: String) throws -> String {
-        let run = try run("ffmpeg", ["-nostdin", "-v", "error", "-xerror", "-i", path, "-f", "null", "-"])
+        let run = try run("ffmpeg", ["-nostdin", "-v", "error", "-xerror", "-i", path, "-enc_time_base", "-1", "-f", "null", "-"])
         return run.status == 0 ? run.stderr : "exit \(run.status): \(run.stderr)"
     }
 

@@ -309,7 +309,10 @@ public final class MediaRecorder: @unchecked Sendable {
             lastExtended = extended
             if first == nil { first = (extended, offset) }
             let (firstExtended, firstMilliseconds) = first!
-            return firstMilliseconds + (extended - firstExtended) * 1_000 / clockRate
+            // To the nearest millisecond (a 90 kHz frame of 1/15 s is 66.67 ms: 67, 133, 200).
+            let ticks = (extended - firstExtended) * 1_000
+            let rounded = ticks >= 0 ? (ticks + clockRate / 2) / clockRate : -((-ticks + clockRate / 2) / clockRate)
+            return firstMilliseconds + rounded
         }
     }
 
