@@ -116,6 +116,11 @@ public struct CallRegistry: Sendable {
     /// The account a connection logged in as.
     public func account(of connection: ConnectionID) -> String? { connections[connection]?.account }
 
+    /// The account and device a connection logged in as.
+    public func device(of connection: ConnectionID) -> (account: String, device: String)? {
+        connections[connection].map { ($0.account, $0.device) }
+    }
+
     /// The earliest deadline, when `tick` should next run.
     public var nextDeadline: Duration? {
         var earliest = calls.values.compactMap(\.deadline).min()

@@ -23,6 +23,11 @@ public protocol CallStore: Sendable {
     func devices(of account: String) async throws(StoreError) -> [(device: String, lastLogin: Int64)]
     /// Records stored.
     func recordCount() async throws(StoreError) -> Int
+    /// Stores one finished meeting with its attendance. A record with the same callID
+    /// replaces the old one.
+    func saveMeeting(_ record: MeetingRecord) async throws(StoreError)
+    /// The newest meeting records `account` attended (nil: any), newest first.
+    func meetingRecords(of account: String?, limit: Int) async throws(StoreError) -> [MeetingRecord]
 }
 
 /// The embedded default store: one SQLite file through GRDB, created on first start and
@@ -73,6 +78,27 @@ public final class SQLiteCallStore: CallStore {
                 table.primaryKey(["account", "device"])
             }
         }
+        migrator.registerMigration("v2: meeting records") { db in
+            try db.create(table: "meetingRecord") { table in
+                table.primaryKey("callID", .integer)
+                table.column("name", .text).notNull().indexed()
+                table.column("reservedBy", .text).notNull()
+                table.column("startedAt", .integer).notNull()
+                table.column("endedAt", .integer).notNull()
+            }
+            try db.create(table: "meetingAttendance") { table in
+                table.column("callID", .integer).notNull().indexed()
+                    .references("meetingRecord", column: "callID", onDelete: .cascade)
+                table.column("position", .integer).notNull()
+                table.column("account", .text).notNull().indexed()
+                table.column("device", .text).notNull()
+                table.column("role", .text).notNull()
+                table.column("joinedAt", .integer).notNull()
+                table.column("leftAt", .integer).notNull()
+                table.column("reason", .text)
+                table.primaryKey(["callID", "position"])
+            }
+        }
         return migrator
     }
 
@@ -119,6 +145,46 @@ public final class SQLiteCallStore: CallStore {
 
     public func recordCount() async throws(StoreError) -> Int {
         try await read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM callRecord") ?? 0 }
+    }
+
+    public func saveMeeting(_ record: MeetingRecord) async throws(StoreError) {
+        try await write { db in
+            let id = Int64(bitPattern: record.callID)
+            try db.execute(sql: "DELETE FROM meetingAttendance WHERE callID = ?", arguments: [id])
+            try db.execute(sql: """
+                INSERT OR REPLACE INTO meetingRecord (callID, name, reservedBy, startedAt, endedAt) VALUES (?, ?, ?, ?, ?)
+                """, arguments: [id, record.name, record.reservedBy, record.startedAt, record.endedAt])
+            for (position, entry) in record.attendance.enumerated() {
+                try db.execute(sql: """
+                    INSERT INTO meetingAttendance (callID, position, account, device, role, joinedAt, leftAt, reason)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [id, position, entry.account, entry.device, entry.role.rawValue, entry.joinedAt, entry.leftAt,
+                                     entry.reason?.rawValue])
+            }
+        }
+    }
+
+    public func meetingRecords(of account: String?, limit: Int) async throws(StoreError) -> [MeetingRecord] {
+        try await read { db in
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT * FROM meetingRecord
+                WHERE ?1 IS NULL OR callID IN (SELECT callID FROM meetingAttendance WHERE account = ?1)
+                ORDER BY callID DESC LIMIT ?2
+                """, arguments: [account, max(0, limit)])
+            return try rows.map { row in
+                let id: Int64 = row["callID"]
+                let attendance = try Row.fetchAll(db, sql: "SELECT * FROM meetingAttendance WHERE callID = ? ORDER BY position",
+                                                  arguments: [id]).compactMap { entry -> MeetingRecord.Attendance? in
+                    guard let role = MeetingRole(rawValue: entry["role"]) else { return nil }
+                    let reason: String? = entry["reason"]
+                    return MeetingRecord.Attendance(account: entry["account"], device: entry["device"], role: role,
+                                                    joinedAt: entry["joinedAt"], leftAt: entry["leftAt"],
+                                                    reason: reason.flatMap(MeetingLeaveReason.init(rawValue:)))
+                }
+                return MeetingRecord(callID: UInt64(bitPattern: id), name: row["name"], reservedBy: row["reservedBy"],
+                                     startedAt: row["startedAt"], endedAt: row["endedAt"], attendance: attendance)
+            }
+        }
     }
 
     /// A row as a record; rows another version wrote with values this one does not know are skipped.

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import MediaEngine
 import Signaling
 
 /// What a connection's writer task sends next.
@@ -20,6 +21,7 @@ public actor SignalingHub {
     struct Connection {
         var sink: AsyncStream<OutboundMessage>.Continuation
         var guardian: ConnectionGuard
+        var grants = Grants.all
     }
 
     /// Events queued per connection before it counts as too slow and is closed.
@@ -29,6 +31,8 @@ public actor SignalingHub {
     private let store: any CallStore
     private let limits: ConnectionGuard.Limits
     private var registry: CallRegistry
+    private var meetings: MeetingRegistry
+    private var mediaPlane: (any MediaPlane)?
     private var connections: [ConnectionID: Connection] = [:]
     private var nextConnection: UInt64 = 1
     private var shuttingDown = false
@@ -42,13 +46,15 @@ public actor SignalingHub {
 
     /// Records that could not be stored, kept to retry (never dropped).
     private var unsaved: [CallRecord] = []
+    private var unsavedMeetings: [MeetingRecord] = []
 
     public init(authority: TokenAuthority, store: any CallStore, limits: ConnectionGuard.Limits = .init(),
-                registry: CallRegistry.Configuration = .init(), logger: Logger) {
+                registry: CallRegistry.Configuration = .init(), meetings: MeetingRegistry.Configuration = .init(), logger: Logger) {
         self.authority = authority
         self.store = store
         self.limits = limits
         self.registry = CallRegistry(configuration: registry)
+        self.meetings = MeetingRegistry(configuration: meetings)
         self.logger = logger
         origin = clock.now
     }
@@ -61,6 +67,27 @@ public actor SignalingHub {
     public var connectionCount: Int { connections.count }
     /// Live calls now.
     public var callCount: Int { registry.callCount }
+    /// Meetings reserved or running now.
+    public var meetingCount: Int { meetings.meetingCount }
+    /// Participants in meetings now.
+    public var participantCount: Int { meetings.participantCount }
+
+    /// Connects the media plane meetings run on, and where participants reach it.
+    public func attach(mediaPlane: any MediaPlane, candidates: [MediaCandidate]) {
+        self.mediaPlane = mediaPlane
+        meetings.mediaCandidates = candidates
+    }
+
+    /// Takes a report of the media plane: a lost leg makes its participant leave (timed
+    /// out), a speaking report goes to the meeting's members.
+    public func mediaPlaneReported(_ report: MediaPlaneReport) async {
+        switch report {
+        case .legLost(let leg):
+            await perform(meetings.legLost(leg, at: time))
+        case .speaking(let meeting, let levels):
+            await perform(meetings.speaking(levels, in: meeting))
+        }
+    }
 
     /// Registers a new connection; nil when the server is shutting down.
     public func open(_ sink: AsyncStream<OutboundMessage>.Continuation) -> ConnectionID? {
@@ -75,7 +102,9 @@ public actor SignalingHub {
     public func closed(_ id: ConnectionID) async {
         guard let connection = connections.removeValue(forKey: id) else { return }
         connection.sink.finish()
-        await perform(registry.disconnected(id, at: time))
+        let now = time
+        meetings.disconnected(id, at: now)
+        await perform(registry.disconnected(id, at: now))
     }
 
     /// Handles one message from a connection.
@@ -104,21 +133,40 @@ public actor SignalingHub {
         } else if !connection.guardian.loggedIn {
             let error = SignalingError(.unauthorized, "\(envelope.type): log in first")
             _ = apply(connection.guardian.malformed(error, now: now.monotonic), id, &connection, requestID: requestID)
+        } else if MessageType.meetingRequests.contains(envelope.type), let (account, device) = registry.device(of: id) {
+            guard mediaPlane != nil || envelope.type == MessageType.reserveMeeting else {
+                let error = SignalingError(.serverUnavailable, "\(envelope.type): this server runs no media plane for meetings")
+                send(.text(TypedEnvelope(id: requestID, type: MessageType.error, body: ErrorBody(error)).encoded()), to: id)
+                return
+            }
+            let identity = MeetingRegistry.Identity(account: account, device: device, grants: connection.grants)
+            await perform(meetings.handle(id, identity, requestID: requestID, type: envelope.type, message: data,
+                                          credentials: Self.legCredentials(), at: now))
         } else {
             await perform(registry.handle(id, requestID: requestID, type: envelope.type, message: data, at: now))
         }
     }
 
+    /// The server's half of a new meeting leg: a fresh AEAD_AES_128_GCM key (the cheaper
+    /// profile with Debian's libsrtp2) and check token.
+    static func legCredentials() -> LegCredentials {
+        let keying = SRTPKeyingMaterial.random(profile: .aeadAES128GCM)
+        var random = SystemRandomNumberGenerator()
+        let token = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &random)) }.joined()
+        return LegCredentials(srtpProfile: keying.profile.rawValue, srtpKey: keying.base64, checkToken: token)
+    }
+
     private func login(_ data: Data, requestID: UInt64, from id: ConnectionID) async {
         let account: String
         let device: String
+        let grants: Grants
         do throws(SignalingError) {
             let request = try Envelope.decodeBody(Request.Login.self, from: data, messageType: MessageType.login)
             guard !request.device.isEmpty, request.device.utf8.count <= 128 else {
                 throw SignalingError(.invalidRequest, "login: device must be 1 to 128 bytes")
             }
             device = request.device
-            account = try await authority.verify(request.token)
+            (account, grants) = try await authority.verifyWithGrants(request.token)
         } catch {
             guard var connection = connections[id] else { return }
             _ = apply(connection.guardian.login(succeeded: false, error: error, now: time.monotonic), id, &connection,
@@ -131,7 +179,9 @@ public actor SignalingHub {
         do throws(SignalingError) {
             let (reply, outputs) = try registry.login(id, account: account, device: device, at: now)
             _ = connection.guardian.login(succeeded: true, now: now.monotonic)
+            connection.grants = grants
             connections[id] = connection
+            _ = meetings.connected(id, MeetingRegistry.Identity(account: account, device: device, grants: grants))
             logger.info("login", metadata: ["connection": "\(id)", "account": "\(account)", "device": "\(device)"])
             var announced = reply
             announced.echoPort = echoPort
@@ -173,6 +223,7 @@ public actor SignalingHub {
             close(id, code: 1_008, reason: "no login within \(limits.loginTimeout)")
         }
         await perform(registry.tick(at: now))
+        await perform(meetings.tick(at: now))
         await retryUnsaved()
     }
 
@@ -180,6 +231,7 @@ public actor SignalingHub {
     /// hangup, the records are stored), then closes every connection with 1001.
     public func shutdown() async {
         shuttingDown = true
+        await perform(meetings.shutdown(at: time))
         await perform(registry.shutdown(at: time))
         await retryUnsaved()
         for id in connections.keys { close(id, code: 1_001, reason: "server shutting down") }
@@ -206,13 +258,42 @@ public actor SignalingHub {
         }
     }
 
-    private func retryUnsaved() async {
-        guard !unsaved.isEmpty else { return }
-        var failed: [CallRecord] = []
-        for record in unsaved {
-            do { try await store.save(record) } catch { failed.append(record) }
+    private func perform(_ outputs: [MeetingRegistry.Output]) async {
+        for output in outputs {
+            switch output {
+            case .send(let id, let data):
+                send(.text(data), to: id)
+            case .mediaPlane(let command):
+                mediaPlane?.apply(command)
+            case .record(let record, let notify):
+                logger.info("meeting ended", metadata: ["callID": "\(record.callID)", "participants": "\(record.attendance.count)"])
+                do {
+                    try await store.saveMeeting(record)
+                } catch {
+                    logger.error("store: \(error.message); will retry")
+                    unsavedMeetings.append(record)
+                }
+                let event = TypedEnvelope(id: nil, type: MessageType.meetingRecord, body: Event.MeetingRecordEvent(record: record)).encoded()
+                for id in notify { send(.text(event), to: id) }
+            }
         }
-        unsaved = failed
+    }
+
+    private func retryUnsaved() async {
+        if !unsaved.isEmpty {
+            var failed: [CallRecord] = []
+            for record in unsaved {
+                do { try await store.save(record) } catch { failed.append(record) }
+            }
+            unsaved = failed
+        }
+        if !unsavedMeetings.isEmpty {
+            var failed: [MeetingRecord] = []
+            for record in unsavedMeetings {
+                do { try await store.saveMeeting(record) } catch { failed.append(record) }
+            }
+            unsavedMeetings = failed
+        }
     }
 
     private func send(_ message: OutboundMessage, to id: ConnectionID) {
@@ -238,6 +319,11 @@ public actor SignalingHub {
         for id in connections.keys where registry.account(of: id) == account {
             close(id, code: 1_001, reason: reason)
         }
+    }
+
+    /// The stored meeting records `account` attended (nil: any), newest first.
+    public func meetingRecords(of account: String?, limit: Int = 100) async throws(StoreError) -> [MeetingRecord] {
+        try await store.meetingRecords(of: account, limit: limit)
     }
 
     /// The stored records of an account, newest first (for tests and tools).

@@ -22,6 +22,7 @@ public final class SignalingServer: Sendable {
         public var port = 0
         public var limits = ConnectionGuard.Limits()
         public var calls = CallRegistry.Configuration()
+        public var meetings = MeetingRegistry.Configuration()
         /// Largest WebSocket frame the transport reads; bigger ones close the connection
         /// (1009). Messages under it but over `limits.maximumMessageSize` get an error reply.
         public var maximumFrameSize = 1 << 21
@@ -47,6 +48,7 @@ public final class SignalingServer: Sendable {
         self.configuration = configuration
         self.logger = logger
         hub = SignalingHub(authority: authority, store: store, limits: configuration.limits, registry: configuration.calls,
+                           meetings: configuration.meetings,
                            logger: logger)
     }
 

@@ -48,12 +48,15 @@ public struct ServerSecret: Sendable, CustomStringConvertible {
 }
 
 /// Mints and checks login tokens: JWTs signed with HS256 under the server secret, with
-/// the account as subject and an expiry.
+/// the account as subject, an expiry, and optional grants (`meetings`: the meeting names
+/// allowed; `publish`: may send media in meetings).
 public struct TokenAuthority: Sendable {
     struct Claims: JWTPayload {
         var sub: SubjectClaim
         var exp: ExpirationClaim
         var iat: IssuedAtClaim
+        var meetings: [String]?
+        var publish: Bool?
 
         func verify(using algorithm: some JWTAlgorithm) throws {
             try exp.verifyNotExpired()
@@ -73,14 +76,14 @@ public struct TokenAuthority: Sendable {
     /// A token for `account`, valid for `lifetime` from `now`.
     /// - Throws: `SignalingError` `.invalidRequest` for an empty or over-long account or a
     ///   lifetime that is not positive.
-    public func mint(account: String, lifetime: Duration, now: Date = Date()) async throws(SignalingError) -> String {
+    public func mint(account: String, lifetime: Duration, grants: Grants = .all, now: Date = Date()) async throws(SignalingError) -> String {
         guard !account.isEmpty, account.utf8.count <= Self.maximumAccountLength else {
             throw SignalingError(.invalidRequest, "account must be 1 to \(Self.maximumAccountLength) bytes")
         }
         guard lifetime > .zero else { throw SignalingError(.invalidRequest, "token lifetime must be positive") }
         let seconds = Double(lifetime.components.seconds) + Double(lifetime.components.attoseconds) / 1e18
         let claims = Claims(sub: SubjectClaim(value: account), exp: ExpirationClaim(value: now.addingTimeInterval(seconds)),
-                            iat: IssuedAtClaim(value: now))
+                            iat: IssuedAtClaim(value: now), meetings: grants.meetings, publish: grants.publish ? nil : false)
         do {
             return try await keys.sign(claims)
         } catch {
@@ -92,6 +95,12 @@ public struct TokenAuthority: Sendable {
     /// - Throws: `SignalingError` `.unauthorized`, saying whether the token is expired or
     ///   invalid (malformed, forged, another secret), never repeating it.
     public func verify(_ token: String) async throws(SignalingError) -> String {
+        try await verifyWithGrants(token).account
+    }
+
+    /// The account a valid token names, and what it grants.
+    /// - Throws: As `verify`.
+    public func verifyWithGrants(_ token: String) async throws(SignalingError) -> (account: String, grants: Grants) {
         guard token.utf8.count <= 4_096 else { throw SignalingError(.unauthorized, "token is too long") }
         let claims: Claims
         do {
@@ -105,6 +114,7 @@ public struct TokenAuthority: Sendable {
         guard !account.isEmpty, account.utf8.count <= Self.maximumAccountLength else {
             throw SignalingError(.unauthorized, "token names no valid account")
         }
-        return account
+        guard (claims.meetings?.count ?? 0) <= 256 else { throw SignalingError(.unauthorized, "token grants too many meetings") }
+        return (account, Grants(meetings: claims.meetings, publish: claims.publish ?? true))
     }
 }

@@ -40,6 +40,21 @@ public struct SignalingError: Error, Sendable, Hashable, CustomStringConvertible
         /// The callee has no device online (NIM 11001).
         public static let calleeOffline = Code(11_001)
 
+        // Meetings (this project's numbers; NIM's 417 for a name in use).
+
+        /// The meeting name is already reserved (NIM 417, "already exists").
+        public static let meetingExists = Code(417)
+        /// No meeting of that name is reserved, or the meeting ID is unknown.
+        public static let meetingNotFound = Code(9_102)
+        /// This account is already in the meeting (or another one).
+        public static let alreadyInMeeting = Code(9_103)
+        /// The request concerns a meeting this device is not in, or a user who is not in it.
+        public static let notInMeeting = Code(9_104)
+        /// The meeting holds its maximum of participants.
+        public static let meetingFull = Code(9_105)
+        /// The server holds its maximum of meetings.
+        public static let tooManyMeetings = Code(9_106)
+
         // Local failures: this device, not the server, with NIM's numbers.
 
         /// No call (or invitation, or mix task) in progress here (NIM 20001).
@@ -85,6 +100,12 @@ public struct SignalingError: Error, Sendable, Hashable, CustomStringConvertible
             case 10_012: "busy"
             case 10_013: "handled elsewhere"
             case 11_001: "callee offline"
+            case 417: "meeting exists"
+            case 9_102: "meeting not found"
+            case 9_103: "already in meeting"
+            case 9_104: "not in meeting"
+            case 9_105: "meeting full"
+            case 9_106: "too many meetings"
             case 20_001: "not started"
             case 20_002: "operation failed"
             case 10_015: "audio device init failed"

@@ -116,7 +116,7 @@ import Testing
         let restarted = try await TestServer.start(path: path)
         defer { Task { await restarted.server.shutdown() } }
         #expect(try await restarted.store.records(of: "alice", limit: 10).map(\.callID) == [id])
-        #expect(try restarted.store.appliedMigrations() == ["v1: call records and devices"])
+        #expect(try restarted.store.appliedMigrations() == ["v1: call records and devices", "v2: meeting records"])
         _ = try await restarted.client("alice")
     }
 }

@@ -1,0 +1,493 @@
+import Foundation
+import Signaling
+
+/// What a login token allows beyond logging in (claims the server enforces).
+public struct Grants: Sendable, Hashable, Codable {
+    /// Meeting names this account may reserve and join; nil: any.
+    public var meetings: [String]?
+    /// Whether it may send media in meetings (join or switch to actor).
+    public var publish: Bool
+
+    public init(meetings: [String]? = nil, publish: Bool = true) {
+        self.meetings = meetings
+        self.publish = publish
+    }
+
+    /// Everything.
+    public static let all = Grants()
+
+    func allows(meeting name: String) -> Bool { meetings?.contains(name) ?? true }
+}
+
+/// What the media plane (the SFU) must do for the meetings: legs to open and close, who
+/// publishes, and what each subscriber gets. Commands of one meeting are ordered.
+public enum MediaPlaneCommand: Sendable, Hashable {
+    /// Opens a participant's leg: media from the address that passes a connectivity check
+    /// with `checkToken` is unprotected with `inboundKey` (the participant's), what the
+    /// server forwards to it is protected with `outboundKey`.
+    case addLeg(MediaLeg)
+    /// Closes a leg: nothing is forwarded from or to it any more.
+    case removeLeg(UInt64)
+    /// Whether the server forwards what the leg sends (actor) or drops it (audience).
+    case setPublishing(leg: UInt64, Bool)
+    /// Whether `subscriber` gets `publisher`'s audio and video.
+    case setForwarding(subscriber: UInt64, publisher: UInt64, audio: Bool, video: Bool)
+}
+
+/// One participant's leg, as the media plane opens it. Holds keys: never print.
+public struct MediaLeg: Sendable, Hashable, CustomStringConvertible {
+    public var id: UInt64
+    public var meeting: UInt64
+    public var account: String
+    public var publishing: Bool
+    public var audioSSRC: UInt32
+    public var videoSSRC: UInt32?
+    public var srtpProfile: String
+    /// The participant's key (base64), for its uplink.
+    public var inboundKey: String
+    /// The server's key for this leg's downlink.
+    public var outboundKey: String
+    /// The server's side of the leg answers checks carrying this token.
+    public var checkToken: String
+
+    public var description: String { "MediaLeg(\(id), meeting \(meeting), \(account), keys redacted)" }
+}
+
+/// The server's half of a leg, drawn fresh for each join by the caller of `handle`
+/// (the registry itself draws nothing random).
+public struct LegCredentials: Sendable, Hashable {
+    public var srtpProfile: String
+    public var srtpKey: String
+    public var checkToken: String
+
+    public init(srtpProfile: String, srtpKey: String, checkToken: String) {
+        self.srtpProfile = srtpProfile
+        self.srtpKey = srtpKey
+        self.checkToken = checkToken
+    }
+}
+
+/// The server's meeting logic (NIM's meeting semantics), sans-I/O like `CallRegistry`:
+/// reservations, joins and leaves, roles, per-subscriber mutes, timeouts, records, and
+/// the commands that keep the media plane in step.
+///
+/// Rules:
+/// - A name is reserved until everyone who joined has left; a reservation nobody joins
+///   lapses after `reservationLifetime`. Reserving a name in use is `meetingExists`.
+/// - An account is in at most one meeting. Joining an unreserved name is
+///   `meetingNotFound`; a full meeting `meetingFull`. The audience sends nothing the
+///   server forwards.
+/// - A participant whose connection dropped keeps its place for `reconnectGrace` (its
+///   media may still flow); one whose media leg is lost (the media plane says so) leaves
+///   at once. Either way the others get `userLeft(timedOut)`.
+/// - The meeting ends when its last participant leaves: its record comes out as an
+///   output, and the name is free again.
+///
+/// Memory: one entry per meeting and per participant; `maximumMeetings` and
+/// `maximumParticipants` bound them. Not thread-safe: one owner (the server's actor).
+public struct MeetingRegistry: Sendable {
+    public struct Configuration: Sendable, Hashable {
+        public var reservationLifetime: Duration = .seconds(24 * 3_600)
+        public var reconnectGrace: Duration = .seconds(30)
+        public var maximumParticipants = 16
+        public var maximumMeetings = 10_000
+
+        public init() {}
+    }
+
+    public enum Output: Sendable, Hashable {
+        /// Send this encoded message on the connection (dropped if it has closed).
+        case send(ConnectionID, Data)
+        /// Store the record, then send each connection a `meetingRecord` event.
+        case record(MeetingRecord, notify: [ConnectionID])
+        case mediaPlane(MediaPlaneCommand)
+    }
+
+    /// Who asks: the account and device a connection logged in as, and its grants.
+    public struct Identity: Sendable, Hashable {
+        public var account: String
+        public var device: String
+        public var grants: Grants
+
+        public init(account: String, device: String, grants: Grants = .all) {
+            self.account = account
+            self.device = device
+            self.grants = grants
+        }
+    }
+
+    struct Member: Sendable {
+        var identity: Identity
+        var connection: ConnectionID?
+        var disconnectedAt: Duration?
+        var role: MeetingRole
+        var type: CallType
+        var audioSSRC: UInt32
+        var videoSSRC: UInt32?
+        var leg: UInt64
+        /// When the current attendance stretch began.
+        var since: Int64
+        /// Users whose audio (video) this member does not get.
+        var mutedAudio: Set<String> = []
+        var mutedVideo: Set<String> = []
+
+        var participant: MeetingParticipant {
+            MeetingParticipant(account: identity.account, role: role, type: type, audioSSRC: audioSSRC, videoSSRC: videoSSRC)
+        }
+    }
+
+    struct Meeting: Sendable {
+        var id: UInt64
+        var name: String
+        var ext: String?
+        var reservedBy: String
+        /// While nobody has joined: when the reservation lapses.
+        var expiresAt: Duration?
+        var expiresAtEpoch: Int64
+        var members: [String: Member] = [:]
+        var attendance: [MeetingRecord.Attendance] = []
+        var startedAt: Int64?
+    }
+
+    public let configuration: Configuration
+    /// Where participants send media: the server's UDP address(es), once bound.
+    public var mediaCandidates: [MediaCandidate] = []
+    var meetings: [UInt64: Meeting] = [:]
+    var byName: [String: UInt64] = [:]
+    /// The meeting each account is in.
+    var accountMeeting: [String: UInt64] = [:]
+    var lastID: UInt64 = 0
+    var lastLeg: UInt64 = 0
+
+    public init(configuration: Configuration = Configuration()) {
+        self.configuration = configuration
+    }
+
+    /// Meetings reserved or running.
+    public var meetingCount: Int { meetings.count }
+    /// Participants in all meetings.
+    public var participantCount: Int { meetings.values.reduce(0) { $0 + $1.members.count } }
+
+    /// The earliest deadline, when `tick` should next run.
+    public var nextDeadline: Duration? {
+        var earliest: Duration?
+        for meeting in meetings.values {
+            for deadline in [meeting.expiresAt] + meeting.members.values.map({ $0.disconnectedAt.map { $0 + configuration.reconnectGrace } }) {
+                guard let deadline else { continue }
+                earliest = min(earliest ?? deadline, deadline)
+            }
+        }
+        return earliest
+    }
+
+    /// The meeting and account a leg belongs to.
+    public func owner(ofLeg leg: UInt64) -> (meeting: UInt64, account: String)? {
+        for meeting in meetings.values {
+            if let member = meeting.members.values.first(where: { $0.leg == leg }) { return (meeting.id, member.identity.account) }
+        }
+        return nil
+    }
+
+    // MARK: Requests
+
+    /// Handles one meeting request of a logged-in connection.
+    ///
+    /// - Parameters:
+    ///   - credentials: The server's half of a new leg (used by `joinMeeting` only).
+    /// - Returns: The reply (first) and what it caused, in order. Failures are `error`
+    ///   replies: the connection stays up.
+    public mutating func handle(_ connection: ConnectionID, _ identity: Identity, requestID: UInt64, type: String, message: Data,
+                                credentials: LegCredentials, at time: ServerTime) -> [Output] {
+        do throws(SignalingError) {
+            switch type {
+            case MessageType.reserveMeeting:
+                return try reserve(identity, connection, requestID,
+                                   try Envelope.decodeBody(Request.ReserveMeeting.self, from: message, messageType: type), time)
+            case MessageType.joinMeeting:
+                return try join(identity, connection, requestID,
+                                try Envelope.decodeBody(Request.JoinMeeting.self, from: message, messageType: type), credentials, time)
+            case MessageType.leaveMeeting:
+                let request = try Envelope.decodeBody(Request.LeaveMeeting.self, from: message, messageType: type)
+                _ = try member(identity, of: request.callID, in: type)
+                return [Self.okReply(connection, requestID, Reply.Empty())]
+                    + leave(identity.account, of: request.callID, reason: .left, at: time)
+            case MessageType.setMeetingRole:
+                return try setRole(identity, connection, requestID,
+                                   try Envelope.decodeBody(Request.SetMeetingRole.self, from: message, messageType: type), time)
+            case MessageType.setMeetingMute:
+                return try setMute(identity, connection, requestID,
+                                   try Envelope.decodeBody(Request.SetMeetingMute.self, from: message, messageType: type))
+            default:
+                throw SignalingError(.invalidRequest, "unknown request type '\(type)'")
+            }
+        } catch {
+            return [.send(connection, TypedEnvelope(id: requestID, type: MessageType.error, body: ErrorBody(error)).encoded())]
+        }
+    }
+
+    static func okReply<Body: Encodable & Sendable>(_ connection: ConnectionID, _ requestID: UInt64, _ body: Body) -> Output {
+        .send(connection, TypedEnvelope(id: requestID, type: MessageType.ok, body: body).encoded())
+    }
+
+    static func checkName(_ name: String, in request: String) throws(SignalingError) {
+        guard !name.isEmpty, name.utf8.count <= 128 else {
+            throw SignalingError(.invalidRequest, "\(request): the meeting name must be 1 to 128 bytes")
+        }
+    }
+
+    static func checkExt(_ ext: String?, in request: String) throws(SignalingError) {
+        guard (ext?.utf8.count ?? 0) <= 4_096 else { throw SignalingError(.invalidRequest, "\(request): ext is longer than 4096 bytes") }
+    }
+
+    private mutating func reserve(_ identity: Identity, _ connection: ConnectionID, _ requestID: UInt64,
+                                  _ request: Request.ReserveMeeting, _ time: ServerTime) throws(SignalingError) -> [Output] {
+        try Self.checkName(request.name, in: "reserveMeeting")
+        try Self.checkExt(request.ext, in: "reserveMeeting")
+        guard identity.grants.allows(meeting: request.name) else {
+            throw SignalingError(.forbidden, "reserveMeeting: your token does not grant meeting '\(request.name)'")
+        }
+        guard byName[request.name] == nil else {
+            throw SignalingError(.meetingExists, "reserveMeeting: '\(request.name)' is in use")
+        }
+        guard meetings.count < configuration.maximumMeetings else {
+            throw SignalingError(.tooManyMeetings, "reserveMeeting: the server holds its maximum of \(configuration.maximumMeetings) meetings")
+        }
+        let id = nextID(at: time)
+        let lifetime = configuration.reservationLifetime
+        let expiresAtEpoch = time.epochMilliseconds + Int64(lifetime / .milliseconds(1))
+        meetings[id] = Meeting(id: id, name: request.name, ext: request.ext, reservedBy: identity.account,
+                               expiresAt: time.monotonic + lifetime, expiresAtEpoch: expiresAtEpoch)
+        byName[request.name] = id
+        return [Self.okReply(connection, requestID, Reply.ReserveMeeting(name: request.name, expiresAt: expiresAtEpoch))]
+    }
+
+    private mutating func join(_ identity: Identity, _ connection: ConnectionID, _ requestID: UInt64, _ request: Request.JoinMeeting,
+                               _ credentials: LegCredentials, _ time: ServerTime) throws(SignalingError) -> [Output] {
+        try Self.checkName(request.name, in: "joinMeeting")
+        try Self.checkExt(request.ext, in: "joinMeeting")
+        guard identity.grants.allows(meeting: request.name) else {
+            throw SignalingError(.forbidden, "joinMeeting: your token does not grant meeting '\(request.name)'")
+        }
+        guard request.role == .audience || identity.grants.publish else {
+            throw SignalingError(.forbidden, "joinMeeting: your token does not grant publishing; join as audience")
+        }
+        guard let id = byName[request.name], var meeting = meetings[id] else {
+            throw SignalingError(.meetingNotFound, "joinMeeting: no meeting '\(request.name)' is reserved")
+        }
+        if let current = accountMeeting[identity.account] {
+            throw SignalingError(.alreadyInMeeting, "joinMeeting: \(identity.account) is already in meeting \(meetings[current]?.name ?? "?")")
+        }
+        guard meeting.members.count < configuration.maximumParticipants else {
+            throw SignalingError(.meetingFull, "joinMeeting: '\(request.name)' holds its maximum of \(configuration.maximumParticipants) participants")
+        }
+        let media = request.media
+        guard media.candidates.count <= 16, media.srtpKey.utf8.count <= 128, media.srtpProfile == credentials.srtpProfile,
+              media.checkToken.utf8.count <= 128 else {
+            throw SignalingError(.invalidRequest, "joinMeeting: media must use \(credentials.srtpProfile) with a key and token of at most 128 bytes")
+        }
+        guard (request.type == .video) == (media.videoSSRC != nil) else {
+            throw SignalingError(.invalidRequest, "joinMeeting: a video participant needs a video SSRC, an audio one none")
+        }
+        let ours = [media.audioSSRC] + (media.videoSSRC.map { [$0] } ?? [])
+        for other in meeting.members.values where !Set(ours).isDisjoint(with: [other.audioSSRC] + (other.videoSSRC.map { [$0] } ?? [])) {
+            throw SignalingError(.invalidRequest, "joinMeeting: an SSRC of yours is \(other.identity.account)'s; draw new ones")
+        }
+        guard Set(ours).count == ours.count, !ours.contains(0) else {
+            throw SignalingError(.invalidRequest, "joinMeeting: SSRCs must be distinct and not 0")
+        }
+        lastLeg += 1
+        let member = Member(identity: identity, connection: connection, role: request.role, type: request.type,
+                            audioSSRC: media.audioSSRC, videoSSRC: media.videoSSRC, leg: lastLeg, since: time.epochMilliseconds)
+        let others = meeting.members.values.sorted { $0.identity.account < $1.identity.account }
+        meeting.members[identity.account] = member
+        meeting.expiresAt = nil
+        meeting.startedAt = meeting.startedAt ?? time.epochMilliseconds
+        meetings[id] = meeting
+        accountMeeting[identity.account] = id
+
+        let server = MediaEndpoint(candidates: mediaCandidates, srtpProfile: credentials.srtpProfile,
+                                   srtpKey: credentials.srtpKey, audioSSRC: 0, videoSSRC: nil, checkToken: credentials.checkToken)
+        var outputs = [Self.okReply(connection, requestID, Reply.JoinMeeting(callID: id, participants: others.map(\.participant), media: server))]
+        outputs.append(.mediaPlane(.addLeg(MediaLeg(id: member.leg, meeting: id, account: identity.account, publishing: request.role == .actor,
+                                                    audioSSRC: media.audioSSRC, videoSSRC: media.videoSSRC, srtpProfile: media.srtpProfile,
+                                                    inboundKey: media.srtpKey, outboundKey: credentials.srtpKey,
+                                                    checkToken: credentials.checkToken))))
+        for other in others {
+            outputs.append(.mediaPlane(.setForwarding(subscriber: other.leg, publisher: member.leg, audio: true, video: true)))
+            outputs.append(.mediaPlane(.setForwarding(subscriber: member.leg, publisher: other.leg, audio: true, video: true)))
+            outputs += send(other, MessageType.userJoined, Event.UserJoined(callID: id, participant: member.participant))
+        }
+        return outputs
+    }
+
+    private mutating func setRole(_ identity: Identity, _ connection: ConnectionID, _ requestID: UInt64,
+                                  _ request: Request.SetMeetingRole, _ time: ServerTime) throws(SignalingError) -> [Output] {
+        var member = try member(identity, of: request.callID, in: "setMeetingRole")
+        guard request.role == .audience || identity.grants.publish else {
+            throw SignalingError(.forbidden, "setMeetingRole: your token does not grant publishing")
+        }
+        var outputs = [Self.okReply(connection, requestID, Reply.Empty())]
+        guard member.role != request.role, var meeting = meetings[request.callID] else { return outputs }
+        meeting.attendance.append(MeetingRecord.Attendance(account: member.identity.account, device: member.identity.device, role: member.role,
+                                                           joinedAt: member.since, leftAt: time.epochMilliseconds, reason: nil))
+        member.role = request.role
+        member.since = time.epochMilliseconds
+        meeting.members[member.identity.account] = member
+        meetings[request.callID] = meeting
+        outputs.append(.mediaPlane(.setPublishing(leg: member.leg, request.role == .actor)))
+        for other in meeting.members.values.sorted(by: { $0.identity.account < $1.identity.account }) where other.leg != member.leg {
+            outputs += send(other, MessageType.meetingRoleChanged,
+                            Event.MeetingRoleChanged(callID: request.callID, account: member.identity.account, role: request.role))
+        }
+        return outputs
+    }
+
+    private mutating func setMute(_ identity: Identity, _ connection: ConnectionID, _ requestID: UInt64,
+                                  _ request: Request.SetMeetingMute) throws(SignalingError) -> [Output] {
+        var member = try member(identity, of: request.callID, in: "setMeetingMute")
+        guard var meeting = meetings[request.callID], let publisher = meeting.members[request.user], request.user != identity.account else {
+            throw SignalingError(.notInMeeting, "setMeetingMute: \(request.user) is not another participant of meeting \(request.callID)")
+        }
+        if let audio = request.audio {
+            if audio { member.mutedAudio.insert(request.user) } else { member.mutedAudio.remove(request.user) }
+        }
+        if let video = request.video {
+            if video { member.mutedVideo.insert(request.user) } else { member.mutedVideo.remove(request.user) }
+        }
+        meeting.members[identity.account] = member
+        meetings[request.callID] = meeting
+        return [Self.okReply(connection, requestID, Reply.Empty()),
+                .mediaPlane(.setForwarding(subscriber: member.leg, publisher: publisher.leg, audio: !member.mutedAudio.contains(request.user),
+                                           video: !member.mutedVideo.contains(request.user)))]
+    }
+
+    /// The member `identity` is in meeting `id`, from this device.
+    private func member(_ identity: Identity, of id: UInt64, in request: String) throws(SignalingError) -> Member {
+        guard let meeting = meetings[id] else {
+            throw SignalingError(.meetingNotFound, "\(request): meeting \(id) does not exist or has ended")
+        }
+        guard let member = meeting.members[identity.account], member.identity.device == identity.device else {
+            throw SignalingError(.notInMeeting, "\(request): this device is not in meeting \(id)")
+        }
+        return member
+    }
+
+    // MARK: Connections, legs and time
+
+    /// A logged-in connection of `identity` (a reconnect): a member of a meeting whose
+    /// connection had dropped gets this one.
+    /// - Returns: The meeting it is in, if any.
+    public mutating func connected(_ connection: ConnectionID, _ identity: Identity) -> UInt64? {
+        guard let id = accountMeeting[identity.account], var meeting = meetings[id],
+              var member = meeting.members[identity.account], member.identity.device == identity.device else { return nil }
+        member.connection = connection
+        member.disconnectedAt = nil
+        meeting.members[identity.account] = member
+        meetings[id] = meeting
+        return id
+    }
+
+    /// A connection closed: its member keeps its place for `reconnectGrace`.
+    public mutating func disconnected(_ connection: ConnectionID, at time: ServerTime) {
+        for (id, var meeting) in meetings {
+            guard let account = meeting.members.first(where: { $0.value.connection == connection })?.key else { continue }
+            meeting.members[account]?.connection = nil
+            meeting.members[account]?.disconnectedAt = time.monotonic
+            meetings[id] = meeting
+        }
+    }
+
+    /// The media plane lost a leg (no checks or media for its timeout): its participant
+    /// leaves as timed out.
+    public mutating func legLost(_ leg: UInt64, at time: ServerTime) -> [Output] {
+        guard let (id, account) = owner(ofLeg: leg) else { return [] }
+        return leave(account, of: id, reason: .timedOut, at: time)
+    }
+
+    /// Sends a meeting's members the server's speaking report.
+    public func speaking(_ levels: [String: Double], in id: UInt64) -> [Output] {
+        guard let meeting = meetings[id] else { return [] }
+        let event = Event.SpeakingUsers(callID: id, levels: levels)
+        return meeting.members.values.sorted { $0.identity.account < $1.identity.account }.flatMap { send($0, MessageType.speakingUsers, event) }
+    }
+
+    /// Lapses unjoined reservations and removes members that did not reconnect in time.
+    public mutating func tick(at time: ServerTime) -> [Output] {
+        var outputs: [Output] = []
+        for id in meetings.keys.sorted() {
+            guard let meeting = meetings[id] else { continue }
+            if let expiry = meeting.expiresAt, expiry <= time.monotonic {
+                meetings[id] = nil
+                byName[meeting.name] = nil
+                continue
+            }
+            for account in meeting.members.keys.sorted() {
+                guard let gone = meeting.members[account]?.disconnectedAt, gone + configuration.reconnectGrace <= time.monotonic else { continue }
+                outputs += leave(account, of: id, reason: .timedOut, at: time)
+            }
+        }
+        return outputs
+    }
+
+    /// Ends every meeting for a graceful shutdown: each participant gets `meetingError`,
+    /// and the records come out as outputs.
+    public mutating func shutdown(at time: ServerTime) -> [Output] {
+        var outputs: [Output] = []
+        let error = SignalingError(.serverUnavailable, "the server is stopping")
+        for id in meetings.keys.sorted() {
+            guard let meeting = meetings[id] else { continue }
+            for member in meeting.members.values.sorted(by: { $0.identity.account < $1.identity.account }) {
+                outputs += send(member, MessageType.meetingError, Event.MeetingError(callID: id, error: error))
+            }
+            for account in meeting.members.keys.sorted() {
+                outputs += leave(account, of: id, reason: .kicked, at: time, tellOthers: false)
+            }
+            if meetings[id] != nil {
+                meetings[id] = nil
+                byName[meeting.name] = nil
+            }
+        }
+        return outputs
+    }
+
+    // MARK: Helpers
+
+    func send<Body: Encodable & Sendable>(_ member: Member, _ type: String, _ body: Body) -> [Output] {
+        guard let connection = member.connection else { return [] }
+        return [.send(connection, TypedEnvelope(id: nil, type: type, body: body).encoded())]
+    }
+
+    /// Same scheme as call IDs (milliseconds << 10 plus a counter), from its own counter.
+    mutating func nextID(at time: ServerTime) -> UInt64 {
+        lastID = max(lastID + 1, UInt64(max(0, time.epochMilliseconds)) << 10 | 0x200)
+        return lastID
+    }
+
+    /// Removes a member: the media plane closes its leg, the others hear `userLeft`, and the
+    /// last one out ends the meeting (its record comes out).
+    mutating func leave(_ account: String, of id: UInt64, reason: MeetingLeaveReason, at time: ServerTime,
+                        tellOthers: Bool = true) -> [Output] {
+        guard var meeting = meetings[id], let member = meeting.members.removeValue(forKey: account) else { return [] }
+        accountMeeting[account] = nil
+        meeting.attendance.append(MeetingRecord.Attendance(account: account, device: member.identity.device, role: member.role,
+                                                           joinedAt: member.since, leftAt: time.epochMilliseconds, reason: reason))
+        var outputs: [Output] = [.mediaPlane(.removeLeg(member.leg))]
+        if tellOthers {
+            let event = Event.UserLeft(callID: id, account: account, reason: reason)
+            for other in meeting.members.values.sorted(by: { $0.identity.account < $1.identity.account }) {
+                outputs += send(other, MessageType.userLeft, event)
+            }
+        }
+        guard meeting.members.isEmpty else {
+            meetings[id] = meeting
+            return outputs
+        }
+        meetings[id] = nil
+        byName[meeting.name] = nil
+        let record = MeetingRecord(callID: id, name: meeting.name, reservedBy: meeting.reservedBy,
+                                   startedAt: meeting.startedAt ?? time.epochMilliseconds, endedAt: time.epochMilliseconds,
+                                   attendance: meeting.attendance)
+        outputs.append(.record(record, notify: member.connection.map { [$0] } ?? []))
+        return outputs
+    }
+}
