@@ -50,6 +50,12 @@ extension VP8 {
         public var allowsFrameDrops: Bool = false
         /// Time budget per frame.
         public var deadline: Deadline = .realtime
+        /// Temporal layers, 1 to 3 (libvpx temporal scalability): with 2 the frames go
+        /// 0,1,0,1 (30 fps becomes 15 + 15), with 3 they go 0,2,1,2 (7.5 + 7.5 + 15). A
+        /// forwarding server drops the upper layers for a subscriber that cannot take them;
+        /// what is left still decodes. Upper layers get 40 % (2 layers) or 40 % and 20 %
+        /// (3 layers) of the bitrate.
+        public var temporalLayers: Int = 1
 
         public init(width: Int, height: Int, bitrate: Int) {
             self.width = width
@@ -82,6 +88,9 @@ extension VP8 {
             guard keyframeInterval >= 1 else {
                 throw CodecError(.invalidConfiguration, "vp8: keyframe interval \(keyframeInterval) must be at least 1")
             }
+            guard (1...3).contains(temporalLayers) else {
+                throw CodecError(.invalidConfiguration, "vp8: temporal layers \(temporalLayers) is outside 1...3")
+            }
         }
     }
 
@@ -93,6 +102,11 @@ extension VP8 {
         public var isKeyframe: Bool
         /// Capture timestamp of the input frame.
         public var timestamp: Duration
+        /// Its temporal layer (0 with a single layer; keyframes are always 0).
+        public var temporalLayer: UInt8 = 0
+        /// It references only the base layer: a forwarding server may start sending its
+        /// layer here (RFC 7741's Y bit).
+        public var layerSync = true
     }
 
     /// One encoded VP8 frame.
@@ -114,6 +128,8 @@ extension VP8 {
         private var image = vpx_image_t()
         private var lastPTS: Int64 = -1
         private var frameDurationTicks: UInt
+        /// Position in the temporal layer pattern.
+        private var patternIndex = 0
 
         /// Creates an encoder.
         /// - Throws: `CodecError.invalidConfiguration` naming the bad value.
@@ -149,6 +165,7 @@ extension VP8 {
             settings.kf_mode = VPX_KF_AUTO
             settings.kf_min_dist = 0
             settings.kf_max_dist = UInt32(c.keyframeInterval)
+            Self.setLayers(&settings, layers: c.temporalLayers, bitrate: c.bitrate)
             status = CVpx_codec_enc_init(context.pointer, vpx_codec_vp8_cx(), &settings, 0)
             guard status == VPX_CODEC_OK else { throw VP8.error(status, context.pointer, while: "creating the encoder") }
             context.isInitialized = true
@@ -171,6 +188,53 @@ extension VP8 {
             image.bit_depth = 8
             self.image = image
             lastPTS = -1
+            patternIndex = 0
+        }
+
+        /// The layer pattern (libvpx's `ts_*` fields): ids per frame, the cumulative
+        /// bitrate of each layer and its frame-rate divider.
+        static func setLayers(_ settings: inout vpx_codec_enc_cfg_t, layers: Int, bitrate: Int) {
+            let kbps = UInt32(bitrate / 1000)
+            settings.ts_number_layers = UInt32(layers)
+            let (ids, shares, decimators): ([UInt32], [UInt32], [UInt32]) = switch layers {
+            case 2: ([0, 1], [60, 100], [2, 1])
+            case 3: ([0, 2, 1, 2], [40, 60, 100], [4, 2, 1])
+            default: ([0], [100], [1])
+            }
+            settings.ts_periodicity = UInt32(ids.count)
+            withUnsafeMutableBytes(of: &settings.ts_layer_id) { raw in
+                let slots = raw.bindMemory(to: UInt32.self)
+                for index in slots.indices { slots[index] = index < ids.count ? ids[index] : 0 }
+            }
+            withUnsafeMutableBytes(of: &settings.ts_target_bitrate) { raw in
+                let slots = raw.bindMemory(to: UInt32.self)
+                for index in slots.indices { slots[index] = index < shares.count ? kbps * shares[index] / 100 : 0 }
+            }
+            withUnsafeMutableBytes(of: &settings.ts_rate_decimator) { raw in
+                let slots = raw.bindMemory(to: UInt32.self)
+                for index in slots.indices { slots[index] = index < decimators.count ? decimators[index] : 0 }
+            }
+        }
+
+        /// The layer of the next frame, its reference flags, and whether it is a sync frame.
+        /// Every layer references the base frame before it; layer 2 (of 3) also the last
+        /// layer-1 frame. No upper layer frame updates the entropy or what a lower layer
+        /// uses, so dropping upper layers leaves the rest decodable.
+        private func nextLayer() -> (id: UInt8, flags: Int32, sync: Bool) {
+            let noRefOthers = Int32(VP8_EFLAG_NO_REF_GF | VP8_EFLAG_NO_REF_ARF)
+            let upper = Int32(VP8_EFLAG_NO_UPD_LAST | VP8_EFLAG_NO_UPD_ARF | VP8_EFLAG_NO_UPD_ENTROPY)
+            switch (configuration.temporalLayers, patternIndex % (configuration.temporalLayers == 3 ? 4 : 2)) {
+            case (1, _):
+                return (0, 0, true)
+            case (_, 0):
+                return (0, noRefOthers | Int32(VP8_EFLAG_NO_UPD_GF | VP8_EFLAG_NO_UPD_ARF), true)
+            case (2, _):
+                return (1, noRefOthers | upper | Int32(VP8_EFLAG_NO_UPD_GF), true)
+            case (_, 2):
+                return (1, noRefOthers | upper, true)
+            default:
+                return (2, Int32(VP8_EFLAG_NO_REF_ARF) | upper | Int32(VP8_EFLAG_NO_UPD_GF), false)
+            }
         }
 
         private func control(_ id: vp8e_enc_control_id, _ value: Int32, _ action: String) throws(CodecError) {
@@ -184,6 +248,7 @@ extension VP8 {
             next.bitrate = bitsPerSecond
             try next.validate()
             settings.rc_target_bitrate = UInt32(bitsPerSecond / 1000)
+            Self.setLayers(&settings, layers: configuration.temporalLayers, bitrate: bitsPerSecond)
             let status = vpx_codec_enc_config_set(context.pointer, &settings)
             guard status == VPX_CODEC_OK else { throw VP8.error(status, context.pointer, while: "setting the bitrate") }
             configuration = next
@@ -221,7 +286,12 @@ extension VP8 {
             let ticks = Int64(frame.timestamp / .seconds(1) * Double(VP8.clockRate))
             let pts = ticks > lastPTS ? ticks : lastPTS + Int64(frameDurationTicks)
             lastPTS = pts
-            let flags: vpx_enc_frame_flags_t = forceKeyframe ? vpx_enc_frame_flags_t(VPX_EFLAG_FORCE_KF) : 0
+            if forceKeyframe { patternIndex = 0 }
+            let layer = nextLayer()
+            if configuration.temporalLayers > 1 {
+                try control(VP8E_SET_TEMPORAL_LAYER_ID, Int32(layer.id), "setting the temporal layer")
+            }
+            let flags = vpx_enc_frame_flags_t(forceKeyframe ? Int(VPX_EFLAG_FORCE_KF) : Int(layer.flags))
             let status = frame.withPlanes { y, u, v in
                 image.planes.0 = UnsafeMutablePointer(mutating: y.baseAddress)
                 image.planes.1 = UnsafeMutablePointer(mutating: u.baseAddress)
@@ -247,6 +317,17 @@ extension VP8 {
                 let isKey = (encoded.flags & vpx_codec_frame_flags_t(VPX_FRAME_IS_KEY)) != 0
                 result = EncodedFrameInfo(byteCount: offset + encoded.sz, isKeyframe: isKey || (result?.isKeyframe ?? false),
                                           timestamp: frame.timestamp)
+            }
+            guard var result else { return nil }
+            if result.isKeyframe {
+                // A keyframe resets every reference: the pattern starts again after it.
+                patternIndex = 1
+                result.temporalLayer = 0
+                result.layerSync = true
+            } else {
+                patternIndex += 1
+                result.temporalLayer = layer.id
+                result.layerSync = layer.sync
             }
             return result
         }

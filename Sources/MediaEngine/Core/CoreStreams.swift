@@ -21,6 +21,10 @@ public struct SendStreamConfiguration: Sendable {
     public var feedback = VideoFeedbackResponder.Configuration()
     /// Video: largest RTP payload, descriptor included.
     public var maximumPayloadSize = SendStreamState.maximumPacketSize - 40
+    /// A stream a forwarding server relays (`forward`): the packets keep their sender's
+    /// timestamps and payload and get this stream's sequence numbers; sender reports map
+    /// the media clock from the sender's own reports (`setSenderClock`).
+    public var forwarded = false
 
     public init(kind: MediaKind, ssrc: UInt32, payloadType: UInt8, clockRate: Int) {
         self.kind = kind
@@ -65,6 +69,12 @@ public struct ReceiveStreamConfiguration: Sendable {
     public var jitterBuffer = AudioJitterBuffer.Configuration()
     /// Video: the frame assembly and loss recovery settings.
     public var video = VideoReceiveStream.Configuration()
+    /// A forwarding server's uplink stream: packets are handed back by `handleDatagram`
+    /// (after SRTP, statistics and transport feedback) instead of being buffered or
+    /// assembled; video losses are still NACKed to the sender.
+    public var forwarding = false
+    /// Forwarding video: the NACK settings.
+    public var nack = NACKGenerator.Configuration()
 
     public init(kind: MediaKind, payloadType: UInt8, clockRate: Int, ssrc: UInt32? = nil) {
         self.kind = kind
@@ -124,13 +134,15 @@ final class SendStreamState {
     /// The newest media time (RTP units since the stream's timestamp 0) and when it was
     /// sent, so a sender report can state the media clock now.
     var lastMedia: (timestamp: UInt32, at: Duration)?
+    /// Forwarded: the sender's own report set `lastMedia` (its capture clock, not arrivals).
+    var hasSenderClock = false
 
     init(id: SendStreamID, configuration: SendStreamConfiguration, outboundKey: Int?, extensions: RTPExtensionMap,
          midID: UInt8?, random: inout SeededRandom) {
         self.id = id
         self.configuration = configuration
         self.outboundKey = outboundKey
-        timestampOffset = configuration.timestampOffset ?? UInt32(truncatingIfNeeded: random.next())
+        timestampOffset = configuration.forwarded ? 0 : configuration.timestampOffset ?? UInt32(truncatingIfNeeded: random.next())
         sequenceNumber = configuration.firstSequenceNumber ?? UInt16(truncatingIfNeeded: random.next())
         audioLevelID = configuration.kind == .audio ? extensions.id(for: RTPExtensionMap.audioLevelURI) : nil
         transportSequenceID = extensions.id(for: RTPExtensionMap.transportSequenceNumberURI)
@@ -206,6 +218,12 @@ final class ReceiveStreamState {
     var lastArrival: Duration = .zero
     /// The last RFC 6464 level the sender stamped, and when.
     var audioLevel: (level: AudioLevel, at: Duration)?
+    /// The RTP timestamp of the sender's last report and when it arrived: the media clock
+    /// a forwarding server states in its own reports.
+    var senderClock: (timestamp: UInt32, arrival: Duration)?
+    /// Forwarding video: the losses to NACK, by unwrapped sequence number.
+    var nacks: NACKGenerator?
+    var unwrapper = SequenceNumberUnwrapper()
 
     init(id: ReceiveStreamID, configuration: ReceiveStreamConfiguration, inboundKey: Int?, feedbackKey: Int?) throws(CodecError) {
         self.id = id
@@ -218,6 +236,11 @@ final class ReceiveStreamState {
         statistics.participant = configuration.participant
         statistics.mid = configuration.mid
         reception = RTPReceiveStatistics(clockRate: configuration.clockRate)
+        if configuration.forwarding {
+            jitter = nil
+            if configuration.kind == .video { nacks = NACKGenerator(configuration: configuration.nack) }
+            return
+        }
         switch configuration.kind {
         case .audio:
             var settings = configuration.jitterBuffer

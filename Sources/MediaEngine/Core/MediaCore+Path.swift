@@ -76,6 +76,12 @@ extension MediaCore {
             }
             queueSTUN(answer, to: source, socket: socket)
             counters.stunAnswered += 1
+            lastAuthenticatedArrival = now
+            if configuration.learnsPathFromChecks {
+                path = source
+                isPathPinned = true
+                return
+            }
             // The peer checks from here: its media may come from here too (a NAT or relay
             // between). A few such addresses are remembered, the oldest go first.
             if source != path, !checkedSources.contains(source) {

@@ -13,6 +13,7 @@ extension MediaCore {
             return
         }
         counters.rtcpReceived += 1
+        lastAuthenticatedArrival = now
         for packet in packets { handle(packet, from: source, socket: socket, now: now) }
     }
 
@@ -58,6 +59,7 @@ extension MediaCore {
             for stream in receiveStreams where stream.ssrc == report.ssrc || stream.statistics.ssrc == report.ssrc {
                 stream.statistics.rtcpReceived += 1
                 stream.lastSenderReport = (NTPTime.compact(report.ntpTimestamp), now)
+                stream.senderClock = (report.rtpTimestamp, now)
                 let mapping = SenderClockMapping(ntp: report.ntpTimestamp, rtpTimestamp: report.rtpTimestamp,
                                                  clockRate: stream.configuration.clockRate)
                 if isLipSyncAudio(stream) { lipSyncs[stream.configuration.participant, default: LipSync()].audioSenderReport(mapping) }

@@ -2,21 +2,26 @@ extension MediaCore {
     /// Takes one datagram that arrived on the transport's socket `socket` from `source`: RTP
     /// goes to its stream (after SRTP), RTCP is authenticated and acted on, STUN checks are
     /// answered. Anything unusable is counted and dropped. The buffer is decrypted in place.
+    ///
+    /// - Returns: The decrypted packet when it belongs to a forwarding stream (valid until
+    ///   the buffer is reused); nil otherwise.
+    @discardableResult
     public func handleDatagram(_ datagram: UnsafeMutableRawBufferPointer, from source: SocketAddress, socket: Int = 0,
-                               now: Duration) {
+                               now: Duration) -> ForwardedPacket? {
         let bytes = UnsafeRawBufferPointer(datagram)
         switch DatagramKind(bytes) {
         case .stun:
             handleSTUN(bytes, from: source, socket: socket, now: now)
         case .rtp:
-            guard acceptsPath(source) else { return }
-            handleRTP(datagram, from: source, socket: socket, now: now)
+            guard acceptsPath(source) else { return nil }
+            return handleRTP(datagram, from: source, socket: socket, now: now)
         case .rtcp:
-            guard acceptsPath(source) else { return }
+            guard acceptsPath(source) else { return nil }
             handleRTCP(datagram, from: source, socket: socket, now: now)
         default:
             counters.unknownDatagrams += 1
         }
+        return nil
     }
 
     /// Whether media from `source` is taken: always before a path is pinned, afterwards
@@ -38,10 +43,11 @@ extension MediaCore {
         return nil
     }
 
-    private func handleRTP(_ datagram: UnsafeMutableRawBufferPointer, from source: SocketAddress, socket: Int, now: Duration) {
+    private func handleRTP(_ datagram: UnsafeMutableRawBufferPointer, from source: SocketAddress, socket: Int,
+                           now: Duration) -> ForwardedPacket? {
         guard datagram.count >= RTPPacketView.fixedHeaderSize else {
             counters.unknownStreamPackets += 1
-            return
+            return nil
         }
         let payloadType = datagram[1] & 0x7F
         let ssrc = UnsafeRawBufferPointer(datagram).uint32(at: 8)
@@ -51,16 +57,16 @@ extension MediaCore {
             if receiveBySSRC[ssrc] == nil, sendStreams.contains(where: { $0.configuration.ssrc == ssrc }) {
                 // One of this side's own SSRCs coming back: a loop or a collision, never media to play.
                 counters.ssrcCollisions += 1
-                return
+                return nil
             }
             guard receiveBySSRC[ssrc] == nil, let open = openStream(payloadType: payloadType, socket: socket) else {
                 counters.unknownStreamPackets += 1
-                return
+                return nil
             }
             target = open
             binding = open.configuration.mid != nil
         }
-        guard let stream = target else { return }
+        guard let stream = target else { return nil }
         var length = datagram.count
         if let key = stream.inboundKey {
             do {
@@ -71,7 +77,7 @@ extension MediaCore {
                 case .replayed, .tooOld: stream.statistics.replays += 1
                 default: stream.statistics.malformedPackets += 1
                 }
-                return
+                return nil
             }
         }
         let packet: RTPPacketView
@@ -79,16 +85,18 @@ extension MediaCore {
             packet = try RTPPacketView(UnsafeRawBufferPointer(rebasing: datagram[0..<length]))
         } catch {
             stream.statistics.malformedPackets += 1
-            return
+            return nil
         }
         let receiving: ReceiveStreamState
         if binding {
-            guard let bound = bind(packet, ssrc: ssrc, payloadType: payloadType, socket: socket) else { return }
+            guard let bound = bind(packet, ssrc: ssrc, payloadType: payloadType, socket: socket) else { return nil }
             receiving = bound
         } else {
             receiving = stream
         }
+        lastAuthenticatedArrival = now
         receive(packet, on: receiving, from: source, socket: socket, now: now)
+        return receiving.configuration.forwarding ? ForwardedPacket(stream: receiving.id, packet: packet) : nil
     }
 
     /// A stream announced without SSRC that takes packets of payload type `payloadType`:
@@ -141,6 +149,13 @@ extension MediaCore {
         stream.reception.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
                                 payloadBytes: packet.payloadRange.count, arrival: now)
         if nextReceiverReport == nil { nextReceiverReport = now + receiverReports.nextInterval(using: &random) }
+        stream.lastArrival = now
+        if stream.configuration.forwarding {
+            // Relayed as is: only losses are tracked here, to NACK them to the sender.
+            let sequence = stream.unwrapper.unwrap(packet.sequenceNumber)
+            stream.nacks?.insert(sequence, now: now)
+            return
+        }
         if nextSynchronization == nil { nextSynchronization = now + .seconds(1) }
         switch stream.configuration.kind {
         case .audio:
@@ -159,6 +174,19 @@ extension MediaCore {
             _ = stream.video?.insert(packet, arrival: now)
             processVideo(stream, now: now)
         }
+    }
+
+    /// Sends the NACKs a forwarding video stream has due.
+    func processForwardingLosses(_ stream: ReceiveStreamState, now: Duration) {
+        guard var nacks = stream.nacks, let media = stream.statistics.ssrc else { return }
+        var lost = forwardingNACKs
+        nacks.process(now: now, rtt: roundTripTime, into: &lost)
+        stream.nacks = nacks
+        if !lost.isEmpty {
+            let nack = GenericNACK(senderSSRC: configuration.rtcpSSRC, mediaSSRC: media, lostSequenceNumbers: lost[...])
+            if queueFeedback(.genericNACK(nack), for: stream) { stream.statistics.nackSent += 1 }
+        }
+        forwardingNACKs = lost
     }
 
     /// Runs a video stream's recovery: frames it releases become events, NACK, PLI and

@@ -32,14 +32,18 @@ extension MediaCore {
     ///   - frame: The whole encoded frame.
     ///   - mediaTimestamp: 90 kHz units since the stream's first frame.
     ///   - isKeyframe: Whether the encoder made a keyframe.
+    ///   - temporalLayer: The frame's temporal layer and whether it is a sync frame, when
+    ///     the encoder makes layers (`VP8.Configuration.temporalLayers`).
     ///   - captureTime: When the picture was captured, on the core's clock (defaults to `now`).
     /// - Returns: false when nothing could go out (no path yet, unknown stream).
     @discardableResult
     public func sendVideo(_ id: SendStreamID, frame: UnsafeRawBufferPointer, mediaTimestamp: UInt32, isKeyframe: Bool,
-                          captureTime: Duration? = nil, now: Duration) -> Bool {
+                          temporalLayer: (id: UInt8, sync: Bool)? = nil, captureTime: Duration? = nil, now: Duration) -> Bool {
         guard let stream = sendStream(id), !stream.isEnded, stream.configuration.kind == .video else { return false }
         var sentAny = false
-        for fragment in stream.payloader.fragments(frameSize: frame.count) {
+        let fragments = stream.payloader.fragments(frameSize: frame.count, temporalLayer: temporalLayer?.id,
+                                                   layerSync: temporalLayer?.sync ?? false)
+        for fragment in fragments {
             let sent = sendPacket(stream, mediaTimestamp: mediaTimestamp, marker: fragment.isLast, audioLevel: nil,
                                   payloadSize: fragment.payloadSize, now: now) { room in
                 _ = try? VP8Payloader.write(fragment, of: frame, into: room)
@@ -55,6 +59,82 @@ extension MediaCore {
         stream.lastMedia = (mediaTimestamp, captureTime ?? now)
         afterFirstPacket(stream, now: now)
         return true
+    }
+
+    /// Relays one packet on a forwarded send stream: the packet (another core's
+    /// `ForwardedPacket`) is copied with this stream's next sequence number and this
+    /// transport's transport-wide number, `rewritePayload` may change its payload in place
+    /// (a VP8 descriptor's picture numbering), and it is protected with this side's key.
+    /// Video goes into the retransmission history, so NACKs are answered from here.
+    /// Allocates nothing.
+    ///
+    /// - Parameters:
+    ///   - sequenceNumber: The number it goes out with (a `StreamRewriter`'s); nil: the
+    ///     stream's next.
+    /// - Returns: false when it could not go out (no path, not a forwarded stream, a full queue).
+    @discardableResult
+    public func forward(_ id: SendStreamID, packet: RTPPacketView, sequenceNumber: UInt16? = nil, isKeyframe: Bool = false,
+                        now: Duration, rewritePayload: (UnsafeMutableRawBufferPointer) -> Void = { _ in }) -> Bool {
+        guard let stream = sendStream(id), stream.configuration.forwarded, !stream.isEnded,
+              packet.bytes.count + SRTPContext.trailerCapacity <= TransmitQueue.slotSize else { return false }
+        guard let destination = stream.configuration.destination ?? path else {
+            counters.packetsWithoutPath += 1
+            return false
+        }
+        var transportOffset: Int?
+        if let extensionID = stream.transportSequenceID, let value = packet.extensionValue(id: extensionID), value.count == 2,
+           let start = value.baseAddress, let base = packet.bytes.baseAddress {
+            transportOffset = start - base
+        }
+        let transportSequence = nextTransportSequence
+        let outgoing = sequenceNumber ?? stream.sequenceNumber
+        let context = stream.outboundKey.map { outbound[$0].context }
+        var written: UnsafeRawBufferPointer?
+        let queued = transmits.enqueue(to: destination, socket: stream.configuration.socket, kind: .rtp) { slot in
+            let length = packet.bytes.count
+            slot.copyMemory(from: packet.bytes)
+            slot.storeBytes(of: outgoing.bigEndian, toByteOffset: 2, as: UInt16.self)
+            if let transportOffset { slot.storeBytes(of: transportSequence.bigEndian, toByteOffset: transportOffset, as: UInt16.self) }
+            rewritePayload(UnsafeMutableRawBufferPointer(rebasing: slot[packet.payloadRange]))
+            let size = context.map { (try? $0.protect(slot, length: length)) ?? 0 } ?? length
+            written = UnsafeRawBufferPointer(rebasing: slot[0..<max(size, 0)])
+            return size
+        }
+        guard queued, let bytes = written else { return false }
+        if sequenceNumber == nil { stream.sequenceNumber &+= 1 }
+        if transportOffset != nil {
+            nextTransportSequence &+= 1
+            estimator.packetSent(transportSequenceNumber: transportSequence, size: bytes.count, now: now)
+        }
+        stream.responder?.packetSent(bytes, now: now)
+        let payloadSize = packet.payloadRange.count
+        stream.packetsSent &+= 1
+        stream.octetsSent &+= UInt32(truncatingIfNeeded: payloadSize)
+        stream.statistics.packetsSent += 1
+        stream.statistics.bytesSent += payloadSize
+        if stream.configuration.kind == .audio || packet.marker { stream.statistics.framesSent += 1 }
+        if isKeyframe && packet.marker {
+            stream.statistics.keyFramesSent += 1
+            stream.responder?.keyframeSent(now: now)
+        }
+        if !stream.hasSenderClock { stream.lastMedia = (packet.timestamp, now) }
+        afterFirstPacket(stream, now: now)
+        return true
+    }
+
+    /// States a forwarded stream's media clock as its sender reported it: RTP timestamp
+    /// `timestamp` at local time `at` (when the sender's report arrived). This side's
+    /// sender reports then keep the sender's mapping, so receivers keep lip sync.
+    public func setSenderClock(_ id: SendStreamID, timestamp: UInt32, at: Duration) {
+        guard let stream = sendStream(id), stream.configuration.forwarded else { return }
+        stream.lastMedia = (timestamp, at)
+        stream.hasSenderClock = true
+    }
+
+    /// The media clock a forwarding receive stream's sender last reported (RTP timestamp,
+    /// arrival of the report).
+    public func senderClock(of id: ReceiveStreamID) -> (timestamp: UInt32, arrival: Duration)? {
+        receiveStream(id)?.senderClock
     }
 
     /// Whether the next frame of a video stream should be a keyframe (a PLI or FIR came,
@@ -100,7 +180,7 @@ extension MediaCore {
 
     /// The first packet of a stream gets a sender report right behind it, and starts the
     /// report timer.
-    private func afterFirstPacket(_ stream: SendStreamState, now: Duration) {
+    func afterFirstPacket(_ stream: SendStreamState, now: Duration) {
         guard stream.needsFirstReport else { return }
         stream.needsFirstReport = false
         queueSenderReport(for: stream, now: now, goodbye: false)

@@ -48,6 +48,9 @@ public final class MediaCore {
         /// Seeds the core's random choices (RTCP intervals, numbering); the same seed gives
         /// the same run in a simulation.
         public var seed = UInt64.random(in: 0 ... .max)
+        /// ICE-lite, for a server's end of a leg: this side checks nothing; each binding
+        /// request carrying `localToken` selects and pins its source as the path.
+        public var learnsPathFromChecks = false
 
         public init() {}
     }
@@ -88,6 +91,9 @@ public final class MediaCore {
     public private(set) var inboundKeying: SRTPKeyingMaterial?
     /// The round-trip estimate in use.
     public internal(set) var roundTripTime: Duration
+    /// When the peer last proved itself: an authenticated RTP or RTCP packet, or a check
+    /// with this side's token.
+    public internal(set) var lastAuthenticatedArrival: Duration?
     var counters = TransportStatistics()
     var random: SeededRandom
 
@@ -120,6 +126,8 @@ public final class MediaCore {
     var lipSyncs: [String: LipSync] = [:]
     /// Reused for every video stream's actions, so releasing frames allocates nothing.
     var videoActions: [VideoReceiveStream.Action] = []
+    /// Reused for forwarding streams' NACK lists.
+    var forwardingNACKs: [UInt16] = []
     var nextSynchronization: Duration?
 
     // Path.
@@ -147,6 +155,7 @@ public final class MediaCore {
         feedback = TransportFeedbackGenerator(configuration: TransportFeedbackGenerator.Configuration(senderSSRC: configuration.rtcpSSRC))
         events.reserveCapacity(64)
         videoActions.reserveCapacity(16)
+        forwardingNACKs.reserveCapacity(256)
         if let keying = configuration.outboundKeying { _ = try outboundKey(for: keying) }
         if let keying = configuration.inboundKeying { _ = try inboundKey(for: keying) }
         inboundKeying = configuration.inboundKeying
@@ -302,6 +311,7 @@ public final class MediaCore {
         for stream in receiveStreams {
             consider(stream.nextPull)
             consider(stream.video?.nextProcessTime())
+            consider(stream.nacks?.nextProcessTime(rtt: roundTripTime))
         }
         return next
     }
@@ -328,6 +338,9 @@ public final class MediaCore {
         queueTransportFeedback(now: now)
         for stream in receiveStreams where stream.video?.nextProcessTime().map({ $0 <= now }) == true {
             processVideo(stream, now: now)
+        }
+        for stream in receiveStreams where stream.nacks?.nextProcessTime(rtt: roundTripTime).map({ $0 <= now }) == true {
+            processForwardingLosses(stream, now: now)
         }
     }
 
@@ -432,6 +445,12 @@ public final class MediaCore {
 
     /// A video send stream's feedback responder, for its detailed counters.
     public func feedbackResponder(of id: SendStreamID) -> VideoFeedbackResponder? { sendStream(id)?.responder }
+}
+
+/// A packet of a forwarding receive stream, authenticated and decrypted in place.
+public struct ForwardedPacket {
+    public var stream: ReceiveStreamID
+    public var packet: RTPPacketView
 }
 
 /// Why the core refused a stream or a setting.

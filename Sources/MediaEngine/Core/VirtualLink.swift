@@ -87,7 +87,7 @@ public struct VirtualLink {
             var bytes = datagram.bytes
             let from = address(datagram.to.other)
             let target = core(datagram.to)
-            let handOver = { bytes.withUnsafeMutableBytes { target.handleDatagram($0, from: from, now: now) } }
+            let handOver = { _ = bytes.withUnsafeMutableBytes { target.handleDatagram($0, from: from, now: now) } }
             if let delivery {
                 delivery(datagram.to, datagram.kind, datagram.bytes, handOver)
             } else {
@@ -111,7 +111,7 @@ public struct VirtualLink {
     /// Injects a datagram into a core as if it came from `source` (an attacker's, in tests).
     public mutating func inject(_ bytes: [UInt8], into side: Side, from source: SocketAddress, now: Duration) {
         var copy = bytes
-        copy.withUnsafeMutableBytes { core(side).handleDatagram($0, from: source, now: now) }
+        _ = copy.withUnsafeMutableBytes { core(side).handleDatagram($0, from: source, now: now) }
         flush(now: now)
     }
 }

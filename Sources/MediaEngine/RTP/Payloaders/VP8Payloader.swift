@@ -8,6 +8,8 @@ public struct VP8Payloader: Sendable {
     public let maximumPayloadSize: Int
     /// The PictureID of the next frame (15-bit, wraps).
     public private(set) var nextPictureID: UInt16
+    /// TL0PICIDX of the last base-layer frame (frames with temporal layers only).
+    public private(set) var tl0PictureIndex: UInt8 = 0
 
     /// Creates a payloader.
     /// - Precondition: `maximumPayloadSize` is at least 8 bytes.
@@ -29,21 +31,28 @@ public struct VP8Payloader: Sendable {
     }
 
     /// The fragments of one frame of `frameSize` bytes, and advances the PictureID.
-    public mutating func fragments(frameSize: Int, nonReference: Bool = false) -> Fragments {
+    /// - Parameters:
+    ///   - temporalLayer: The frame's temporal layer, when the encoder makes layers: the
+    ///     descriptors then carry TID, Y (`layerSync`) and TL0PICIDX (RFC 7741).
+    public mutating func fragments(frameSize: Int, nonReference: Bool = false, temporalLayer: UInt8? = nil,
+                                   layerSync: Bool = false) -> Fragments {
         let pictureID = nextPictureID
         nextPictureID = (nextPictureID + 1) & 0x7FFF
-        let descriptorSize = VP8PayloadDescriptor(startOfPartition: true, pictureID: .long(0)).size
-        let room = maximumPayloadSize - descriptorSize
+        if temporalLayer == 0 { tl0PictureIndex &+= 1 }
+        let template = VP8PayloadDescriptor(nonReference: nonReference, startOfPartition: true, pictureID: .long(pictureID),
+                                            tl0PictureIndex: temporalLayer == nil ? nil : tl0PictureIndex,
+                                            temporalLayerID: temporalLayer, layerSync: temporalLayer != nil && layerSync)
+        let room = maximumPayloadSize - template.size
         let count = max(1, (frameSize + room - 1) / room)
-        return Fragments(frameSize: frameSize, count: count, pictureID: pictureID, nonReference: nonReference)
+        return Fragments(frameSize: frameSize, count: count, template: template)
     }
 
     /// The fragments of one frame, computed on demand.
     public struct Fragments: Sequence, Sendable {
         public let frameSize: Int
         public let count: Int
-        let pictureID: UInt16
-        let nonReference: Bool
+        /// The first fragment's descriptor; the others differ in S only.
+        let template: VP8PayloadDescriptor
 
         public func makeIterator() -> Iterator {
             Iterator(fragments: self)
@@ -63,10 +72,9 @@ public struct VP8Payloader: Sendable {
                 let start = index * base + Swift.min(index, extra)
                 let length = base + (index < extra ? 1 : 0)
                 defer { index += 1 }
-                return Fragment(descriptor: VP8PayloadDescriptor(nonReference: fragments.nonReference,
-                                                                 startOfPartition: index == 0,
-                                                                 pictureID: .long(fragments.pictureID)),
-                                range: start..<(start + length), isLast: index == count - 1)
+                var descriptor = fragments.template
+                descriptor.startOfPartition = index == 0
+                return Fragment(descriptor: descriptor, range: start..<(start + length), isLast: index == count - 1)
             }
         }
     }

@@ -1,0 +1,269 @@
+@testable import MediaEngine
+
+/// A meeting through a `ForwardingRouter` in virtual time: each participant is a
+/// `MediaCore` (as a session drives it) that sends a tone (Opus, 20 ms, with RFC 6464
+/// levels) and optionally a test pattern (VP8, 30 fps, temporal layers as configured),
+/// over its own simulated uplink and downlink, and decodes every other participant.
+final class MeetingCoreHarness {
+    final class Participant {
+        let name: String
+        let index: Int
+        let core: MediaCore
+        let address: SocketAddress
+        let leg: UInt64
+        let audioOut: SendStreamID
+        let videoOut: SendStreamID?
+        var sends: Bool
+        var tone: ToneGenerator
+        let opus: Opus.Encoder
+        let vp8: VP8.Encoder?
+        var pattern = TestPattern(width: 320, height: 240)
+        var picture = VideoFrame(width: 320, height: 240)
+        var encoded = [UInt8](repeating: 0, count: 200_000)
+        var audioFrame = AudioFrame(layout: .mono, samplesPerChannel: 960)
+        var uplink: ImpairmentModel
+        var downlink: ImpairmentModel
+        /// What arrived of each other participant: decoded audio, and video decoding.
+        var audioFrom: [ReceiveStreamID: String] = [:]
+        var videoFrom: [ReceiveStreamID: String] = [:]
+        var decoders: [ReceiveStreamID: VP8.Decoder] = [:]
+        var heard: [String: [Int16]] = [:]
+        var framesDecoded: [String: Int] = [:]
+        var lastPicture: [String: VideoFrame] = [:]
+        var connected = false
+        var audioIndex = 0
+        var videoIndex = 0
+
+        init(name: String, index: Int, core: MediaCore, leg: UInt64, frequency: Double, video: Bool, temporalLayers: Int,
+             uplink: ImpairmentSettings, downlink: ImpairmentSettings) throws {
+            self.name = name
+            self.index = index
+            self.core = core
+            self.leg = leg
+            address = SocketAddress(addressBytes: [198, 51, 100, UInt8(index + 1)], port: 5_000)!
+            audioOut = try core.addSendStream(.opus(ssrc: UInt32(index + 1) << 8 | 1))
+            videoOut = video ? try core.addSendStream(.vp8(ssrc: UInt32(index + 1) << 8 | 2)) : nil
+            sends = true
+            tone = ToneGenerator(.sine(frequency), amplitude: 0.3)
+            opus = try Opus.Encoder(configuration: Opus.Configuration())
+            var settings = VP8.Configuration(width: 320, height: 240, bitrate: 300_000)
+            settings.temporalLayers = temporalLayers
+            vp8 = video ? try VP8.Encoder(configuration: settings) : nil
+            self.uplink = try ImpairmentModel(settings: uplink)
+            self.downlink = try ImpairmentModel(settings: downlink)
+        }
+
+        var audioSSRC: UInt32 { UInt32(index + 1) << 8 | 1 }
+        var videoSSRC: UInt32? { videoOut == nil ? nil : UInt32(index + 1) << 8 | 2 }
+
+        func sendAudio(now: Duration) throws {
+            audioFrame.samples.withUnsafeMutableBufferPointer { tone.fill($0) }
+            let level = audioFrame.samples.withUnsafeBufferPointer { AudioLevel(samples: $0) }
+            var packet = [UInt8](repeating: 0, count: 1_500)
+            let size = try audioFrame.samples.withUnsafeBufferPointer { pcm in
+                try packet.withUnsafeMutableBytes { try opus.encode(pcm, into: $0) }
+            }
+            packet.withUnsafeBytes {
+                _ = core.sendAudio(audioOut, payload: UnsafeRawBufferPointer(rebasing: $0[0..<size]),
+                                   mediaTimestamp: UInt32(truncatingIfNeeded: audioIndex * 960), audioLevel: level, now: now)
+            }
+            audioIndex += 1
+        }
+
+        func sendVideo(now: Duration) throws {
+            guard let vp8, let videoOut else { return }
+            pattern.render(into: &picture)
+            let force = core.shouldForceKeyframe(videoOut, now: now)
+            guard let info = try encoded.withUnsafeMutableBytes({ try vp8.encode(picture, forceKeyframe: force, into: $0) }) else { return }
+            encoded.withUnsafeBytes {
+                _ = core.sendVideo(videoOut, frame: UnsafeRawBufferPointer(rebasing: $0[0..<info.byteCount]),
+                                   mediaTimestamp: UInt32(truncatingIfNeeded: videoIndex * 3_000), isKeyframe: info.isKeyframe,
+                                   temporalLayer: vp8.configuration.temporalLayers > 1 ? (info.temporalLayer, info.layerSync) : nil, now: now)
+            }
+            videoIndex += 1
+        }
+
+        func handleEvents(now: Duration) {
+            while let event = core.pollEvent() {
+                switch event {
+                case .videoFrame(let id, let frame):
+                    guard let owner = videoFrom[id], let decoder = decoders[id] else { continue }
+                    var decoded = lastPicture[owner] ?? VideoFrame(width: 2, height: 2)
+                    do {
+                        if try frame.data.withUnsafeBytes({ try decoder.decode($0, into: &decoded) }) {
+                            framesDecoded[owner, default: 0] += 1
+                            lastPicture[owner] = decoded
+                            core.videoDecoded(id, timestamp: frame.timestamp, isKeyframe: frame.isKeyframe, shownAt: now)
+                        }
+                    } catch {
+                        core.decoderReportedCorruption(id, now: now)
+                    }
+                case .connected: connected = true
+                default: break
+                }
+            }
+        }
+
+        func play(now: Duration) {
+            var scratch = [Int16](repeating: 0, count: 5_760)
+            scratch.withUnsafeMutableBufferPointer { buffer in
+                core.playAudio(now: now, scratch: buffer, block: { id, pcm in
+                    if let owner = audioFrom[id] { heard[owner, default: []].append(contentsOf: pcm) }
+                }, tickEnded: { _ in })
+            }
+        }
+
+        /// The level of `frequency` in what was heard of `user` over the last `seconds`.
+        func level(of frequency: Double, from user: String, lastSeconds seconds: Double = 2) -> Double {
+            let samples = heard[user] ?? []
+            let count = min(samples.count, Int(seconds * 48_000))
+            return samples[(samples.count - count)...].withUnsafeBufferPointer { AudioQuality.toneLevel($0, frequency: frequency) }
+        }
+    }
+
+    let router: ForwardingRouter
+    let serverAddress = SocketAddress(addressBytes: [203, 0, 113, 1], port: 3_478)!
+    var participants: [Participant] = []
+    var now: Duration = .zero
+    private var pending = DeliveryHeap<(to: Int, from: SocketAddress, bytes: [UInt8])>()
+    private var nextLeg: UInt64 = 1
+    private let meeting: UInt64 = 77
+    /// Seen at the server: datagrams that came from each participant's address.
+    var datagramsAtServer: [Int: Int] = [:]
+
+    init(configuration: ForwardingRouter.Configuration = ForwardingRouter.Configuration()) {
+        var settings = configuration
+        settings.seed = 7
+        settings.ntpEpoch = NTPTime.from(seconds: 1_700_000_000, nanoseconds: 0)
+        router = ForwardingRouter(configuration: settings)
+    }
+
+    /// A participant joins: its leg opens, it checks the server, and it and everyone there
+    /// subscribe to each other.
+    @discardableResult
+    func join(_ name: String, frequency: Double, publishing: Bool = true, video: Bool = false, temporalLayers: Int = 1,
+              uplink: ImpairmentSettings = ImpairmentSettings(), downlink: ImpairmentSettings = ImpairmentSettings()) throws -> Participant {
+        let index = participants.count
+        let clientKey = try SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: (0..<28).map { UInt8(index * 31 + $0) })
+        let serverKey = try SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: (0..<28).map { UInt8(200 - index * 17 + $0) })
+        var settings = MediaCore.Configuration()
+        settings.outboundKeying = clientKey
+        settings.inboundKeying = serverKey
+        settings.rtcpSSRC = UInt32(index + 1) << 8 | 0x80
+        settings.seed = UInt64(index + 10)
+        settings.ntpEpoch = NTPTime.from(seconds: 1_700_000_000 + Int64(index), nanoseconds: 0)
+        var up = uplink
+        up.delay = max(up.delay, .milliseconds(10))
+        up.seed = UInt64(index * 2 + 1)
+        var down = downlink
+        down.delay = max(down.delay, .milliseconds(10))
+        down.seed = UInt64(index * 2 + 2)
+        let leg = nextLeg
+        nextLeg += 1
+        let participant = try Participant(name: name, index: index, core: try MediaCore(configuration: settings), leg: leg,
+                                          frequency: frequency, video: video, temporalLayers: temporalLayers, uplink: up, downlink: down)
+        participant.sends = publishing
+        let token = "leg-token-\(leg)-0123456789abcdef"
+        try router.addLeg(ForwardingRouter.LegSetup(id: leg, meeting: meeting, account: name, publishing: publishing,
+                                                    audioSSRC: participant.audioSSRC, videoSSRC: participant.videoSSRC,
+                                                    inboundKeying: clientKey, outboundKeying: serverKey, checkToken: token), now: now)
+        participant.core.startConnectivityCheck(candidates: [serverAddress], remoteToken: token, timeout: .seconds(5), now: now)
+        for other in participants {
+            router.setForwarding(subscriber: other.leg, publisher: leg, audio: true, video: true, now: now)
+            router.setForwarding(subscriber: leg, publisher: other.leg, audio: true, video: true, now: now)
+            try subscribe(participant, to: other)
+            try subscribe(other, to: participant)
+        }
+        participants.append(participant)
+        flush()
+        return participant
+    }
+
+    private func subscribe(_ subscriber: Participant, to publisher: Participant) throws {
+        var audio = ReceiveStreamConfiguration.opus(ssrc: publisher.audioSSRC)
+        audio.participant = publisher.name
+        subscriber.audioFrom[try subscriber.core.addReceiveStream(audio)] = publisher.name
+        if let ssrc = publisher.videoSSRC {
+            var video = ReceiveStreamConfiguration.vp8(ssrc: ssrc)
+            video.participant = publisher.name
+            let id = try subscriber.core.addReceiveStream(video)
+            subscriber.videoFrom[id] = publisher.name
+            subscriber.decoders[id] = try VP8.Decoder()
+        }
+    }
+
+    /// A participant leaves: its leg closes; the others stop receiving it.
+    func leave(_ participant: Participant) {
+        router.removeLeg(participant.leg, now: now)
+        participants.removeAll { $0 === participant }
+    }
+
+    private func flush() {
+        for participant in participants {
+            while let transmit = participant.core.pollTransmit() {
+                guard transmit.destination == serverAddress else { continue }
+                if case .delivered(let at, _) = participant.uplink.process(size: transmit.bytes.count, now: now) {
+                    pending.insert((-1, participant.address, Array(transmit.bytes)), due: at)
+                }
+            }
+        }
+        router.drainTransmits { transmit in
+            guard let target = participants.first(where: { $0.address == transmit.destination }) else { return }
+            if case .delivered(let at, _) = target.downlink.process(size: transmit.bytes.count, now: now) {
+                pending.insert((target.index, serverAddress, Array(transmit.bytes)), due: at)
+            }
+        }
+    }
+
+    /// Injects a datagram at the server as if from `source`.
+    func inject(_ bytes: [UInt8], from source: SocketAddress) {
+        var copy = bytes
+        copy.withUnsafeMutableBytes { router.handleDatagram($0, from: source, now: now) }
+        flush()
+    }
+
+    /// Runs the meeting until `end`.
+    func run(until end: Duration) throws {
+        let videoPeriod = Duration.seconds(1) / 30
+        while now < end {
+            var next = end
+            for participant in participants where participant.sends {
+                next = min(next, Duration.milliseconds(20) * participant.audioIndex)
+                if participant.vp8 != nil { next = min(next, videoPeriod * participant.videoIndex) }
+            }
+            for participant in participants {
+                if let timeout = participant.core.nextTimeout { next = min(next, timeout) }
+            }
+            if let timeout = router.nextTimeout { next = min(next, timeout) }
+            if let due = pending.nextDue { next = min(next, due) }
+            now = max(now, next)
+            while let (datagram, _) = pending.popDue(now: now) {
+                var bytes = datagram.bytes
+                if datagram.to < 0 {
+                    if let index = participants.first(where: { $0.address == datagram.from })?.index {
+                        datagramsAtServer[index, default: 0] += 1
+                    }
+                    bytes.withUnsafeMutableBytes { router.handleDatagram($0, from: datagram.from, now: now) }
+                } else if let participant = participants.first(where: { $0.index == datagram.to }) {
+                    _ = bytes.withUnsafeMutableBytes { participant.core.handleDatagram($0, from: datagram.from, now: now) }
+                }
+            }
+            router.handleTimeout(now: now)
+            for participant in participants {
+                if participant.sends && participant.connected {
+                    if Duration.milliseconds(20) * participant.audioIndex <= now { try participant.sendAudio(now: now) }
+                    if participant.vp8 != nil && videoPeriod * participant.videoIndex <= now { try participant.sendVideo(now: now) }
+                } else {
+                    // Not sending: keep the media clocks moving so sending can start on time.
+                    while Duration.milliseconds(20) * participant.audioIndex <= now { participant.audioIndex += 1 }
+                    while videoPeriod * participant.videoIndex <= now { participant.videoIndex += 1 }
+                }
+                participant.core.handleTimeout(now: now)
+                participant.handleEvents(now: now)
+                participant.play(now: now)
+            }
+            flush()
+            if next == end && now >= end { break }
+        }
+    }
+}
