@@ -20,48 +20,62 @@ public enum Heavy {
 
     /// Runs `body` in a slot, on a thread of its own.
     public static func run<T>(_ body: () async throws -> T) async throws -> T {
-        await gate.acquire()
-        defer { gate.release() }
+        try await run(permits: 1, body)
+    }
+
+    /// Runs `body` with every slot taken, on a thread of its own: for simulations that
+    /// burn a core for many seconds in virtual time, so no real-time test shares the
+    /// machine with them (a real-time test next to one missed its 20 ms deadlines).
+    public static func runAlone<T>(_ body: () async throws -> T) async throws -> T {
+        try await run(permits: slots, body)
+    }
+
+    private static func run<T>(permits: Int, _ body: () async throws -> T) async throws -> T {
+        await gate.acquire(permits)
+        defer { gate.release(permits) }
         let executor = ThreadExecutor()
         defer { executor.shutdown() }
         return try await withTaskExecutorPreference(executor) { try await body() }
     }
 }
 
-/// A counting semaphore that waits by suspending, never by blocking a thread.
+/// A counting semaphore that waits by suspending, never by blocking a thread. Waiters are
+/// served strictly in order, so one that needs every permit is not starved by later ones.
 private final class Gate: Sendable {
     private struct State {
         var available: Int
-        var waiting: [CheckedContinuation<Void, Never>] = []
+        var waiting: [(permits: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
     private let state: Mutex<State>
 
     init(permits: Int) { state = Mutex(State(available: permits)) }
 
-    func acquire() async {
+    func acquire(_ permits: Int) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let granted = state.withLock { state in
-                guard state.available > 0 else {
-                    state.waiting.append(continuation)
+                guard state.waiting.isEmpty, state.available >= permits else {
+                    state.waiting.append((permits, continuation))
                     return false
                 }
-                state.available -= 1
+                state.available -= permits
                 return true
             }
             if granted { continuation.resume() }
         }
     }
 
-    func release() {
-        let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
-            guard !state.waiting.isEmpty else {
-                state.available += 1
-                return nil
+    func release(_ permits: Int) {
+        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.available += permits
+            var ready: [CheckedContinuation<Void, Never>] = []
+            while let first = state.waiting.first, state.available >= first.permits {
+                state.available -= first.permits
+                ready.append(state.waiting.removeFirst().continuation)
             }
-            return state.waiting.removeFirst()
+            return ready
         }
-        next?.resume()
+        for continuation in ready { continuation.resume() }
     }
 }
 

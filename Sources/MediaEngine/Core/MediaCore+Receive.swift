@@ -149,8 +149,8 @@ extension MediaCore {
         stream.reception.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
                                 payloadBytes: packet.payloadRange.count, arrival: now)
         if nextReceiverReport == nil { nextReceiverReport = now + receiverReports.nextInterval(using: &random) }
-        stream.lastArrival = now
         if stream.configuration.forwarding {
+            stream.lastArrival = now
             // Relayed as is: only losses are tracked here, to NACK them to the sender.
             let sequence = stream.unwrapper.unwrap(packet.sequenceNumber)
             stream.nacks?.insert(sequence, now: now)

@@ -234,7 +234,7 @@ public struct NACKGenerator: Sendable {
         var givenUp = 0
         for index in entries.indices {
             var entry = entries[index]
-            let tooOld = now - entry.noticedAt > configuration.maximumAge
+            let tooOld = now - entry.noticedAt >= configuration.maximumAge
             let exhausted = entry.requests > configuration.maximumRetries && now - entry.lastRequestAt >= retryWait
             if tooOld || exhausted {
                 givenUp += 1

@@ -31,6 +31,9 @@ public final class ForwardingRouter {
         public var speakingInterval: Duration = .milliseconds(500)
         /// How often each subscriber's layers are chosen again.
         public var allocationInterval: Duration = .seconds(1)
+        /// A video paused for bandwidth stays paused at least this long (each resume costs
+        /// a keyframe, whose burst on a tight link would pause it again).
+        public var pauseHold: Duration = .seconds(4)
         /// Each subscriber leg's bandwidth estimate.
         public var subscriberBandwidth = SendSideBandwidthEstimator.Configuration(startBitrate: 2_000_000, minimumBitrate: 100_000,
                                                                                  maximumBitrate: 50_000_000)
@@ -114,7 +117,8 @@ public final class ForwardingRouter {
         /// Video: bytes per temporal layer in the current window, and the cumulative
         /// rates measured over the last one.
         var layerBytes = [Int](repeating: 0, count: 4)
-        var layerRates: [Int] = [0]
+        /// Empty until a full window was measured.
+        var layerRates: [Int] = []
         var windowStart: Duration?
         var lastKeyframeRequest: Duration?
         var keyframeWanted = false
@@ -134,6 +138,7 @@ public final class ForwardingRouter {
         var enabled = true
         /// Video: the highest layer the allocation allows (-1: paused).
         var allowedLayer = 3
+        var pausedAt: Duration?
         /// Video: the highest layer forwarded now (changes only where decodable).
         var currentLayer = 0
         var waitingForKeyframe = true
@@ -531,19 +536,24 @@ public final class ForwardingRouter {
         guard !videos.isEmpty else { return }
         let audios = leg.targets.filter { $0.publication.kind == .audio && $0.enabled && $0.publisher.publishing }.count
         let budget = leg.core.bandwidthEstimator.targetBitrate - audios * configuration.audioAllowance
-        let ordered = videos.filter { $0.publisher.publishing }.sorted { first, second in
+        // A video whose rates are not measured yet keeps what it has.
+        let ordered = videos.filter { $0.publisher.publishing && !$0.publication.layerRates.isEmpty }.sorted { first, second in
             let a = first.publisher.audio?.spokeAt ?? first.publisher.created - .seconds(86_400)
             let b = second.publisher.audio?.spokeAt ?? second.publisher.created - .seconds(86_400)
             return a != b ? a > b : first.publisher.setup.id < second.publisher.setup.id
         }
-        let layers = LayerAllocator.allocate(budget: budget, videos: ordered.map {
-            LayerAllocator.Video(layerRates: $0.publication.layerRates, current: $0.allowedLayer < 0 ? -1 : $0.currentLayer)
+        let layers = LayerAllocator.allocate(budget: budget, videos: ordered.map { target in
+            // A video within its pause hold cannot fit (and so holds the others at their base).
+            let held = target.allowedLayer < 0 && target.pausedAt.map { now - $0 < configuration.pauseHold } == true
+            return LayerAllocator.Video(layerRates: held ? [Int.max / 4] : target.publication.layerRates,
+                                        current: target.allowedLayer < 0 ? -1 : target.currentLayer)
         })
         for (target, layer) in zip(ordered, layers) {
             if target.allowedLayer < 0 && layer >= 0 {
                 target.waitingForKeyframe = true
                 requestKeyframe(target.publisher, target.publication, now: now)
             }
+            if target.allowedLayer >= 0 && layer < 0 { target.pausedAt = now }
             target.allowedLayer = layer
         }
     }

@@ -1,7 +1,7 @@
 /// Shares one subscriber's bandwidth among the videos it is sent (audio is always sent and
 /// comes off the top): every video gets its base temporal layer, most important first,
-/// until one no longer fits, and the rest are paused; what is left then raises videos a
-/// layer at a time, in the same order. So the videos of the users who spoke least
+/// until one no longer fits, and the rest are paused; only when none is paused does what
+/// is left raise videos a layer at a time, in the same order. So the videos of the users who spoke least
 /// recently pause first, and thinning comes before pausing for the others.
 public enum LayerAllocator {
     public struct Video: Sendable, Hashable {
@@ -38,8 +38,9 @@ public enum LayerAllocator {
             remaining -= need
             layers[index] = 0
         }
+        // Layers above the base only once every video has its base: thin before pausing.
         let deepest = videos.map { $0.layerRates.count }.max() ?? 0
-        if deepest > 1 {
+        if deepest > 1 && !layers.contains(-1) {
             for layer in 1..<deepest {
                 for (index, video) in videos.enumerated() where layers[index] == layer - 1 && video.layerRates.count > layer {
                     let need = cost(video, from: layer - 1, to: layer)

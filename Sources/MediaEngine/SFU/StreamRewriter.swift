@@ -62,8 +62,20 @@ public struct StreamRewriter: Sendable {
             guard entry.input == input else { return nil }
             return (sequenceNumber &- entry.sequenceShift, entry.pictureShift, entry.tl0Shift)
         }
+        // Packets skipped here were lost upstream: they keep these shifts when their
+        // retransmissions come, so they fill exactly the holes they left.
+        let current = Entry(input: input, sequenceShift: sequenceShift, pictureShift: pictureShift, tl0Shift: tl0Shift)
+        if let highest {
+            var missing = max(highest + 1, input - Int64(Self.historySize) + 1)
+            while missing < input {
+                var entry = current
+                entry.input = missing
+                history[Int(UInt64(bitPattern: missing) % UInt64(Self.historySize))] = entry
+                missing += 1
+            }
+        }
         highest = input
-        history[slot] = Entry(input: input, sequenceShift: sequenceShift, pictureShift: pictureShift, tl0Shift: tl0Shift)
+        history[slot] = current
         return (sequenceNumber &- sequenceShift, pictureShift, tl0Shift)
     }
 

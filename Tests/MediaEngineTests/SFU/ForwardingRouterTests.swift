@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 @testable import MediaEngine
 
@@ -126,5 +127,167 @@ import Testing
         #expect(Set(levels.keys) == ["alice"], "bob is silent")
         // A 0.3 sine has an RMS of 0.212; RFC 6464 keeps it to 1 dB.
         #expect(abs((levels["alice"] ?? 0) - 0.212) < 0.03)
+    }
+}
+
+@Suite struct ForwardingRouterVideo {
+    @Test func everyParticipantDecodesEveryOtherActorsVideo() async throws {
+        try await Heavy.runAlone { try everyParticipantDecodesEveryOtherActorsVideoBody() }
+    }
+
+    func everyParticipantDecodesEveryOtherActorsVideoBody() throws {
+        let meeting = MeetingCoreHarness()
+        let people = try ["alice", "bob", "carol"].enumerated().map { index, name in
+            try meeting.join(name, frequency: 440 + 110 * Double(index), video: true, temporalLayers: 3)
+        }
+        try meeting.run(until: .seconds(4))
+        for viewer in people {
+            for sender in people where sender !== viewer {
+                let frames = viewer.framesDecoded[sender.name] ?? 0
+                #expect(frames >= 100, "\(viewer.name) decoded \(frames) frames of \(sender.name)")
+                let stream = try #require(viewer.videoFrom.first { $0.value == sender.name }?.key)
+                #expect(viewer.core.statistics(of: stream)?.decodeErrors == 0)
+                #expect(viewer.core.statistics(of: stream)?.packetsLost == 0)
+            }
+        }
+        #expect(meeting.router.layerRates(ofLeg: people[0].leg).count == 3, "three layers measured")
+    }
+
+    /// At 300 kb/s three audio streams (~170 kb/s with headers) and three 300 kb/s videos
+    /// cannot all go: a base layer (~110 kb/s) does not fit beside the audio, so the videos
+    /// pause. At 600 kb/s the videos are thinned to their base layers first, and the least
+    /// recent speaker's pauses when even that is too much.
+    @Test(arguments: [300, 600])
+    func aSubscriberBehindASlowLinkGetsFewerLayersOrVideosWhileItsAudioStaysWholeAndOthersAreUnaffected(kbps: Int) async throws {
+        try await Heavy.runAlone { try slowSubscriber(kbps: kbps) }
+    }
+
+    func slowSubscriber(kbps: Int) throws {
+        let meeting = MeetingCoreHarness()
+        var slow = ImpairmentSettings()
+        slow.rateKbps = kbps
+        let people = try ["alice", "bob", "carol", "dave"].enumerated().map { index, name in
+            try meeting.join(name, frequency: 440 + 110 * Double(index), video: true, temporalLayers: 3,
+                             downlink: name == "dave" ? slow : ImpairmentSettings())
+        }
+        let dave = people[3]
+        try meeting.run(until: .seconds(12))
+        let settled = dave.heard.mapValues(\.count)
+        let decodedBefore = dave.framesDecoded
+        let othersBefore = people[0].framesDecoded
+        let concealedBefore = dave.audioFrom.keys.map { dave.core.statistics(of: $0)?.concealedSamples ?? 0 }.reduce(0, +)
+        try meeting.run(until: .seconds(22))
+
+        let estimate = try #require(meeting.router.estimatedBitrate(ofLeg: dave.leg))
+        #expect(estimate < kbps * 1_000, "dave's estimate settles below his \(kbps) kb/s link: \(estimate)")
+        let layers = people.dropLast().map { meeting.router.forwardedLayer(to: dave.leg, from: $0.leg) }
+        let full = people.dropLast().map { meeting.router.forwardedLayer(to: people[0].leg, from: $0.leg) }
+        #expect(layers.reduce(0) { $0 + $1 + 1 } < 9, "dave gets fewer layers or videos: \(layers)")
+        #expect(full.dropFirst().allSatisfy { $0 == 2 }, "alice gets every layer: \(full)")
+
+        // Audio: every tone arrived whole in the last 10 s.
+        let concealed = dave.audioFrom.keys.map { dave.core.statistics(of: $0)?.concealedSamples ?? 0 }.reduce(0, +) - concealedBefore
+        let heard = dave.heard.map { $0.value.count - (settled[$0.key] ?? 0) }.reduce(0, +)
+        #expect(heard >= 3 * 9 * 48_000)
+        #expect(Double(concealed) / Double(heard) <= 0.02, "concealed \(concealed) of \(heard)")
+        // Video still reaches dave (some), and alice sees everyone at full rate.
+        let daveFrames = people.dropLast().map { (dave.framesDecoded[$0.name] ?? 0) - (decodedBefore[$0.name] ?? 0) }
+        #expect(decodedBefore.values.allSatisfy { $0 > 0 }, "dave saw everyone before his estimate came down")
+        if kbps >= 600 {
+            #expect(layers.allSatisfy { $0 <= 0 }, "base layers only, while any video pauses: \(layers)")
+            #expect(daveFrames.filter { $0 >= 70 }.count >= 2, "at least the base layer's 7.5 fps of two: \(daveFrames)")
+        } else {
+            #expect(layers.allSatisfy { $0 < 0 }, "paused beside the audio: \(layers)")
+        }
+        for sender in people.dropFirst() {
+            let frames = (people[0].framesDecoded[sender.name] ?? 0) - (othersBefore[sender.name] ?? 0)
+            #expect(frames >= 280, "alice decoded \(frames) of \(sender.name)'s 300 frames")
+        }
+    }
+}
+
+@Suite struct StreamRewriting {
+    @Test func dropsLeaveTheSequenceSpaceAndLateRetransmissionsKeepTheirPlace() {
+        var rewriter = StreamRewriter()
+        #expect(rewriter.forward(sequenceNumber: 65_534)?.sequenceNumber == 65_534)
+        rewriter.drop(sequenceNumber: 65_535)
+        #expect(rewriter.forward(sequenceNumber: 0)?.sequenceNumber == 65_535, "the drop closed up, across the wrap")
+        // 1 was lost upstream: 2 keeps its gap, so the subscriber can NACK it...
+        #expect(rewriter.forward(sequenceNumber: 2)?.sequenceNumber == 1)
+        rewriter.drop(sequenceNumber: 3)
+        #expect(rewriter.forward(sequenceNumber: 4)?.sequenceNumber == 2)
+        // ...and the retransmission of 1 fills exactly that hole, after later drops.
+        #expect(rewriter.forward(sequenceNumber: 1)?.sequenceNumber == 0)
+        #expect(rewriter.forward(sequenceNumber: 1_000)?.sequenceNumber == 998)
+        #expect(rewriter.forward(sequenceNumber: 400) == nil, "too old to place")
+    }
+
+    @Test func droppedFramesShiftPictureIDsAndBaseFramesShiftTL0PICIDX() {
+        var rewriter = StreamRewriter()
+        let base = VP8PayloadDescriptor(startOfPartition: true, pictureID: .long(10), tl0PictureIndex: 5, temporalLayerID: 2)
+        rewriter.drop(sequenceNumber: 1, descriptor: base)
+        var second = base
+        second.startOfPartition = false
+        rewriter.drop(sequenceNumber: 2, descriptor: second)
+        var keyframeWait = base
+        keyframeWait.pictureID = .long(11)
+        keyframeWait.temporalLayerID = 0
+        rewriter.drop(sequenceNumber: 3, descriptor: keyframeWait)
+        let numbers = rewriter.forward(sequenceNumber: 4)
+        #expect(numbers?.sequenceNumber == 1 && numbers?.pictureShift == 2 && numbers?.tl0Shift == 1)
+
+        var payload: [UInt8] = [0x90, 0xE0, 0x80, 12, 6, 0x40, 0xAA]
+        payload.withUnsafeMutableBytes { StreamRewriter.shiftVP8($0, pictureShift: 2, tl0Shift: 1) }
+        let (parsed, _) = try! payload.withUnsafeBytes { try VP8PayloadDescriptor.parse($0) }
+        #expect(parsed.pictureID == .long(10) && parsed.tl0PictureIndex == 5 && parsed.temporalLayerID == 1)
+        var wrapping: [UInt8] = [0x90, 0x80, 0x80, 0x00]
+        wrapping.withUnsafeMutableBytes { StreamRewriter.shiftVP8($0, pictureShift: 1, tl0Shift: 0) }
+        #expect(wrapping[2...3] == [0xFF, 0xFF], "15-bit PictureID 0 minus 1 wraps to 32767")
+    }
+
+    @Test func layersGoToTheMostRecentSpeakersFirstAndThinBeforePausing() {
+        let video = LayerAllocator.Video(layerRates: [100_000, 150_000, 250_000], current: 2)
+        #expect(LayerAllocator.allocate(budget: 750_000, videos: [video, video, video]) == [2, 2, 2])
+        #expect(LayerAllocator.allocate(budget: 450_000, videos: [video, video, video]) == [1, 1, 1])
+        #expect(LayerAllocator.allocate(budget: 320_000, videos: [video, video, video]) == [0, 0, 0])
+        #expect(LayerAllocator.allocate(budget: 250_000, videos: [video, video, video]) == [0, 0, -1],
+                "the least recent speaker pauses, and nobody gets more than the base while anyone is paused")
+        #expect(LayerAllocator.allocate(budget: 0, videos: [video]) == [-1])
+        let paused = LayerAllocator.Video(layerRates: [100_000], current: -1)
+        #expect(LayerAllocator.allocate(budget: 105_000, videos: [paused]) == [-1], "going up needs a margin")
+        #expect(LayerAllocator.allocate(budget: 120_000, videos: [paused]) == [0])
+    }
+}
+
+@Suite struct VP8TemporalLayers {
+    @Test func threeLayersFollowThePatternAndTheBaseLayerAloneDecodes() throws {
+        var settings = VP8.Configuration(width: 320, height: 240, bitrate: 400_000)
+        settings.temporalLayers = 3
+        let encoder = try VP8.Encoder(configuration: settings)
+        let all = try VP8.Decoder()
+        let baseOnly = try VP8.Decoder()
+        var pattern = TestPattern(width: 320, height: 240)
+        var picture = VideoFrame(width: 320, height: 240)
+        var decoded = VideoFrame(width: 2, height: 2)
+        var output = [UInt8](repeating: 0, count: encoder.maximumFrameSize)
+        var layers: [UInt8] = []
+        var baseDecoded = 0
+        var quality: [Double] = []
+        for index in 0..<60 {
+            pattern.render(into: &picture)
+            let info = try #require(try output.withUnsafeMutableBytes { try encoder.encode(picture, forceKeyframe: index == 0, into: $0) })
+            layers.append(info.temporalLayer)
+            #expect(info.layerSync == (info.temporalLayer < 2))
+            _ = try output.withUnsafeBytes { try all.decode(UnsafeRawBufferPointer(rebasing: $0[0..<info.byteCount]), into: &decoded) }
+            if info.temporalLayer == 0 {
+                if try output.withUnsafeBytes({ try baseOnly.decode(UnsafeRawBufferPointer(rebasing: $0[0..<info.byteCount]), into: &decoded) }) {
+                    baseDecoded += 1
+                    quality.append(VideoQuality.psnr(picture, decoded))
+                }
+            }
+        }
+        #expect(Array(layers.prefix(8)) == [0, 2, 1, 2, 0, 2, 1, 2])
+        #expect(baseDecoded == 15, "a quarter of the frames, all decoded without the others")
+        #expect(quality.min() ?? 0 > 30, "base layer PSNR \(quality.min() ?? 0) dB")
     }
 }

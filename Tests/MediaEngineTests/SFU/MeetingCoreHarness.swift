@@ -225,6 +225,8 @@ final class MeetingCoreHarness {
     /// Runs the meeting until `end`.
     func run(until end: Duration) throws {
         let videoPeriod = Duration.seconds(1) / 30
+        var previous = now - .seconds(1)
+        var stalls = 0
         while now < end {
             var next = end
             for participant in participants where participant.sends {
@@ -237,6 +239,10 @@ final class MeetingCoreHarness {
             if let timeout = router.nextTimeout { next = min(next, timeout) }
             if let due = pending.nextDue { next = min(next, due) }
             now = max(now, next)
+            // Something that keeps asking for `now` without progress must not hang the test.
+            stalls = now == previous ? stalls + 1 : 0
+            precondition(stalls < 1_000, "something asks for \(now) again and again")
+            previous = now
             while let (datagram, _) = pending.popDue(now: now) {
                 var bytes = datagram.bytes
                 if datagram.to < 0 {

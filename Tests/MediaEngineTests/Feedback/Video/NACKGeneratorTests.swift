@@ -174,3 +174,24 @@ import Testing
         #expect(generator.statistics.requests > 0)
     }
 }
+
+/// Regression: `nextProcessTime` named the moment a gap reaches `maximumAge`, but
+/// `process` gave it up only after that moment, so a caller that runs exactly at the
+/// named time (a virtual clock; found by a meeting simulation behind a slow link) was
+/// asked for the same time forever.
+@Suite struct NACKGeneratorDeadlines {
+    @Test func processingAtEachNamedTimeAlwaysMovesTheNextTimeOn() {
+        var generator = NACKGenerator()
+        let rtt = Duration.milliseconds(311)
+        generator.insert(0, now: .zero)
+        generator.insert(5, now: .milliseconds(3))
+        var steps = 0
+        while let next = generator.nextProcessTime(rtt: rtt), steps < 100 {
+            _ = generator.process(now: next, rtt: rtt)
+            if let after = generator.nextProcessTime(rtt: rtt) { #expect(after > next, "asked for \(next) again") }
+            steps += 1
+        }
+        #expect(generator.missingCount == 0, "every gap was given up within maximumAge")
+        #expect(steps < 100)
+    }
+}
