@@ -44,9 +44,12 @@ let package = Package(
         systemLibrary("CPNG", pkgConfig: "libpng", apt: ["libpng-dev"]),
         systemLibrary("CAVFormat", pkgConfig: "libavformat", apt: ["libavformat-dev"]),
 
+        // recvmmsg/sendmmsg, which Swift's Glibc module does not declare.
+        .target(name: "CBatchIO"),
         .target(
             name: "MediaEngine",
-            dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2", "CSndFile", "CYUV", "CTurboJPEG", "CSoxr", "CPNG", "CAVFormat"],
+            dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2", "CSndFile", "CYUV", "CTurboJPEG", "CSoxr", "CPNG", "CAVFormat",
+                           "CBatchIO"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(

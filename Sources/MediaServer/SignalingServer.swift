@@ -28,12 +28,18 @@ public final class SignalingServer: Sendable {
         public var maximumFrameSize = 1 << 21
         /// Pending TCP connections the listener queues.
         public var backlog = 4_096
-        /// Run a net-detect echo responder (UDP) and announce it at login.
+        /// Run the media port (UDP): the meetings' forwarding server (SFU) and the
+        /// net-detect echo responder, announced at login.
         public var echo = true
         /// Its UDP port; nil: the same number as the signaling (TCP) port (when the TCP
         /// port was picked (0) and that number is taken in UDP, any free one).
         public var echoPort: Int?
         public var echoPolicy = EchoPolicy()
+        /// The forwarding server's settings (leg timeout, keyframe requests, bandwidth).
+        public var forwarding = ForwardingRouter.Configuration()
+        /// The address participants send media to; nil: the bind address (every IPv4
+        /// interface's when bound to 0.0.0.0).
+        public var publicHost: String?
 
         public init() {}
     }
@@ -94,19 +100,32 @@ public final class SignalingServer: Sendable {
         for await port in bound.stream {
             if configuration.echo {
                 do {
-                    let responder: EchoResponder
+                    let (reports, sink) = AsyncStream<ForwardingRouter.Report>.makeStream()
+                    let forward: @Sendable (ForwardingRouter.Report) -> Void = { sink.yield($0) }
+                    let media: ForwardingServer
                     do {
-                        responder = try EchoResponder(bindTo: MediaEngine.SocketAddress(host: configuration.host, port: configuration.echoPort ?? port),
-                                                      policy: configuration.echoPolicy)
+                        media = try ForwardingServer(bindTo: MediaEngine.SocketAddress(host: configuration.host, port: configuration.echoPort ?? port),
+                                                     configuration: configuration.forwarding, echoPolicy: configuration.echoPolicy, reports: forward)
                     } catch where configuration.echoPort == nil && configuration.port == 0 {
                         // A picked TCP port's number can be taken in UDP (by anything, a call's
                         // media socket): take another; the login reply names the one in use.
-                        responder = try EchoResponder(bindTo: MediaEngine.SocketAddress(host: configuration.host, port: 0),
-                                                      policy: configuration.echoPolicy)
+                        media = try ForwardingServer(bindTo: MediaEngine.SocketAddress(host: configuration.host, port: 0),
+                                                     configuration: configuration.forwarding, echoPolicy: configuration.echoPolicy, reports: forward)
                     }
-                    responder.start()
-                    state.setEcho(responder)
-                    await hub.setEchoPort(responder.localAddress.port)
+                    media.start()
+                    state.setMedia(media, reports: Task {
+                        for await report in reports {
+                            switch report {
+                            case .legLost(let leg): await hub.mediaPlaneReported(.legLost(leg))
+                            case .speaking(let meeting, let levels): await hub.mediaPlaneReported(.speaking(meeting: meeting, levels: levels))
+                            }
+                        }
+                    }, sink: sink)
+                    let mediaPort = media.localAddress.port
+                    let hosts = configuration.publicHost.map { [$0] }
+                        ?? (configuration.host == "0.0.0.0" ? LocalAddresses.ipv4() : [configuration.host])
+                    await hub.setEchoPort(mediaPort)
+                    await hub.attach(mediaPlane: SFUMediaPlane(server: media), candidates: hosts.map { MediaCandidate(host: $0, port: mediaPort) })
                 } catch {
                     await shutdown()
                     throw error
@@ -129,13 +148,18 @@ public final class SignalingServer: Sendable {
         guard let group = state.group else { return }
         await group.triggerGracefulShutdown()
         _ = try? await state.task?.value
-        if let echo = state.echo {
-            await withCheckedContinuation { continuation in Thread.detachNewThread { echo.stop(); continuation.resume() } }
+        if let (media, reports, sink) = state.media {
+            await withCheckedContinuation { continuation in Thread.detachNewThread { media.stop(); continuation.resume() } }
+            sink.finish()
+            await reports.value
         }
     }
 
-    /// The net-detect echo responder's address, when one runs.
-    public var echoAddress: MediaEngine.SocketAddress? { state.echo?.localAddress }
+    /// The media port's address (meetings and net-detect), when one runs.
+    public var echoAddress: MediaEngine.SocketAddress? { state.media?.server.localAddress }
+
+    /// The forwarding server on the media port, when one runs (its figures).
+    public var forwardingServer: ForwardingServer? { state.media?.server }
 
     /// One WebSocket connection: a writer draining the hub's queue for it, and this task
     /// reading messages into the hub.
@@ -202,10 +226,15 @@ struct HubTimer: Service {
 /// The running group and task, set once by `start`.
 final class ServerState: Sendable {
     private let lock = Mutex<(group: ServiceGroup?, task: Task<Void, any Error>?)>((nil, nil))
-    private let echoLock = Mutex<EchoResponder?>(nil)
+    private let mediaLock = Mutex<(server: ForwardingServer, reports: Task<Void, Never>, sink: AsyncStream<ForwardingRouter.Report>.Continuation)?>(nil)
 
-    func setEcho(_ echo: EchoResponder) { echoLock.withLock { $0 = echo } }
-    var echo: EchoResponder? { echoLock.withLock { $0 } }
+    func setMedia(_ server: ForwardingServer, reports: Task<Void, Never>, sink: AsyncStream<ForwardingRouter.Report>.Continuation) {
+        mediaLock.withLock { $0 = (server, reports, sink) }
+    }
+
+    var media: (server: ForwardingServer, reports: Task<Void, Never>, sink: AsyncStream<ForwardingRouter.Report>.Continuation)? {
+        mediaLock.withLock { $0 }
+    }
 
     func set(group: ServiceGroup, task: Task<Void, any Error>) {
         lock.withLock { $0 = (group, task) }

@@ -155,6 +155,17 @@ enum CallPrinter {
         case .recordStopped(let id, let file, let user): "recordStopped callID=\(id) user=\(user) file=\(file)"
         case .recordVideoSizeChanged(let id, let user, let width, let height):
             "recordVideoSizeChanged callID=\(id) user=\(user) \(width)x\(height)"
+        case .userJoined(let id, let participant):
+            "userJoined callID=\(id) user=\(participant.account) role=\(participant.role) type=\(participant.type)"
+        case .userLeft(let id, let user, let reason): "userLeft callID=\(id) user=\(user) reason=\(reason.rawValue)"
+        case .meetingRoleChanged(let id, let user, let role): "meetingRoleChanged callID=\(id) user=\(user) role=\(role)"
+        case .meetingStatus(let id, .connected): "meetingStatus callID=\(id) connected"
+        case .meetingStatus(let id, .disconnected(let why)): "meetingStatus callID=\(id) disconnected: \(why)"
+        case .meetingError(let id, let error): "meetingError callID=\(id) \(error.code.rawValue): \(error.message)"
+        case .meetingRecord(let record):
+            "meetingRecord callID=\(record.callID) name=\(record.name) duration=\(String(format: "%.1f", Double(record.duration) / 1_000))s "
+                + "attendance=" + record.attendance.map { "\($0.account)/\($0.role)/\(String(format: "%.1f", Double($0.duration) / 1_000))s" }
+                .joined(separator: ",")
         }
     }
 

@@ -611,6 +611,24 @@ public final class ForwardingRouter {
 
     // MARK: Figures
 
+    /// Media and RTCP that failed SRTP authentication, over all legs.
+    public var authenticationFailures: Int {
+        legs.values.reduce(0) { total, leg in
+            let streams = [leg.audio, leg.video].compactMap { $0 }.reduce(0) {
+                $0 + (leg.core.statistics(of: $1.receive)?.authenticationFailures ?? 0)
+            }
+            return total + streams + leg.core.transportStatistics.rtcpAuthenticationFailures
+        }
+    }
+
+    /// Replayed media and RTCP, over all legs.
+    public var replays: Int {
+        legs.values.reduce(0) { total, leg in
+            let streams = [leg.audio, leg.video].compactMap { $0 }.reduce(0) { $0 + (leg.core.statistics(of: $1.receive)?.replays ?? 0) }
+            return total + streams + leg.core.transportStatistics.rtcpReplays
+        }
+    }
+
     /// A leg's transport counters (SRTP failures, foreign paths, feedback).
     public func transportStatistics(ofLeg id: UInt64) -> TransportStatistics? { legs[id]?.core.transportStatistics }
 

@@ -37,6 +37,8 @@ public final class MediaSender {
         /// Seconds between periodic keyframes, for receivers that join late and never
         /// send PLI.
         public var keyframeInterval: Double = 2
+        /// VP8 temporal layers (1 to 3): a forwarding server thins them per subscriber.
+        public var temporalLayers = 1
         public var extensions = RTPExtensionMap.standard
         /// RTCP CNAME.
         public var cname = "mediaengine"
@@ -208,6 +210,7 @@ public final class MediaSender {
             var codec = VP8.Configuration(width: source.width, height: source.height, bitrate: configuration.videoBitrate)
             codec.frameRate = source.frameRate
             codec.keyframeInterval = max(1, Int(configuration.keyframeInterval * Double(source.frameRate)))
+            codec.temporalLayers = configuration.temporalLayers
             vp8 = try VP8.Encoder(configuration: codec)
         } else {
             vp8 = nil
@@ -262,7 +265,9 @@ public final class MediaSender {
                     }
                     configuration.audioMix?(&audioFrame)
                     configuration.capturedAudio?(audioFrame)
-                    try sendAudio(audioFrame, encoder: opus, stream: audioID, packet: &packet, captureTime: base + nextAudio)
+                    if configuration.controls?.current.audioPaused != true {
+                        try sendAudio(audioFrame, encoder: opus, stream: audioID, packet: &packet, captureTime: base + nextAudio)
+                    }
                     audioIndex += 1
                 } else {
                     // A source that ends or fails ends only its own track.
@@ -418,6 +423,7 @@ public final class MediaSender {
             return transport.withCore { core, now in
                 let before = core.statistics(of: stream)?.packetsSent ?? 0
                 core.sendVideo(stream, frame: frameBytes, mediaTimestamp: timestamp, isKeyframe: info.isKeyframe,
+                               temporalLayer: encoder.configuration.temporalLayers > 1 ? (info.temporalLayer, info.layerSync) : nil,
                                captureTime: captureTime, now: now)
                 return (core.statistics(of: stream)?.packetsSent ?? 0) - before
             }

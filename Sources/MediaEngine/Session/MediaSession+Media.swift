@@ -85,14 +85,16 @@ extension MediaSession {
                     if packets != lastPackets {
                         lastPackets = packets
                         lastProgress = now
-                    } else if !disconnected, connected.load(ordering: .relaxed), now - lastProgress >= configuration.mediaTimeout {
+                    } else if !disconnected, !isMeetingLeg, connected.load(ordering: .relaxed), now - lastProgress >= configuration.mediaTimeout {
                         disconnected = true
                         events.append(.mediaTimedOut)
                     }
                     report = statistics
                 }
                 let ids = core.receiveStreamIDs
-                if !disconnected, !ids.isEmpty, ids.allSatisfy({ core.statistics(of: $0)?.endedByGoodbye == true }) {
+                // On a meeting leg, silence and BYEs are participants leaving or listening:
+                // only consent (the server answering) says whether the leg is up.
+                if !disconnected, !isMeetingLeg, !ids.isEmpty, ids.allSatisfy({ core.statistics(of: $0)?.endedByGoodbye == true }) {
                     disconnected = true
                     events.append(.everyStreamEnded)
                 }
@@ -222,6 +224,7 @@ extension MediaSession {
                                                  audioDestination: .unspecified, videoDestination: .unspecified)
         settings.audioBitrate = configuration.audioBitrate
         settings.videoBitrate = configuration.videoBitrate
+        settings.temporalLayers = configuration.temporalLayers
         settings.controls = controls
         settings.captureHooks = configuration.captureHooks
         settings.encodedMedia = { [self] media in recordings.withLock { $0[.local] }?.offer(media) }

@@ -59,6 +59,9 @@ public final class MediaSession: Sendable {
         public var audioBitrate = 32_000
         public var videoBitrate = 800_000
         public var profile: SRTPProfile = .aesCM128HMACSHA1_80
+        /// VP8 temporal layers (1 to 3); a meeting's forwarding server thins them per
+        /// subscriber, so meeting legs send 3.
+        public var temporalLayers = 1
         /// Longest wait for a STUN answer from the peer.
         public var connectTimeout: Duration = .seconds(10)
         /// No media from the peer for this long: `disconnected`.
@@ -133,6 +136,9 @@ public final class MediaSession: Sendable {
             }
         }
 
+        /// Whose media it is: nil for this side's own, "" for a call's peer.
+        public var participantID: String? { participant }
+
         var participant: String? {
             switch self {
             case .local: nil
@@ -169,6 +175,8 @@ public final class MediaSession: Sendable {
     let parts: Parts
     let stopping = Atomic<Bool>(false)
     let connected = Atomic<Bool>(false)
+    let meetingLeg = Atomic<Bool>(false)
+    var isMeetingLeg: Bool { meetingLeg.load(ordering: .relaxed) }
     let state = Mutex(State())
     let finished = DispatchSemaphore(value: 0)
     let sinkHandoff = Mutex<SinkHandoff?>(nil)
@@ -277,6 +285,21 @@ public final class MediaSession: Sendable {
     /// - Parameter events: Gets every event, on the session's threads.
     /// - Throws: `MediaCoreError` when the peer's key is refused or its SSRCs collide with ours.
     public func start(remote: Endpoint, events: @escaping @Sendable (Event) -> Void) throws {
+        try begin(remote: remote, participants: [Participant(id: "", audioSSRC: remote.audioSSRC, videoSSRC: remote.videoSSRC)],
+                  events: events)
+    }
+
+    /// Starts a meeting leg: both directions toward a forwarding server at `server` (its
+    /// candidates, downlink key and check token), receiving `participants` (more come with
+    /// `addParticipant`); returns at once. Call once.
+    ///
+    /// - Throws: `MediaCoreError` when the server's key is refused or an SSRC collides.
+    public func join(server: Endpoint, participants: [Participant], events: @escaping @Sendable (Event) -> Void) throws {
+        meetingLeg.store(true, ordering: .relaxed)
+        try begin(remote: server, participants: participants, events: events)
+    }
+
+    private func begin(remote: Endpoint, participants: [Participant], events: @escaping @Sendable (Event) -> Void) throws {
         let alreadyStarted = state.withLock { state in
             defer {
                 state.started = true
@@ -291,7 +314,7 @@ public final class MediaSession: Sendable {
             core.startConnectivityCheck(candidates: remote.candidates, remoteToken: remote.checkToken,
                                         timeout: parts.configuration.connectTimeout, now: now)
         }
-        try addParticipant(Participant(id: "", audioSSRC: remote.audioSSRC, videoSSRC: remote.videoSSRC))
+        for participant in participants { try addParticipant(participant) }
         state.withLock { $0.threads = 2 }
         Thread.detachNewThread { [self] in
             receive()

@@ -8,6 +8,9 @@ public final class SenderControls: Sendable {
         public var audioMuted = false
         /// Send no video (the camera stays open, frames are dropped before encoding).
         public var videoPaused = false
+        /// Send no audio at all, not even silence (a meeting's audience); the source is
+        /// still read, so the media clock keeps time for when sending resumes.
+        public var audioPaused = false
         /// Upper bound on the VP8 bitrate, below the configured one; nil for none.
         public var maximumVideoBitrate: Int?
         /// The VP8 bitrate to aim at instead of the configured one (never above it); the

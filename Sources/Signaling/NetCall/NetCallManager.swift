@@ -58,13 +58,15 @@ public actor NetCallManager {
     /// The app's capture hooks, used by every call (unless the media factory sets its own):
     /// `captureHooks.setAudioHook`, `setVideoHook`, `sendVideoFrame`.
     public nonisolated let captureHooks = CaptureHooks()
-    private let emit: AsyncStream<NetCallEvent>.Continuation
-    private let emitMedia: AsyncStream<NetCallMediaUpdate>.Continuation
+    let emit: AsyncStream<NetCallEvent>.Continuation
+    let emitMedia: AsyncStream<NetCallMediaUpdate>.Continuation
     private var client: SignalingClient?
     private var call: Call?
+    /// The meeting this device is in, if any (see `NetCallManager+Meetings`).
+    var meeting: MeetingState?
     private var invitations: [UInt64: Event.Receive] = [:]
     private var closing = false
-    private let logger = Logger(label: "mediaengine.netcall")
+    let logger = Logger(label: "mediaengine.netcall")
     /// The account the token logged in as.
     public private(set) var account: String?
     private var stopping: Task<MediaSession.Summary, Never>?
@@ -109,6 +111,7 @@ public actor NetCallManager {
     public func logout() async {
         closing = true
         if let call { try? await hangup(callID: call.id) }
+        if let meeting { try? await leaveMeeting(callID: meeting.id) }
         await stopMedia()
         await client?.close()
         client = nil
@@ -136,7 +139,7 @@ public actor NetCallManager {
         }
     }
 
-    private func request<Body: Encodable & Sendable, Result: Decodable & Sendable>(_ type: String, _ body: Body, as result: Result.Type)
+    func request<Body: Encodable & Sendable, Result: Decodable & Sendable>(_ type: String, _ body: Body, as result: Result.Type)
         async throws(SignalingError) -> Result {
         guard let client else { throw SignalingError(.serverDisconnected, "\(type): not connected to the server") }
         return try await client.request(type, body, as: result, timeout: configuration.requestTimeout)
@@ -298,14 +301,17 @@ public actor NetCallManager {
         if let numberOfLoops { task.numberOfLoops = numberOfLoops }
     }
 
-    /// Records the current call's audio (both parties and the file mix) to WAV or Ogg Opus
-    /// by extension; nil picks a WAV in the temporary directory. Never creates directories.
+    /// Records the current call's (or meeting's) audio (every party and the file mix) to
+    /// WAV or Ogg Opus by extension; nil picks a WAV in the temporary directory. Never
+    /// creates directories.
     /// - Returns: The path.
     @discardableResult
     public func startAudioRecording(path: String? = nil) throws(SignalingError) -> String {
-        guard let call else { throw SignalingError(.notStarted, "startAudioRecording: no call in progress") }
+        guard let session = call?.session ?? meeting?.session else {
+            throw SignalingError(.notStarted, "startAudioRecording: no call in progress")
+        }
         do {
-            return try call.session.startAudioRecording(path: path)
+            return try session.startAudioRecording(path: path)
         } catch {
             throw SignalingError(OutputFile.missingDirectory(of: path ?? "") != nil ? .recordingInvalidPath : .recordingStartFailed,
                                  "startAudioRecording: \(error.message)")
@@ -313,15 +319,17 @@ public actor NetCallManager {
     }
 
     public func stopAudioRecording() throws(SignalingError) {
-        guard let call else { throw SignalingError(.notStarted, "stopAudioRecording: no call in progress") }
+        guard let session = call?.session ?? meeting?.session else {
+            throw SignalingError(.notStarted, "stopAudioRecording: no call in progress")
+        }
         do {
-            try call.session.stopAudioRecording()
+            try session.stopAudioRecording()
         } catch {
             throw SignalingError(.recordingStopFailed, "stopAudioRecording: \(error.message)")
         }
     }
 
-    public var currentAudioRecordingFilePath: String? { call?.session.currentAudioRecordingFilePath }
+    public var currentAudioRecordingFilePath: String? { (call?.session ?? meeting?.session)?.currentAudioRecordingFilePath }
 
     /// The other party of the current call.
     public var currentPeer: String? { call?.peer }
@@ -334,9 +342,9 @@ public actor NetCallManager {
     /// - Returns: The path.
     @discardableResult
     public func startRecording(path: String? = nil, videoBitrate: Int? = nil, user: String) throws(SignalingError) -> String {
-        let (call, target) = try recordingTarget(user, "startRecording")
+        let (session, target) = try recordingTarget(user, "startRecording")
         do {
-            return try call.session.startRecording(target, path: path, videoBitrate: videoBitrate)
+            return try session.startRecording(target, path: path, videoBitrate: videoBitrate)
         } catch {
             throw SignalingError(Self.code(for: error), "startRecording: \(error.message)")
         }
@@ -344,18 +352,25 @@ public actor NetCallManager {
 
     /// Stops the recording of `user`; its file is closed with cues and duration.
     public func stopRecording(user: String) throws(SignalingError) {
-        let (call, target) = try recordingTarget(user, "stopRecording")
+        let (session, target) = try recordingTarget(user, "stopRecording")
         do {
-            try call.session.stopRecording(target)
+            try session.stopRecording(target)
         } catch {
             throw SignalingError(.recordingStopFailed, "stopRecording: \(error.message)")
         }
     }
 
-    private func recordingTarget(_ user: String, _ operation: String) throws(SignalingError) -> (Call, MediaSession.RecordingTarget) {
+    private func recordingTarget(_ user: String, _ operation: String) throws(SignalingError) -> (MediaSession, MediaSession.RecordingTarget) {
+        if let meeting {
+            if user == account { return (meeting.session, .local) }
+            guard meeting.participants[user] != nil else {
+                throw SignalingError(.notInMeeting, "\(operation): \(user) is not in the meeting")
+            }
+            return (meeting.session, .participant(user))
+        }
         guard let call else { throw SignalingError(.notStarted, "\(operation): no call in progress") }
-        if user == account { return (call, .local) }
-        if user == call.peer { return (call, .remote) }
+        if user == account { return (call.session, .local) }
+        if user == call.peer { return (call.session, .remote) }
         throw SignalingError(.operationFailed, "\(operation): \(user) is not in the call")
     }
 
@@ -414,7 +429,7 @@ public actor NetCallManager {
                 if stopping != nil { await stopMedia() }
                 emit.yield(.callRecord(record))
             default:
-                logger.debug("ignored event \(event.type)")
+                if try await !handleMeetingEvent(event) { logger.debug("ignored event \(event.type)") }
             }
         } catch {
             logger.notice("malformed \(event.type) event: \(error.message)")
@@ -427,10 +442,15 @@ public actor NetCallManager {
     /// (paused), so `switchType(.video)` can start it; the encoder's ceiling is the
     /// highest preset's bitrate, so `switchVideoQuality` can go up, and the preset's
     /// bitrate is the live target.
-    private func makeSession(type: CallType, quality: CallVideoQuality) throws(SignalingError) -> MediaSession {
+    func makeSession(type: CallType, quality: CallVideoQuality, meeting: Bool = false) throws(SignalingError) -> MediaSession {
         do {
             var settings = try configuration.media(type, quality)
             settings.captureHooks = settings.captureHooks ?? captureHooks
+            if meeting {
+                // Meeting legs: the forwarding server's profile, and layers it can thin.
+                settings.profile = .aeadAES128GCM
+                settings.temporalLayers = 3
+            }
             let target = settings.videoBitrate
             settings.videoBitrate = max(target, CallVideoQuality.allCases.map(\.encoding.bitrate).max() ?? target)
             let session = try MediaSession(configuration: settings)
@@ -533,7 +553,7 @@ public actor NetCallManager {
     /// Stops a session off the actor and off Swift's cooperative threads: stopping blocks
     /// until the session's own threads have finished (BYE sent, buffers drained).
     @discardableResult
-    private func stop(_ session: MediaSession) async -> MediaSession.Summary {
+    func stop(_ session: MediaSession) async -> MediaSession.Summary {
         await withCheckedContinuation { continuation in
             Thread.detachNewThread { continuation.resume(returning: session.stop()) }
         }

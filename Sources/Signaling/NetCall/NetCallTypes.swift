@@ -64,6 +64,19 @@ public enum NetCallEvent: Sendable {
     case recordStopped(callID: UInt64, file: String, user: String)
     /// The recorded user's picture size changed; the recording goes on in the same file.
     case recordVideoSizeChanged(callID: UInt64, user: String, width: Int, height: Int)
+    /// Someone joined the meeting this device is in.
+    case userJoined(callID: UInt64, MeetingParticipant)
+    /// Someone left it, and why.
+    case userLeft(callID: UInt64, user: String, MeetingLeaveReason)
+    /// Someone switched between actor and audience.
+    case meetingRoleChanged(callID: UInt64, user: String, MeetingRole)
+    /// This device's meeting leg: connected to the server, or lost.
+    case meetingStatus(callID: UInt64, CallStatus)
+    /// The meeting ended for this device without its asking (the server stopped, the
+    /// leg was lost).
+    case meetingError(callID: UInt64, SignalingError)
+    /// The server's record of a meeting this device was in, once it ended.
+    case meetingRecord(MeetingRecord)
 }
 
 /// Per-frame media reports, through `NetCallManager.mediaUpdates`: a latest-value

@@ -1,0 +1,60 @@
+#define _GNU_SOURCE
+#include "CBatchIO.h"
+#include <errno.h>
+#include <string.h>
+#include <sys/uio.h>
+
+int CBatchIO_receive(int descriptor, CBatchIO_datagram *datagrams, unsigned count) {
+    if (count > CBATCHIO_MAXIMUM) count = CBATCHIO_MAXIMUM;
+    struct mmsghdr headers[CBATCHIO_MAXIMUM];
+    struct iovec vectors[CBATCHIO_MAXIMUM];
+    memset(headers, 0, sizeof(struct mmsghdr) * count);
+    for (unsigned i = 0; i < count; i++) {
+        vectors[i].iov_base = datagrams[i].buffer;
+        vectors[i].iov_len = datagrams[i].capacity;
+        headers[i].msg_hdr.msg_iov = &vectors[i];
+        headers[i].msg_hdr.msg_iovlen = 1;
+        headers[i].msg_hdr.msg_name = &datagrams[i].address;
+        headers[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_storage);
+    }
+    int received;
+    do {
+        received = recvmmsg(descriptor, headers, count, MSG_DONTWAIT, NULL);
+    } while (received < 0 && errno == EINTR);
+    if (received < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ECONNREFUSED) return 0;
+        return -errno;
+    }
+    for (int i = 0; i < received; i++) {
+        datagrams[i].length = headers[i].msg_len;
+        datagrams[i].addressLength = headers[i].msg_hdr.msg_namelen;
+    }
+    return received;
+}
+
+int CBatchIO_send(int descriptor, const CBatchIO_datagram *datagrams, unsigned count) {
+    if (count > CBATCHIO_MAXIMUM) count = CBATCHIO_MAXIMUM;
+    struct mmsghdr headers[CBATCHIO_MAXIMUM];
+    struct iovec vectors[CBATCHIO_MAXIMUM];
+    memset(headers, 0, sizeof(struct mmsghdr) * count);
+    for (unsigned i = 0; i < count; i++) {
+        vectors[i].iov_base = datagrams[i].buffer;
+        vectors[i].iov_len = datagrams[i].length;
+        headers[i].msg_hdr.msg_iov = &vectors[i];
+        headers[i].msg_hdr.msg_iovlen = 1;
+        headers[i].msg_hdr.msg_name = (void *)&datagrams[i].address;
+        headers[i].msg_hdr.msg_namelen = datagrams[i].addressLength;
+    }
+    unsigned done = 0;
+    while (done < count) {
+        int sent = sendmmsg(descriptor, headers + done, count - done, 0);
+        if (sent < 0) {
+            if (errno == EINTR) continue;
+            // A peer that is not listening answers with ICMP; skip its datagram.
+            if (errno == ECONNREFUSED) { done++; continue; }
+            return done > 0 ? (int)done : -errno;
+        }
+        done += (unsigned)sent;
+    }
+    return (int)done;
+}

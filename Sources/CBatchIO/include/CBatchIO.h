@@ -1,0 +1,28 @@
+// recvmmsg/sendmmsg for Swift: glibc declares them only under _GNU_SOURCE, which
+// Swift's Glibc module does not define. Nothing else belongs here.
+#ifndef CBATCHIO_H
+#define CBATCHIO_H
+#include <stddef.h>
+#include <sys/socket.h>
+
+/// The most datagrams one call moves.
+#define CBATCHIO_MAXIMUM 64
+
+/// One datagram: its buffer, the bytes in it, and the peer's address.
+typedef struct {
+    void *buffer;
+    size_t capacity;
+    size_t length;
+    struct sockaddr_storage address;
+    socklen_t addressLength;
+} CBatchIO_datagram;
+
+/// Reads up to `count` waiting datagrams without blocking.
+/// Returns how many were read (0 when none waits), or -errno.
+int CBatchIO_receive(int descriptor, CBatchIO_datagram *datagrams, unsigned count);
+
+/// Sends `count` datagrams in one call, retrying on EINTR.
+/// Returns how many were sent, or -errno when the first could not be.
+int CBatchIO_send(int descriptor, const CBatchIO_datagram *datagrams, unsigned count);
+
+#endif

@@ -1,0 +1,147 @@
+import Foundation
+import Synchronization
+
+/// The forwarding server's I/O: one UDP port for every meeting leg and for net-detect
+/// probes, and one thread that reads datagrams in batches (`recvmmsg`), hands them to a
+/// `ForwardingRouter` (or, for probes, answers them as `EchoDecider` allows), and sends
+/// what the router queued in batches (`sendmmsg`), straight from the legs' queues.
+///
+/// Signaling drives it through `apply`, which only appends to a short queue the thread
+/// takes between batches: neither side ever waits for the other. Reports (lost legs,
+/// speaking users) go to the `reports` closure on the forwarding thread; it must return
+/// at once (hand them on).
+public final class ForwardingServer: Sendable {
+    public enum Command: Sendable {
+        case addLeg(ForwardingRouter.LegSetup)
+        case removeLeg(UInt64)
+        case setPublishing(leg: UInt64, Bool)
+        case setForwarding(subscriber: UInt64, publisher: UInt64, audio: Bool, video: Bool)
+    }
+
+    /// What the thread last published (about once a second).
+    public struct Statistics: Sendable, Hashable {
+        public var router = ForwardingRouter.Counters()
+        public var echo = EchoCounters()
+        public var legs = 0
+        /// Datagrams the kernel would not take.
+        public var sendFailures = 0
+        /// Commands refused (a bad key, a leg ID in use, too many legs).
+        public var refusedCommands = 0
+        /// Per leg: SRTP authentication failures, replays and loss reported, for metrics.
+        public var authenticationFailures = 0
+        public var replays = 0
+    }
+
+    public let socket: UDPSocket
+    private let configuration: ForwardingRouter.Configuration
+    private let echoPolicy: EchoPolicy
+    private let reports: @Sendable (ForwardingRouter.Report) -> Void
+    private let commands = Mutex<[Command]>([])
+    private let running = Atomic<Bool>(true)
+    private let started = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+    private let published = Mutex(Statistics())
+
+    /// Binds `address` (port 0 picks one); nothing runs until `start`.
+    /// - Throws: `TransportError` naming the address when it cannot be bound.
+    public init(bindTo address: SocketAddress, configuration: ForwardingRouter.Configuration = .init(), echoPolicy: EchoPolicy = .init(),
+                reports: @escaping @Sendable (ForwardingRouter.Report) -> Void) throws(TransportError) {
+        socket = try UDPSocket(bindTo: address, receiveBufferSize: 4 << 20)
+        self.configuration = configuration
+        self.echoPolicy = echoPolicy
+        self.reports = reports
+    }
+
+    public var localAddress: SocketAddress { socket.localAddress }
+
+    /// The figures the thread published last.
+    public var statistics: Statistics { published.withLock { $0 } }
+
+    /// Queues a command for the forwarding thread; returns at once.
+    public func apply(_ command: Command) {
+        commands.withLock { $0.append(command) }
+    }
+
+    /// Starts the forwarding thread.
+    public func start() {
+        guard !started.exchange(true, ordering: .relaxed) else { return }
+        let thread = Thread { [self] in
+            run()
+            finished.signal()
+        }
+        thread.name = "sfu forwarding"
+        thread.start()
+    }
+
+    /// Stops the thread (within 20 ms) and closes the socket.
+    public func stop() {
+        running.store(false, ordering: .relaxed)
+        if started.load(ordering: .relaxed) {
+            finished.wait()
+            finished.signal()
+        }
+        socket.close()
+    }
+
+    private func run() {
+        let clock = ContinuousClock()
+        let origin = clock.now
+        let router = ForwardingRouter(configuration: configuration)
+        var echo = EchoDecider(policy: echoPolicy)
+        let incoming = DatagramBatch()
+        let outgoing = DatagramBatch()
+        var poller = SocketPoller(sockets: CollectionOfOne(socket))
+        var taken: [Command] = []
+        taken.reserveCapacity(64)
+        var refused = 0
+        var nextPublish = Duration.zero
+        while running.load(ordering: .relaxed) {
+            var now = clock.now - origin
+            let wait = router.nextTimeout.map { max(.zero, $0 - now) } ?? .milliseconds(20)
+            _ = try? poller.wait(timeout: min(wait, .milliseconds(20)))
+            now = clock.now - origin
+            commands.withLock { swap(&taken, &$0) }
+            for command in taken {
+                switch command {
+                case .addLeg(let setup):
+                    do { try router.addLeg(setup, now: now) } catch { refused += 1 }
+                case .removeLeg(let id): router.removeLeg(id, now: now)
+                case .setPublishing(let leg, let publishing): router.setPublishing(leg, publishing, now: now)
+                case .setForwarding(let subscriber, let publisher, let audio, let video):
+                    router.setForwarding(subscriber: subscriber, publisher: publisher, audio: audio, video: video, now: now)
+                }
+            }
+            taken.removeAll(keepingCapacity: true)
+            while let count = try? incoming.receive(on: socket), count > 0 {
+                for index in 0..<count {
+                    let (bytes, source) = incoming.datagram(at: index)
+                    guard let source, !bytes.isEmpty else { continue }
+                    if bytes[0] == UInt8(ascii: "M") {  // "MEND", a probe; never RTP, RTCP or STUN
+                        // Net-detect: the same bytes go back, so never larger than they came.
+                        guard echo.shouldAnswer(UnsafeRawBufferPointer(bytes), from: source, now: now) else { continue }
+                        ProbePacket.markAsReply(bytes)
+                        outgoing.append(UnsafeRawBufferPointer(bytes), to: source, on: socket)
+                    } else {
+                        router.handleDatagram(bytes, from: source, now: now)
+                    }
+                }
+                router.drainTransmits { outgoing.append($0.bytes, to: $0.destination, on: socket) }
+                outgoing.send(on: socket)
+                if count < DatagramBatch.maximumCount { break }
+            }
+            if router.nextTimeout.map({ $0 <= now }) == true {
+                router.handleTimeout(now: now)
+                router.drainTransmits { outgoing.append($0.bytes, to: $0.destination, on: socket) }
+                outgoing.send(on: socket)
+            }
+            while let report = router.pollReport() { reports(report) }
+            if now >= nextPublish {
+                nextPublish = now + .milliseconds(500)
+                let snapshot = Statistics(router: router.counters, echo: echo.counters, legs: router.legCount,
+                                          sendFailures: outgoing.sendFailures, refusedCommands: refused,
+                                          authenticationFailures: router.authenticationFailures, replays: router.replays)
+                published.withLock { $0 = snapshot }
+            }
+        }
+    }
+}

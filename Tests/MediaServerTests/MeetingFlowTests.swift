@@ -1,0 +1,170 @@
+import Foundation
+import MediaEngine
+import Signaling
+import Synchronization
+import Testing
+import TestSupport
+@testable import MediaServer
+
+/// Whole meetings: `NetCallManager`s through a real server (signaling and its forwarding
+/// server) on loopback, with media.
+@Suite(.serialized) struct MeetingFlows {
+    /// One participant: a manager, what it heard of each participant, and its events.
+    final class Member: Sendable {
+        struct Seen {
+            var heard: [String: [Int16]] = [:]
+            var mix: [Int16] = []
+            var pictures: [String: Int] = [:]
+            var lastPicture: [String: VideoFrame] = [:]
+            var events: [NetCallEvent] = []
+        }
+
+        final class Box: Sendable {
+            let seen = Mutex(Seen())
+        }
+
+        let manager: NetCallManager
+        let account: String
+        let box = Box()
+
+        init(server: TestServer, account: String, audio: String, video: String? = nil) async throws {
+            self.account = account
+            let token = try await server.token(account)
+            let box = self.box
+            let media: MediaSessionFactory = { _, _ in
+                var configuration = MediaSession.Configuration(audio: try MediaSources.audio(audio),
+                                                               video: try video.map { try MediaSources.video($0) })
+                configuration.host = "127.0.0.1"
+                configuration.videoBitrate = 300_000
+                configuration.participantAudio = { user, pcm in box.seen.withLock { $0.heard[user, default: []].append(contentsOf: pcm) } }
+                configuration.remoteAudio = { pcm in box.seen.withLock { $0.mix.append(contentsOf: pcm) } }
+                configuration.remoteVideo = { user, frame in
+                    box.seen.withLock {
+                        $0.pictures[user, default: 0] += 1
+                        $0.lastPicture[user] = frame
+                    }
+                }
+                return configuration
+            }
+            manager = NetCallManager(configuration: NetCallManager.Configuration(server: server.url, token: token, media: media))
+            try await manager.login()
+            Task { [manager, box] in
+                for await event in manager.events { box.seen.withLock { $0.events.append(event) } }
+            }
+            Task { [manager] in for await _ in manager.mediaUpdates {} }
+        }
+
+        func wait(timeout: Double = 10, for match: (NetCallEvent) -> Bool) async -> NetCallEvent? {
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                if let event = box.seen.withLock({ $0.events.first(where: match) }) { return event }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            return nil
+        }
+
+        var snapshot: Seen { box.seen.withLock { $0 } }
+
+        /// Samples heard of `user` so far.
+        func heardCount(_ user: String) -> Int { box.seen.withLock { $0.heard[user]?.count ?? 0 } }
+
+        /// The level of `frequency` in what was heard of `user` after sample `start`.
+        func level(of frequency: Double, from user: String, after start: Int = 0) -> Double {
+            let samples = box.seen.withLock { $0.heard[user] ?? [] }
+            guard samples.count > start + 9_600 else { return 0 }
+            return samples[(start + 4_800)...].withUnsafeBufferPointer { AudioQuality.toneLevel($0, frequency: frequency) }
+        }
+    }
+
+    static func connected(_ event: NetCallEvent) -> Bool {
+        if case .meetingStatus(_, .connected) = event { return true }
+        return false
+    }
+
+    @Test func threeActorsAndAnAudienceHearWhomTheyShouldAndPerUserMuteStopsForwarding() async throws {
+        try await Heavy.run {
+            let server = try await TestServer.start()
+            defer { Task { await server.server.shutdown() } }
+            let tones = ["alice": 440.0, "bob": 550.0, "carol": 660.0]
+            let alice = try await Member(server: server, account: "alice", audio: "sine:440")
+            let bob = try await Member(server: server, account: "bob", audio: "sine:550")
+            let carol = try await Member(server: server, account: "carol", audio: "sine:660")
+            let dave = try await Member(server: server, account: "dave", audio: "sine:770")
+
+            try await alice.manager.reserveMeeting(name: "standup")
+            await #expect(throws: SignalingError.self) { try await bob.manager.reserveMeeting(name: "standup") }
+            let (id, before) = try await alice.manager.joinMeeting(name: "standup")
+            #expect(before.isEmpty)
+            _ = try await bob.manager.joinMeeting(name: "standup")
+            _ = try await carol.manager.joinMeeting(name: "standup")
+            let (_, seen) = try await dave.manager.joinMeeting(name: "standup", role: .audience)
+            #expect(seen.map(\.account) == ["alice", "bob", "carol"])
+            for member in [alice, bob, carol, dave] { #expect(await member.wait(for: Self.connected) != nil, "\(member.account) connected") }
+            try await Task.sleep(for: .seconds(3))
+
+            // Each actor hears the other two and not itself; the audience hears all three.
+            for member in [alice, bob, carol, dave] {
+                let speakers = tones.keys.filter { $0 != member.account }.sorted()
+                let heard = member.snapshot.heard.filter { !$0.value.isEmpty }.keys.sorted()
+                #expect(heard == speakers, "\(member.account) hears \(heard)")
+                for speaker in speakers {
+                    #expect(member.level(of: tones[speaker]!, from: speaker) > 0.2, "\(member.account) hears \(speaker)")
+                }
+                if let own = tones[member.account] {
+                    let mix = member.snapshot.mix
+                    let level = mix.suffix(48_000).withUnsafeBufferPointer { AudioQuality.toneLevel($0, frequency: own) }
+                    #expect(level < 0.01, "\(member.account)'s own tone is not in its playback: \(level)")
+                }
+            }
+            let forwarding = try #require(server.server.forwardingServer)
+            #expect(forwarding.statistics.router.audienceMediaDropped == 0, "the server received no media from the audience")
+
+            // alice mutes bob's audio: gone for her only, and the server stops forwarding it.
+            let skippedBefore = forwarding.statistics.router.mutedPacketsSkipped
+            try await alice.manager.setAudioMute(true, forUser: "bob")
+            try await Task.sleep(for: .milliseconds(500))
+            let aliceHeardBob = alice.heardCount("bob")
+            let carolHeardBob = carol.heardCount("bob")
+            try await Task.sleep(for: .seconds(2))
+            #expect(alice.heardCount("bob") - aliceHeardBob < 4_800, "bob's stream to alice went quiet")
+            #expect(carol.level(of: 550, from: "bob", after: carolHeardBob) > 0.2, "carol still hears bob")
+            try await Task.sleep(for: .milliseconds(600))
+            #expect(forwarding.statistics.router.mutedPacketsSkipped - skippedBefore >= 80, "the server skipped bob's packets for alice")
+            await #expect(throws: SignalingError.self) { try await alice.manager.setAudioMute(true, forUser: "nobody") }
+
+            // dave becomes an actor: the others hear him.
+            let daveStart = bob.heardCount("dave")
+            try await dave.manager.setMeetingRole(.actor)
+            try await Task.sleep(for: .seconds(2))
+            #expect(bob.level(of: 770, from: "dave", after: daveStart) > 0.2, "dave is heard once an actor")
+
+            // Joins and leaves arrive in order; the name is free after the last one leaves.
+            let joined = alice.snapshot.events.compactMap { event -> String? in
+                if case .userJoined(_, let participant) = event { participant.account } else { nil }
+            }
+            #expect(joined == ["bob", "carol", "dave"])
+            try await bob.manager.leaveMeeting()
+            try await carol.manager.leaveMeeting()
+            let left = await alice.wait { event in
+                if case .userLeft(_, "carol", .left) = event { true } else { false }
+            }
+            #expect(left != nil)
+            let order = alice.snapshot.events.compactMap { event -> String? in
+                if case .userLeft(_, let user, _) = event { user } else { nil }
+            }
+            #expect(order == ["bob", "carol"])
+            await #expect(throws: SignalingError.self) { try await carol.manager.reserveMeeting(name: "standup") }
+            try await dave.manager.leaveMeeting()
+            try await alice.manager.leaveMeeting()
+            let record = await alice.wait { if case .meetingRecord = $0 { true } else { false } }
+            guard case .meetingRecord(let stored)? = record else {
+                Issue.record("no meeting record")
+                return
+            }
+            #expect(stored.callID == id && Set(stored.attendance.map(\.account)) == ["alice", "bob", "carol", "dave"])
+            #expect(try await server.store.meetingRecords(of: "dave", limit: 5).first?.attendance.map(\.role).contains(.audience) == true)
+            try await carol.manager.reserveMeeting(name: "standup")
+            for member in [alice, bob, carol, dave] { await member.manager.logout() }
+        }
+    }
+}
