@@ -7,7 +7,8 @@ import TestSupport
 @testable import MediaServer
 
 /// Whole meetings: `NetCallManager`s through a real server (signaling and its forwarding
-/// server) on loopback, with media.
+/// server) on loopback, with media. Each runs alone: three or four real-time sessions and
+/// a server take the machine, and real-time tests beside them would miss their deadlines.
 @Suite(.serialized) struct MeetingFlows {
     /// One participant: a manager, what it heard of each participant, and its events.
     final class Member: Sendable {
@@ -15,7 +16,8 @@ import TestSupport
             var heard: [String: [Int16]] = [:]
             var mix: [Int16] = []
             var pictures: [String: Int] = [:]
-            var lastPicture: [String: VideoFrame] = [:]
+            /// The first pictures of each user (up to 40).
+            var firstPictures: [String: [VideoFrame]] = [:]
             var events: [NetCallEvent] = []
         }
 
@@ -27,7 +29,8 @@ import TestSupport
         let account: String
         let box = Box()
 
-        init(server: TestServer, account: String, audio: String, video: String? = nil) async throws {
+        init(server: TestServer, account: String, audio: String, video: String? = nil,
+             route: (@Sendable ([MediaCandidate]) -> [MediaCandidate])? = nil) async throws {
             self.account = account
             let token = try await server.token(account)
             let box = self.box
@@ -41,12 +44,14 @@ import TestSupport
                 configuration.remoteVideo = { user, frame in
                     box.seen.withLock {
                         $0.pictures[user, default: 0] += 1
-                        $0.lastPicture[user] = frame
+                        if $0.firstPictures[user, default: []].count < 40 { $0.firstPictures[user, default: []].append(frame) }
                     }
                 }
                 return configuration
             }
-            manager = NetCallManager(configuration: NetCallManager.Configuration(server: server.url, token: token, media: media))
+            var settings = NetCallManager.Configuration(server: server.url, token: token, media: media)
+            settings.meetingMediaRoute = route
+            manager = NetCallManager(configuration: settings)
             try await manager.login()
             Task { [manager, box] in
                 for await event in manager.events { box.seen.withLock { $0.events.append(event) } }
@@ -82,7 +87,7 @@ import TestSupport
     }
 
     @Test func threeActorsAndAnAudienceHearWhomTheyShouldAndPerUserMuteStopsForwarding() async throws {
-        try await Heavy.run {
+        try await Heavy.runAlone {
             let server = try await TestServer.start()
             defer { Task { await server.server.shutdown() } }
             let tones = ["alice": 440.0, "bob": 550.0, "carol": 660.0]
@@ -165,6 +170,77 @@ import TestSupport
             #expect(try await server.store.meetingRecords(of: "dave", limit: 5).first?.attendance.map(\.role).contains(.audience) == true)
             try await carol.manager.reserveMeeting(name: "standup")
             for member in [alice, bob, carol, dave] { await member.manager.logout() }
+        }
+    }
+
+    @Test func everyParticipantSeesEveryOtherActorAtHighPSNR() async throws {
+        try await Heavy.runAlone {
+            let server = try await TestServer.start()
+            defer { Task { await server.server.shutdown() } }
+            let names = ["alice", "bob", "carol"]
+            var members: [Member] = []
+            for (index, name) in names.enumerated() {
+                members.append(try await Member(server: server, account: name, audio: "sine:\(440 + 110 * index)", video: "testsrc:320x240@15"))
+            }
+            try await members[0].manager.reserveMeeting(name: "video")
+            for member in members { _ = try await member.manager.joinMeeting(name: "video", type: .video) }
+            for member in members { #expect(await member.wait(for: Self.connected) != nil) }
+            try await Task.sleep(for: .seconds(4))
+            var pattern = TestPattern(width: 320, height: 240, frameRate: 15)
+            let sources = (0..<100).map { _ in pattern.nextFrame() }
+            for viewer in members {
+                for sender in names where sender != viewer.account {
+                    let pictures = viewer.snapshot.firstPictures[sender] ?? []
+                    #expect(pictures.count >= 30, "\(viewer.account) got \(pictures.count) pictures of \(sender)")
+                    let psnrs = pictures.map { picture in sources.map { VideoQuality.psnr($0, picture) }.max() ?? 0 }
+                    let mean = psnrs.reduce(0, +) / Double(max(1, psnrs.count))
+                    #expect(mean >= 30, "\(viewer.account) sees \(sender) at \(mean) dB")
+                    print("meeting video: \(viewer.account) <- \(sender): \(viewer.snapshot.pictures[sender] ?? 0) pictures, PSNR \(mean) dB")
+                }
+            }
+            for member in members { await member.manager.logout() }
+        }
+    }
+
+    @Test func aParticipantBehindALossyDownlinkConcealsItsLossAndTheOthersSeeNone() async throws {
+        try await Heavy.runAlone {
+            let server = try await TestServer.start()
+            defer { Task { await server.server.shutdown() } }
+            let media = try #require(server.server.echoAddress)
+            var lossy = ImpairmentSettings()
+            lossy.lossPercent = 10
+            lossy.seed = 5
+            let proxy = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0), forward: media,
+                                               upstream: ImpairmentSettings(), downstream: lossy)
+            try proxy.start()
+            defer { proxy.stop() }
+            let through = MediaCandidate(host: "127.0.0.1", port: proxy.localAddress.port)
+            let alice = try await Member(server: server, account: "alice", audio: "sine:440")
+            let bob = try await Member(server: server, account: "bob", audio: "sine:550")
+            let carol = try await Member(server: server, account: "carol", audio: "sine:660", route: { _ in [through] })
+            try await alice.manager.reserveMeeting(name: "lossy")
+            for member in [alice, bob, carol] { _ = try await member.manager.joinMeeting(name: "lossy") }
+            for member in [alice, bob, carol] { #expect(await member.wait(for: Self.connected) != nil) }
+            try await Task.sleep(for: .seconds(8))
+
+            let loss = proxy.statistics.downstream.lossPercent
+            #expect(loss > 5, "the proxy lost \(loss) % downstream")
+            let carolStreams = try #require(await carol.manager.currentMeetingSession).receiveStatistics.streams.filter { $0.kind == .audio }
+            #expect(carolStreams.count == 2)
+            for stream in carolStreams {
+                let concealed = Double(stream.concealedSamples) * 100 / Double(max(1, stream.totalSamplesReceived))
+                #expect(stream.packetsLost > 0)
+                #expect(concealed <= loss + 2, "carol concealed \(concealed) % of \(stream.participant) at \(loss) % loss")
+                print("meeting loss: carol <- \(stream.participant): concealed \(String(format: "%.1f", concealed)) % at \(String(format: "%.1f", loss)) % loss")
+            }
+            for member in [alice, bob] {
+                let streams = try #require(await member.manager.currentMeetingSession).receiveStatistics.streams
+                for stream in streams {
+                    #expect(stream.packetsLost == 0, "\(member.account) lost \(stream.packetsLost) of \(stream.participant)")
+                    #expect(stream.packetsReceived > 300)
+                }
+            }
+            for member in [alice, bob, carol] { await member.manager.logout() }
         }
     }
 }

@@ -33,7 +33,22 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: "Seconds to run (default: until SIGINT or SIGTERM).")
     var duration: Double?
 
+    @Option(help: "Address meeting participants send media to (default: the listen address).")
+    var publicHost: String?
+
+    @Option(help: "Participants per meeting.")
+    var meetingParticipants = 16
+
+    @Option(help: "Meetings the server holds at once.")
+    var maximumMeetings = 10_000
+
+    @Option(help: "Seconds without checks or media after which a meeting participant has left (timed out).")
+    var legTimeout: Double = 15
+
     func validate() throws {
+        guard (1...1_000).contains(meetingParticipants) else { throw ValidationError("--meeting-participants must be within 1...1000") }
+        guard maximumMeetings >= 1 else { throw ValidationError("--maximum-meetings must be at least 1") }
+        guard legTimeout >= 1 && legTimeout <= 3_600 else { throw ValidationError("--leg-timeout must be within 1...3600 s") }
         guard (0...65_535).contains(port) else { throw ValidationError("--port \(port) is not a port number") }
         guard ringTimeout > 0 && ringTimeout <= 3_600 else { throw ValidationError("--ring-timeout \(ringTimeout) must be within 0...3600 s") }
         if let duration, !(duration > 0) { throw ValidationError("--duration \(duration) must be more than 0") }
@@ -52,6 +67,10 @@ struct ServerCommand: AsyncParsableCommand {
         configuration.host = host
         configuration.port = port
         configuration.calls.ringTimeout = .milliseconds(Int64(ringTimeout * 1_000))
+        configuration.publicHost = publicHost
+        configuration.meetings.maximumParticipants = meetingParticipants
+        configuration.meetings.maximumMeetings = maximumMeetings
+        configuration.forwarding.legTimeout = .milliseconds(Int64(legTimeout * 1_000))
         var logger = Logger(label: "mediaengine.server")
         logger.logLevel = .notice
         let server = SignalingServer(configuration: configuration, authority: await TokenAuthority(secret: secret), store: store,
@@ -73,7 +92,8 @@ struct ServerCommand: AsyncParsableCommand {
         }
         try await server.wait()
         let records = (try? await store.recordCount()) ?? 0
-        print("stopped; \(records) call records in \(db)")
+        let meetings = (try? await store.meetingRecords(of: nil, limit: 1_000_000).count) ?? 0
+        print("stopped; \(records) call records and \(meetings) meeting records in \(db)")
     }
 }
 
@@ -92,6 +112,12 @@ struct TokenCommand: AsyncParsableCommand {
     @Option(help: "The server's secret file.")
     var secretFile = "mediaengine.secret"
 
+    @Option(name: .customLong("meeting"), parsing: .singleValue, help: "Grant only this meeting name (repeatable; default: any).")
+    var meetings: [String] = []
+
+    @Flag(help: "Grant no publishing: the account can join meetings as audience only.")
+    var noPublish = false
+
     func validate() throws {
         guard ttl > 0 && ttl <= 10 * 365 * 86_400 else { throw ValidationError("--ttl \(ttl) must be within 0...315360000 s") }
         guard !account.isEmpty && account.utf8.count <= 128 else { throw ValidationError("--account must be 1 to 128 bytes") }
@@ -106,7 +132,8 @@ struct TokenCommand: AsyncParsableCommand {
         }
         let authority = await TokenAuthority(secret: secret)
         do {
-            print(try await authority.mint(account: account, lifetime: .milliseconds(Int64(ttl * 1_000))))
+            let grants = Grants(meetings: meetings.isEmpty ? nil : meetings, publish: !noPublish)
+            print(try await authority.mint(account: account, lifetime: .milliseconds(Int64(ttl * 1_000)), grants: grants))
         } catch {
             throw ValidationError(error.message)
         }

@@ -70,3 +70,23 @@ public final class NullAudioSink: AudioSink {
     public func write(_ samples: UnsafeBufferPointer<Int16>) throws { samplesWritten += samples.count / layout.count }
     public func close() throws {}
 }
+
+/// Keeps what would be played in a WAV file (48 kHz, 16-bit): a headless participant's
+/// record of what it heard.
+public final class WAVFileSink: AudioSink {
+    public let layout: ChannelLayout
+    public let name: String
+    private let writer: WAVWriter
+
+    /// Creates the file.
+    /// - Throws: When it cannot be created (the error names the path).
+    public init(path: String, layout: ChannelLayout = .mono) throws {
+        self.layout = layout
+        name = "file:\(path)"
+        writer = try WAVWriter(path: path, layout: layout)
+    }
+
+    public func write(_ samples: UnsafeBufferPointer<Int16>) throws { try writer.write(samples) }
+
+    public func close() throws { try writer.close() }
+}

@@ -66,12 +66,18 @@ public enum MediaSources {
         }
     }
 
-    /// `null` (discard) or `alsa:NAME` (a playback PCM), for decoded audio.
+    /// `null` (discard), `alsa:NAME` (a playback PCM) or `file:PATH.wav` (what would be
+    /// played, kept in a WAV file: a headless bot's ears), for decoded audio.
     public static func audioSink(_ spec: String, layout: ChannelLayout = .mono) throws -> any AudioSink {
         let (kind, argument) = split(spec)
         switch kind {
         case "null" where argument == nil:
             return NullAudioSink(layout: layout)
+        case "file":
+            guard let argument, argument.hasSuffix(".wav") else {
+                throw SourceError("audio sink '\(spec)': file needs a .wav path, as in file:heard.wav")
+            }
+            return try WAVFileSink(path: argument, layout: layout)
         case "alsa":
             guard let argument, !argument.isEmpty else {
                 throw SourceError("audio sink '\(spec)': alsa needs a PCM name, as in alsa:default")
@@ -80,7 +86,7 @@ public enum MediaSources {
             options.layout = layout
             return try ALSAPlayback(name: argument, options: options)
         default:
-            throw SourceError("audio sink '\(spec)' is not one of null, alsa:NAME")
+            throw SourceError("audio sink '\(spec)' is not one of null, alsa:NAME, file:PATH.wav")
         }
     }
 

@@ -124,11 +124,19 @@ public final class UDPImpairmentProxy: Sendable {
     ///   - limits: memory bounds.
     /// - Throws: `ImpairmentError` for settings or limits out of range; `TransportError`
     ///   when the socket cannot be bound or the wake-up channel cannot be made.
-    public init(listen: SocketAddress, forward: SocketAddress, settings: ImpairmentSettings, limits: Limits = Limits()) throws {
-        try settings.validate()
-        try limits.validate()
+    public convenience init(listen: SocketAddress, forward: SocketAddress, settings: ImpairmentSettings, limits: Limits = Limits()) throws {
         var downstream = settings
         downstream.seed = Self.downstreamSeed(for: settings.seed)
+        try self.init(listen: listen, forward: forward, upstream: settings, downstream: downstream, limits: limits)
+    }
+
+    /// Binds the listening socket with a different impairment each way: `upstream` from
+    /// clients to the target, `downstream` back (a slow or lossy downlink alone).
+    public init(listen: SocketAddress, forward: SocketAddress, upstream settings: ImpairmentSettings, downstream: ImpairmentSettings,
+                limits: Limits = Limits()) throws {
+        try settings.validate()
+        try downstream.validate()
+        try limits.validate()
         shared = ImpairmentProxyShared(upstream: try ImpairmentModel(settings: settings),
                                        downstream: try ImpairmentModel(settings: downstream))
         listener = try UDPSocket(bindTo: listen)

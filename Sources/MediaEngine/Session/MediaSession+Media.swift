@@ -212,6 +212,9 @@ extension MediaSession {
     /// What arrived so far, every participant's streams named.
     func sessionStatistics(_ core: MediaCore) -> MediaReceiver.Statistics { MediaReceiver.Statistics(core) }
 
+    /// What arrived so far, per stream (each names its participant).
+    public var receiveStatistics: MediaReceiver.Statistics { transport.withCore { core, _ in sessionStatistics(core) } }
+
     /// The sending thread: once the path is selected, captures, encodes and sends until
     /// the session stops (then BYE).
     func send() {

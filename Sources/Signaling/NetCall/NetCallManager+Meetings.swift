@@ -161,7 +161,9 @@ extension NetCallManager {
 
     private func startMeetingMedia(_ session: MediaSession, server: MediaEndpoint, participants: [MeetingParticipant],
                                    callID: UInt64) throws(SignalingError) {
-        var endpoint = try server.sessionEndpoint()
+        var route = server
+        if let rewrite = configuration.meetingMediaRoute { route.candidates = rewrite(server.candidates) }
+        var endpoint = try route.sessionEndpoint()
         endpoint.audioSSRC = 0
         let emit = self.emit
         let emitMedia = self.emitMedia

@@ -26,6 +26,9 @@ public actor NetCallManager {
         public var requestTimeout: Duration = .seconds(10)
         /// Level above which the peer counts as speaking (0...1 RMS of full scale).
         public var speakingThreshold = 0.02
+        /// Rewrites where a meeting's media goes (the server's candidates) before it is
+        /// used: through a relay, or a test's impairment proxy. Nil: as the server says.
+        public var meetingMediaRoute: (@Sendable ([MediaCandidate]) -> [MediaCandidate])?
         /// Makes a video source at a preset's size, for `switchVideoQuality`; without it,
         /// switching changes the bitrate only.
         public var videoSource: (@Sendable (CallVideoQuality) throws -> any VideoSource)?

@@ -1,0 +1,49 @@
+import Foundation
+import MediaEngine
+import TestSupport
+import Testing
+
+/// `meeting reserve` and `meeting join` as users run them: a server, tokens, terminals.
+@Suite(.serialized) struct MeetingCommands {
+    @Test func twoParticipantsJoinHearEachOtherAndSeeEachOtherComeAndGo() async throws {
+        try await Heavy.runAlone {
+            let setup = try CallCommands.Setup()
+            defer { setup.finish() }
+            let reserved = try CLI.run(["meeting", "reserve", "weekly", "--server", setup.url, "--token", setup.alice])
+            #expect(reserved.status == 0 && reserved.stdout.contains("reserved weekly"), "\(reserved.stdout)\(reserved.stderr)")
+            let again = try CLI.run(["meeting", "reserve", "weekly", "--server", setup.url, "--token", setup.bob])
+            #expect(again.status != 0 && again.stderr.contains("(417)"), "a name in use: \(again.stderr)")
+
+            let heard = setup.directory.appendingPathComponent("alice-heard.wav").path
+            let alice = try CLI.start(["meeting", "join", "weekly", "--server", setup.url, "--token", setup.alice, "--audio", "sine:440",
+                                       "--play", "file:\(heard)", "--media-host", "127.0.0.1", "--duration", "5"])
+            #expect(alice.waitForOutput(containing: "joined weekly", timeout: 20), "\(alice.stderr)")
+            let bob = try CLI.run(["meeting", "join", "weekly", "--server", setup.url, "--token", setup.bob, "--audio", "sine:660",
+                                   "--media-host", "127.0.0.1", "--duration", "2"])
+            #expect(bob.status == 0, "\(bob.stderr)")
+            #expect(bob.stdout.contains("participants: alice"), "\(bob.stdout)")
+            #expect(bob.stdout.contains("meetingStatus callID=") && bob.stdout.contains(" connected"), "\(bob.stdout)")
+            #expect(bob.stdout.contains("media alice: audio packets="), "\(bob.stdout)")
+            let finished = try alice.wait(timeout: 20)
+            #expect(finished.status == 0, "\(finished.stderr)")
+            for line in ["userJoined callID=", "user=bob role=actor", "userLeft callID=", "user=bob reason=left", "speakingUsers", "media bob: audio packets="] {
+                #expect(finished.stdout.contains(line), "alice's output has '\(line)': \(finished.stdout)")
+            }
+            // What alice heard, kept by --play file:: bob's tone, at its level.
+            let samples = try AudioFile.read(path: heard).samples
+            #expect(samples.count > 48_000, "\(samples.count) samples kept")
+            let level = samples.withUnsafeBufferPointer { AudioQuality.toneLevel($0, frequency: 660) }
+            let own = samples.withUnsafeBufferPointer { AudioQuality.toneLevel($0, frequency: 440) }
+            #expect(level > 0.05 && own < 0.005, "bob's tone at \(level), alice's own at \(own)")
+        }
+    }
+
+    @Test func badOptionsAreNamed() throws {
+        let quality = try CLI.run(["meeting", "join", "x", "--server", "ws://127.0.0.1:1/", "--token", "t", "--quality", "huge"])
+        #expect(quality.status != 0 && quality.stderr.contains("--quality 'huge'"), "\(quality.stderr)")
+        let user = try CLI.run(["meeting", "join", "x", "--server", "ws://127.0.0.1:1/", "--token", "t", "--record-user", "bob"])
+        #expect(user.status != 0 && user.stderr.contains("--record-user bob"), "\(user.stderr)")
+        let sink = try CLI.run(["meeting", "join", "x", "--server", "ws://127.0.0.1:1/", "--token", "t", "--play", "speaker"])
+        #expect(sink.status != 0 && sink.stderr.contains("audio sink 'speaker'"), "\(sink.stderr)")
+    }
+}
