@@ -73,11 +73,13 @@ import TestSupport
         /// Samples heard of `user` so far.
         func heardCount(_ user: String) -> Int { box.seen.withLock { $0.heard[user]?.count ?? 0 } }
 
-        /// The level of `frequency` in what was heard of `user` after sample `start`.
+        /// The level of `frequency` in what was heard of `user` after sample `start` (from
+        /// 100 ms later, at most the last second: the steady state, not the start-up).
         func level(of frequency: Double, from user: String, after start: Int = 0) -> Double {
             let samples = box.seen.withLock { $0.heard[user] ?? [] }
             guard samples.count > start + 9_600 else { return 0 }
-            return samples[(start + 4_800)...].withUnsafeBufferPointer { AudioQuality.toneLevel($0, frequency: frequency) }
+            let from = max(start + 4_800, samples.count - 48_000)
+            return samples[from...].withUnsafeBufferPointer { AudioQuality.toneLevel($0, frequency: frequency) }
         }
     }
 
@@ -242,5 +244,104 @@ import TestSupport
             }
             for member in [alice, bob, carol] { await member.manager.logout() }
         }
+    }
+
+    @Test func aVanishedParticipantTimesOutAndStrangersOnTheMediaPortGetNothing() async throws {
+        try await Heavy.runAlone {
+            let server = try await TestServer.start { $0.forwarding.legTimeout = .seconds(2) }
+            defer { Task { await server.server.shutdown() } }
+            let alice = try await Member(server: server, account: "alice", audio: "sine:440")
+            let bob = try await Member(server: server, account: "bob", audio: "sine:550")
+            try await alice.manager.reserveMeeting(name: "m")
+            for member in [alice, bob] { _ = try await member.manager.joinMeeting(name: "m") }
+            for member in [alice, bob] { #expect(await member.wait(for: Self.connected) != nil) }
+
+            // A stranger throws checks with a wrong token, forged RTP and RTCP, and random
+            // bytes at the media port: nothing comes back.
+            let media = try #require(server.server.echoAddress)
+            let stranger = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
+            var check = [UInt8](repeating: 0, count: 100)
+            let request = STUNMessage(type: .bindingRequest, transactionID: .random(), attributes: [.username("guess")])
+            let size = try check.withUnsafeMutableBytes { try request.serialize(into: $0) }
+            let forged: [[UInt8]] = [Array(check[0..<size]), [0x80, 111] + [UInt8](repeating: 7, count: 170),
+                                     [0x81, 200, 0, 6] + [UInt8](repeating: 1, count: 24), (0..<64).map { UInt8($0) }]
+            for _ in 0..<25 { for bytes in forged { try bytes.withUnsafeBytes { try stranger.send($0, to: media) } } }
+            var buffer = [UInt8](repeating: 0, count: 2_048)
+            let answer = try buffer.withUnsafeMutableBytes { try stranger.receive(into: $0, timeout: .milliseconds(500)) }
+            #expect(answer == nil, "the media port answered a stranger")
+            try await Task.sleep(for: .milliseconds(600))
+            let counted = try #require(server.server.forwardingServer).statistics.router.strangerDatagrams
+            #expect(counted >= 75, "\(counted) stranger datagrams counted")
+
+            // bob's media stops without a word (a crashed app): alice hears that he left.
+            try #require(await bob.manager.currentMeetingSession).stop()
+            let left = await alice.wait(timeout: 8) { event in
+                if case .userLeft(_, "bob", .timedOut) = event { true } else { false }
+            }
+            #expect(left != nil, "bob timed out")
+            for member in [alice, bob] { await member.manager.logout() }
+        }
+    }
+
+    @Test func aServerStoppingTellsEveryParticipantAndARestartedOneTakesThemBack() async throws {
+        try await Heavy.runAlone {
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("meetings-\(UInt32.random(in: 0 ... .max)).sqlite").path
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            let server = try await TestServer.start(path: path)
+            let alice = try await Member(server: server, account: "alice", audio: "sine:440")
+            let bob = try await Member(server: server, account: "bob", audio: "sine:550")
+            try await alice.manager.reserveMeeting(name: "m")
+            var ids: [UInt64] = []
+            for member in [alice, bob] { ids.append(try await member.manager.joinMeeting(name: "m").callID) }
+            for member in [alice, bob] { #expect(await member.wait(for: Self.connected) != nil) }
+            await server.server.shutdown()
+            for member in [alice, bob] {
+                let error = await member.wait { if case .meetingError = $0 { true } else { false } }
+                guard case .meetingError(let id, let reason)? = error else {
+                    Issue.record("\(member.account) got no meetingError")
+                    continue
+                }
+                #expect(id == ids[0] && reason.code == .serverUnavailable)
+                #expect(await member.manager.currentMeetingID == nil)
+            }
+            // The record survived; a new server on the same file takes them back.
+            let restarted = try await TestServer.start(path: path)
+            defer { Task { await restarted.server.shutdown() } }
+            let record = try #require(try await restarted.store.meetingRecords(of: "alice", limit: 5).first)
+            #expect(record.callID == ids[0] && record.attendance.count == 2 && record.attendance.allSatisfy { $0.reason == .kicked })
+            let alice2 = try await Member(server: restarted, account: "alice", audio: "sine:440")
+            let bob2 = try await Member(server: restarted, account: "bob", audio: "sine:550")
+            try await alice2.manager.reserveMeeting(name: "m")
+            for member in [alice2, bob2] { _ = try await member.manager.joinMeeting(name: "m") }
+            for member in [alice2, bob2] { #expect(await member.wait(for: Self.connected) != nil, "\(member.account) rejoined") }
+            try await Task.sleep(for: .seconds(1))
+            #expect(alice2.level(of: 550, from: "bob") > 0.2)
+            for member in [alice, bob, alice2, bob2] { await member.manager.logout() }
+        }
+    }
+
+    @Test func aTokenWithoutTheGrantIsRefused() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let token = try await server.authority.mint(account: "eve", lifetime: .seconds(60), grants: Grants(meetings: ["open"], publish: false))
+        let eve = NetCallManager(configuration: NetCallManager.Configuration(server: server.url, token: token, media: { _, _ in
+            var configuration = MediaSession.Configuration(audio: try MediaSources.audio("sine:440"), video: nil)
+            configuration.host = "127.0.0.1"
+            return configuration
+        }))
+        try await eve.login()
+        await #expect(throws: SignalingError(.forbidden, "reserveMeeting: your token does not grant meeting 'secret'")) {
+            try await eve.reserveMeeting(name: "secret")
+        }
+        try await eve.reserveMeeting(name: "open")
+        do {
+            _ = try await eve.joinMeeting(name: "open", role: .actor)
+            Issue.record("joined as actor without the grant")
+        } catch {
+            #expect(error.code == .forbidden)
+        }
+        _ = try await eve.joinMeeting(name: "open", role: .audience)
+        await #expect(throws: SignalingError.self) { try await eve.setMeetingRole(.actor) }
+        await eve.logout()
     }
 }

@@ -55,6 +55,29 @@ let benchmarks: @Sendable () -> Void = {
     } setup: {
         try BaselineSRTPRoundTrip(profile: .aesCM128HMACSHA1_80, size: try averageRTPSize { try CoreVideoPath().pair })
     }
+
+    // The forwarding server's per-packet path: one publisher packet in, one out per
+    // subscriber (3), against a C forwarder making the same libsrtp calls. Iterations are
+    // packets in; forwarded packets are three times as many.
+    for (kind, video) in [("audio", false), ("video", true)] {
+        Benchmark("SFU \(kind) packet to 3 subscribers (Swift)", configuration: configuration) { (benchmark: Benchmark, path: RouterForwardingPath) in
+            measure(benchmark) { path.forwardNext() }
+            path.packets.refill()
+        } setup: {
+            let path = try RouterForwardingPath(subscribers: 3, video: video)
+            for _ in 0..<60 { path.forwardNext() }
+            guard path.datagramsOut >= 150 else { throw BenchmarkFailure("SFU \(kind): \(path.datagramsOut) of 180 packets forwarded in setup") }
+            path.packets.refill()
+            return path
+        }
+
+        Benchmark("SFU \(kind) packet to 3 subscribers: C forwarder", configuration: configuration) { (benchmark: Benchmark, path: BaselineForwardingPath) throws in
+            try measure(benchmark) { try path.forwardNext() }
+            path.packets.refill()
+        } setup: {
+            try BaselineForwardingPath(subscribers: 3, video: video)
+        }
+    }
 }
 
 /// The mean RTP size (before SRTP) of the packets a fixture's sender put on the wire in setup.

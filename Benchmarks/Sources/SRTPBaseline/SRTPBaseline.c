@@ -104,3 +104,20 @@ int32_t baseline_srtp_protect(BaselineSRTPSession *session, uint8_t *buffer, siz
 int32_t baseline_srtp_unprotect(BaselineSRTPSession *session, uint8_t *buffer, size_t capacity, size_t length) {
     return run(session, buffer, capacity, length, 0);
 }
+
+int32_t baseline_srtp_forward(BaselineSRTPSession *inbound, BaselineSRTPSession *const *outbound, int32_t count,
+                              const uint8_t *packet, size_t length, uint8_t *scratch, uint8_t *outputs, size_t stride) {
+    if (length + BaselineSRTPTrailerCapacity > stride) return BaselineSRTPBufferTooSmall;
+    memcpy(scratch, packet, length);
+    int32_t plain = baseline_srtp_unprotect(inbound, scratch, stride, length);
+    if (plain < 0) return plain;
+    int32_t total = 0;
+    for (int32_t index = 0; index < count; index++) {
+        uint8_t *output = outputs + (size_t)index * stride;
+        memcpy(output, scratch, (size_t)plain);
+        int32_t protected_length = baseline_srtp_protect(outbound[index], output, stride, (size_t)plain);
+        if (protected_length < 0) return protected_length;
+        total += protected_length;
+    }
+    return total;
+}

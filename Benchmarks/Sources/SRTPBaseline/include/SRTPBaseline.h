@@ -55,6 +55,14 @@ int32_t baseline_srtp_protect(BaselineSRTPSession *session, uint8_t *buffer, siz
 /// length, or a negative status as baseline_srtp_protect does.
 int32_t baseline_srtp_unprotect(BaselineSRTPSession *session, uint8_t *buffer, size_t capacity, size_t length);
 
+/// What a forwarding server does per packet, plainly: copies `packet` (as a socket
+/// would fill a receive buffer) into `scratch`, unprotects it once with `inbound`, then
+/// for each of `count` subscribers copies the plain packet into `outputs + i * stride`
+/// and protects it with `outbound[i]`. Returns the bytes produced for all subscribers,
+/// or a negative status.
+int32_t baseline_srtp_forward(BaselineSRTPSession *inbound, BaselineSRTPSession *const *outbound, int32_t count,
+                              const uint8_t *packet, size_t length, uint8_t *scratch, uint8_t *outputs, size_t stride);
+
 #ifdef __cplusplus
 }
 #endif
