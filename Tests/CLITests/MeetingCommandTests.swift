@@ -47,3 +47,31 @@ import Testing
         #expect(sink.status != 0 && sink.stderr.contains("audio sink 'speaker'"), "\(sink.stderr)")
     }
 }
+
+/// `bench sfu` against a server it starts: every forwarded packet arrives, and the
+/// figures a user compares are there.
+@Suite(.serialized) struct SFULoadBenchCommand {
+    @Test func syntheticParticipantsLoadTheForwardingServerWithoutLoss() async throws {
+        try await Heavy.runAlone {
+            let result = try CLI.run(["bench", "sfu", "--publishers", "3", "--subscribers", "2", "--video", "--seconds", "3", "--json"])
+            #expect(result.status == 0, "\(result.stderr)")
+            struct Report: Decodable {
+                var subscriberStreams: Int
+                var packetsSent: Int
+                var packetsReceived: Int
+                var serverCPU: Double?
+                var worstSubscriberLossPercent: Double
+                var latency: Latency
+                struct Latency: Decodable { var count: Int; var p50: Double; var p99: Double }
+            }
+            let report = try JSONDecoder().decode(Report.self, from: Data(result.stdout.utf8))
+            // 3 publishers' audio and video reach 4 (actors) or 3 (audience) subscribers.
+            #expect(report.subscriberStreams == 3 * 2 * 2 + 2 * 3 * 2)
+            #expect(report.worstSubscriberLossPercent < 1, "loss \(report.worstSubscriberLossPercent) %")
+            let expected = Double(report.packetsSent) * 4
+            #expect(Double(report.packetsReceived) >= expected * 0.97, "\(report.packetsReceived) of about \(expected) forwarded packets arrived")
+            #expect(report.latency.count > 500 && report.latency.p50 < 20, "latency p50 \(report.latency.p50) ms")
+            #expect((report.serverCPU ?? 0) > 0, "the server's CPU was measured")
+        }
+    }
+}

@@ -10,7 +10,7 @@ struct BenchGroup: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Benchmarks: codecs (default), the signaling server under load, and call setup.",
-        subcommands: [BenchCommand.self, SignalingBench.self, CallSetupBench.self],
+        subcommands: [BenchCommand.self, SignalingBench.self, CallSetupBench.self, SFULoadBench.self],
         defaultSubcommand: BenchCommand.self
     )
 }

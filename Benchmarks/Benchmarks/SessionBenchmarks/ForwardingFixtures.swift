@@ -114,9 +114,9 @@ final class RouterForwardingPath {
             let id = UInt64(index + 1)
             let address = SocketAddress(addressBytes: [198, 51, 100, UInt8(index + 1)], port: 5_000)!
             let token = "token-\(id)-0123456789abcdef0123"
-            let outbound = try SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: pseudoRandomBytes(count: 28, seed: 0xD0 + id))
+            let outbound = try SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: pseudoRandomBytes(count: 28, seed: 0xD0 + UInt32(id)))
             let inbound = index == 0 ? PublisherPackets.key
-                : try SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: pseudoRandomBytes(count: 28, seed: 0xE0 + id))
+                : try SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: pseudoRandomBytes(count: 28, seed: 0xE0 + UInt32(id)))
             try router.addLeg(ForwardingRouter.LegSetup(id: id, meeting: 1, account: "user\(index)", publishing: index == 0,
                                                         audioSSRC: index == 0 ? PublisherPackets.audioSSRC : 0x1000 + UInt32(index),
                                                         videoSSRC: index == 0 ? PublisherPackets.videoSSRC : 0x2000 + UInt32(index),
@@ -171,7 +171,7 @@ final class BaselineForwardingPath {
         }
         self.inbound = inbound
         outbound = try (0..<subscribers).map { index in
-            let key = pseudoRandomBytes(count: 28, seed: 0xD0 + UInt64(index + 2))
+            let key = pseudoRandomBytes(count: 28, seed: 0xD0 + UInt32(index + 2))
             guard let session = baseline_srtp_create(BaselineSRTPProfileAEADAES128GCM, key, key.count, 1, 1_024) else {
                 throw BenchmarkFailure("SRTP baseline: libsrtp refused an outbound session")
             }

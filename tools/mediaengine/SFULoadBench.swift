@@ -1,0 +1,373 @@
+import ArgumentParser
+import Foundation
+import MediaEngine
+import MediaServer
+import Signaling
+
+/// `mediaengine bench sfu`: synthetic participants in this process load a server's
+/// forwarding server (like LiveKit's `lk load-test`): publishers send audio (and video)
+/// packets, every participant receives what the server forwards, and the report gives
+/// forwarded packets/s, the server's CPU, per-subscriber loss and forwarding latency.
+struct SFULoadBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sfu",
+        abstract: "Load the forwarding server (SFU) with synthetic meeting participants and measure it.",
+        discussion: """
+        Starts `mediaengine server` as a child process (or loads --server, minting tokens from --secret-file), \
+        reserves a meeting, joins --publishers actors and --subscribers audience participants, and runs them for \
+        --seconds: every publisher sends 50 audio packets a second (and with --video 30 frames of two 900-byte \
+        packets, about 430 kb/s), the audio stamped with its send time; every participant receives the other publishers' streams raw \
+        (no decoding). Reports forwarded packets/s, the server process's CPU (of one core), subscriber streams per \
+        core, per-subscriber loss and forwarding latency (send to arrival, on loopback) percentiles.
+        """
+    )
+
+    @Option(help: "Signaling server to load (default: start one as a child process).")
+    var server: String?
+
+    @Option(help: "The server's secret file, to mint the participants' tokens (with --server).")
+    var secretFile: String?
+
+    @Option(help: "The server's process ID, for its CPU (with --server).")
+    var serverPID: Int32?
+
+    @Option(help: "Participants that send (and receive).")
+    var publishers = 3
+
+    @Option(help: "Participants that only receive (audience).")
+    var subscribers = 3
+
+    @Flag(help: "Publishers send video too (30 frames of 1,800 bytes a second, about 430 kb/s).")
+    var video = false
+
+    @Option(help: "Seconds of media.")
+    var seconds: Double = 10
+
+    @Flag(help: "Print JSON.")
+    var json = false
+
+    func validate() throws {
+        guard (1...200).contains(publishers) else { throw ValidationError("--publishers \(publishers) must be within 1...200") }
+        guard (0...1_000).contains(subscribers) else { throw ValidationError("--subscribers \(subscribers) must be within 0...1000") }
+        guard seconds >= 1 && seconds <= 3_600 else { throw ValidationError("--seconds \(seconds) must be within 1...3600") }
+        if server != nil && secretFile == nil { throw ValidationError("--server needs --secret-file to mint tokens") }
+    }
+
+    struct Report: Codable {
+        var publishers: Int
+        var subscribers: Int
+        var video: Bool
+        var seconds: Double
+        /// Streams the server forwards: each receiver times each other publisher's streams.
+        var subscriberStreams: Int
+        var packetsSent: Int
+        var packetsReceived: Int
+        var forwardedPacketsPerSecond: Double
+        /// Of one core, over the run.
+        var serverCPU: Double?
+        var subscriberStreamsPerCore: Double?
+        var worstSubscriberLossPercent: Double
+        var meanSubscriberLossPercent: Double
+        var subscribersAboveOnePercent: Int
+        var latency: Spread
+        var serverResidentMegabytes: Double?
+    }
+
+    func run() async throws {
+        raiseFileLimit(to: (publishers + subscribers) * 4 + 256)
+        let child = server == nil ? try ChildServer.start() : nil
+        defer { child?.stop() }
+        let url = server ?? child!.url
+        let secretPath = secretFile ?? child!.secretPath
+        let pid = serverPID ?? child?.pid
+        let authority = await TokenAuthority(secret: try ServerSecret.load(path: secretPath, create: false))
+        let name = "load-\(UInt32.random(in: 0 ... .max))"
+        if !json { say("loading \(url) with \(publishers) publishers and \(subscribers) subscribers for \(seconds) s") }
+
+        // Join everyone (signaling), then run the media on one thread.
+        var participants: [SyntheticParticipant] = []
+        for index in 0..<(publishers + subscribers) {
+            let publishing = index < publishers
+            let account = publishing ? "pub\(index)" : "sub\(index - publishers)"
+            let participant = try SyntheticParticipant(account: account, publishing: publishing, video: video)
+            let token = try await authority.mint(account: account, lifetime: .seconds(3_600))
+            let client = try await SignalingClient.connect(url: url)
+            _ = try await client.request(MessageType.login, Request.Login(token: token, device: "load"), as: Reply.Login.self)
+            if index == 0 {
+                _ = try await client.request(MessageType.reserveMeeting, Request.ReserveMeeting(name: name), as: Reply.ReserveMeeting.self)
+            }
+            let reply = try await client.request(MessageType.joinMeeting,
+                                                 Request.JoinMeeting(name: name, role: publishing ? .actor : .audience, type: video ? .video : .audio,
+                                                                     media: participant.endpoint),
+                                                 as: Reply.JoinMeeting.self, timeout: .seconds(30))
+            try participant.connect(to: reply.media, client: client)
+            participants.append(participant)
+        }
+        let senders = participants.filter(\.publishing)
+        for participant in participants {
+            for sender in senders where sender !== participant { try participant.subscribe(to: sender) }
+        }
+        let cpuBefore = pid.flatMap(Self.processCPU)
+        let results = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<SyntheticParticipant.Run, any Error>) in
+            let group = participants
+            let seconds = self.seconds
+            Thread.detachNewThread {
+                continuation.resume(with: Result { try SyntheticParticipant.run(group, seconds: seconds) })
+            }
+        }
+        let cpuAfter = pid.flatMap(Self.processCPU)
+        let resident = pid.flatMap(Self.residentMegabytes)
+        for participant in participants {
+            _ = try? await participant.client?.request(MessageType.leaveMeeting, Request.LeaveMeeting(callID: 0), as: Reply.Empty.self)
+            await participant.client?.close()
+        }
+
+        let streams = participants.reduce(0) { $0 + $1.receiveStreams.count }
+        var cpu: Double?
+        if let cpuBefore, let cpuAfter { cpu = (cpuAfter - cpuBefore) / results.elapsed }
+        let losses = results.lossByParticipant
+        let report = Report(publishers: publishers, subscribers: subscribers, video: video, seconds: results.elapsed,
+                            subscriberStreams: streams, packetsSent: results.packetsSent, packetsReceived: results.packetsReceived,
+                            forwardedPacketsPerSecond: Double(results.packetsReceived) / results.elapsed, serverCPU: cpu,
+                            subscriberStreamsPerCore: cpu.map { Double(streams) / max($0, 0.001) },
+                            worstSubscriberLossPercent: losses.max() ?? 0,
+                            meanSubscriberLossPercent: losses.isEmpty ? 0 : losses.reduce(0, +) / Double(losses.count),
+                            subscribersAboveOnePercent: losses.filter { $0 > 1 }.count,
+                            latency: Spread(results.latencies), serverResidentMegabytes: resident)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            print(String(decoding: try encoder.encode(report), as: UTF8.self))
+        } else {
+            say(String(format: "forwarded %.0f packets/s (%d sent, %d received) over %d subscriber streams", report.forwardedPacketsPerSecond,
+                       report.packetsSent, report.packetsReceived, streams))
+            if let cpu {
+                say(String(format: "server CPU %.1f %% of one core: %.0f subscriber streams per core", cpu * 100, Double(streams) / max(cpu, 0.001)))
+            }
+            say(String(format: "subscriber loss: worst %.2f %%, mean %.2f %%, %d above 1 %%", report.worstSubscriberLossPercent,
+                       report.meanSubscriberLossPercent, report.subscribersAboveOnePercent))
+            say("forwarding latency (send to arrival, loopback): \(report.latency.text)")
+            if let resident { say(String(format: "server resident memory %.1f MB", resident)) }
+        }
+    }
+
+    /// User plus system CPU seconds of a process so far (from /proc).
+    static func processCPU(_ pid: Int32) -> Double? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return nil }
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    static func residentMegabytes(_ pid: Int32) -> Double? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+              let kilobytes = Double(line.split(separator: " ").dropFirst().first ?? "") else { return nil }
+        return kilobytes / 1_024
+    }
+}
+
+/// A `mediaengine server` child process on a free port with a fresh secret and database.
+final class ChildServer {
+    let process: Process
+    let url: String
+    let secretPath: String
+    let directory: URL
+
+    var pid: Int32 { process.processIdentifier }
+
+    private init(process: Process, url: String, secretPath: String, directory: URL) {
+        self.process = process
+        self.url = url
+        self.secretPath = secretPath
+        self.directory = directory
+    }
+
+    static func start() throws -> ChildServer {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mediaengine-sfu-\(UInt32.random(in: 0 ... .max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let secret = directory.appendingPathComponent("secret").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: ProcessInfo.processInfo.arguments[0])
+        process.arguments = ["server", "--port", "0", "--host", "127.0.0.1", "--db", directory.appendingPathComponent("db.sqlite").path,
+                             "--secret-file", secret, "--meeting-participants", "1000"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // The first line names the port.
+        var line = Data()
+        while let byte = try output.fileHandleForReading.read(upToCount: 1), !byte.isEmpty, byte != Data("\n".utf8) { line.append(byte) }
+        let text = String(decoding: line, as: UTF8.self)
+        guard text.hasPrefix("listening on ") else {
+            process.terminate()
+            throw CommandFailure("the server did not start: \(text)")
+        }
+        return ChildServer(process: process, url: String(text.dropFirst("listening on ".count)), secretPath: secret, directory: directory)
+    }
+
+    func stop() {
+        process.interrupt()
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// One synthetic participant: a media core on its own socket, sending stamped packets
+/// (a publisher) and receiving forwarded ones raw (no jitter buffer, no decoding).
+final class SyntheticParticipant: @unchecked Sendable {
+    // @unchecked: built on the signaling task, then used only by the media thread of `run`.
+    let account: String
+    let publishing: Bool
+    let video: Bool
+    let socket: UDPSocket
+    let core: MediaCore
+    let keying = SRTPKeyingMaterial.random(profile: .aeadAES128GCM)
+    let audioSSRC = UInt32.random(in: 1 ... .max)
+    let videoSSRC = UInt32.random(in: 1 ... .max)
+    let token = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+    var audioOut: SendStreamID?
+    var videoOut: SendStreamID?
+    var receiveStreams: [ReceiveStreamID] = []
+    var client: SignalingClient?
+    var connected = false
+
+    init(account: String, publishing: Bool, video: Bool) throws {
+        self.account = account
+        self.publishing = publishing
+        self.video = video
+        socket = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
+        var settings = MediaCore.Configuration()
+        settings.outboundKeying = keying
+        core = try MediaCore(configuration: settings)
+        core.localToken = token
+        if publishing {
+            audioOut = try core.addSendStream(.opus(ssrc: audioSSRC))
+            if video { videoOut = try core.addSendStream(.vp8(ssrc: videoSSRC)) }
+        }
+    }
+
+    var endpoint: MediaEndpoint {
+        MediaEndpoint(candidates: [], srtpProfile: keying.profile.rawValue, srtpKey: keying.base64, audioSSRC: audioSSRC,
+                      videoSSRC: video ? videoSSRC : nil, checkToken: token)
+    }
+
+    func connect(to server: MediaEndpoint, client: SignalingClient) throws {
+        self.client = client
+        let endpoint = try server.sessionEndpoint()
+        try core.setInboundKeying(endpoint.keying)
+        core.startConnectivityCheck(candidates: endpoint.candidates, remoteToken: endpoint.checkToken, timeout: .seconds(10), now: .zero)
+    }
+
+    func subscribe(to sender: SyntheticParticipant) throws {
+        var audio = ReceiveStreamConfiguration.opus(ssrc: sender.audioSSRC)
+        audio.forwarding = true
+        audio.participant = sender.account
+        receiveStreams.append(try core.addReceiveStream(audio))
+        if sender.video {
+            var video = ReceiveStreamConfiguration.vp8(ssrc: sender.videoSSRC)
+            video.forwarding = true
+            video.participant = sender.account
+            receiveStreams.append(try core.addReceiveStream(video))
+        }
+    }
+
+    struct Run: Sendable {
+        var elapsed: Double
+        var packetsSent = 0
+        var packetsReceived = 0
+        var latencies: [Duration] = []
+        var lossByParticipant: [Double] = []
+    }
+
+    /// Runs every participant's media on this thread for `seconds` (after all connect).
+    static func run(_ participants: [SyntheticParticipant], seconds: Double) throws -> Run {
+        let clock = ContinuousClock()
+        let origin = clock.now
+        var poller = SocketPoller(sockets: participants.map(\.socket))
+        var buffer = [UInt8](repeating: 0, count: 2_048)
+        var audioPayload = [UInt8](repeating: 0x55, count: 100)
+        var frame = [UInt8](repeating: 0xAA, count: 1_800)
+        var run = Run(elapsed: 0)
+        run.latencies.reserveCapacity(Int(seconds * 50) * participants.count * 4)
+        var startedAt: Duration?
+        var sendIndex = 0
+        var videoIndex = 0
+        let wall = origin
+        func stamp(_ bytes: inout [UInt8], at offset: Int) {
+            let nanos = UInt64((clock.now - wall) / .nanoseconds(1))
+            withUnsafeBytes(of: nanos.bigEndian) { for index in 0..<8 { bytes[offset + index] = $0[index] } }
+        }
+        while true {
+            let now = clock.now - origin
+            if startedAt == nil, participants.allSatisfy(\.connected) { startedAt = now }
+            if startedAt == nil, now > .seconds(15) { throw CommandFailure("participants did not connect within 15 s") }
+            if let startedAt, now - startedAt >= .milliseconds(Int64(seconds * 1_000)) {
+                run.elapsed = (now - startedAt) / .seconds(1)
+                break
+            }
+            // Media, once everyone is connected: 20 ms audio, 33 ms video.
+            if let startedAt {
+                while Duration.milliseconds(20) * sendIndex <= now - startedAt {
+                    stamp(&audioPayload, at: 0)
+                    for participant in participants where participant.publishing {
+                        audioPayload.withUnsafeBytes {
+                            if participant.core.sendAudio(participant.audioOut!, payload: $0, mediaTimestamp: UInt32(truncatingIfNeeded: sendIndex * 960),
+                                                          audioLevel: AudioLevel(level: 30, voiceActivity: true), now: now) {
+                                run.packetsSent += 1
+                            }
+                        }
+                    }
+                    sendIndex += 1
+                }
+                while Duration.microseconds(33_333) * videoIndex <= now - startedAt {
+                    frame[0] = videoIndex % 60 == 0 ? 0x00 : 0x01
+                    for participant in participants where participant.publishing && participant.video {
+                        frame.withUnsafeBytes {
+                            _ = participant.core.sendVideo(participant.videoOut!, frame: $0, mediaTimestamp: UInt32(truncatingIfNeeded: videoIndex * 3_000),
+                                                           isKeyframe: videoIndex % 60 == 0, now: now)
+                        }
+                        run.packetsSent += 2
+                    }
+                    videoIndex += 1
+                }
+            }
+            for participant in participants {
+                if participant.core.nextTimeout.map({ $0 <= now }) == true { participant.core.handleTimeout(now: now) }
+                while let event = participant.core.pollEvent() {
+                    if case .connected = event { participant.connected = true }
+                }
+                while let transmit = participant.core.pollTransmit() { try? participant.socket.send(transmit.bytes, to: transmit.destination) }
+            }
+            _ = try poller.wait(timeout: .milliseconds(2))
+            let arrival = clock.now - wall
+            for participant in participants {
+                while let (count, source) = try buffer.withUnsafeMutableBytes({ try participant.socket.receiveNow(into: $0) }) {
+                    let forwarded = buffer.withUnsafeMutableBytes {
+                        participant.core.handleDatagram(UnsafeMutableRawBufferPointer(rebasing: $0[0..<count]), from: source, now: clock.now - origin)
+                    }
+                    guard let forwarded else { continue }
+                    run.packetsReceived += 1
+                    let payload = forwarded.packet.payload
+                    if forwarded.packet.payloadType == 111, payload.count >= 8, startedAt != nil {
+                        let sent = payload.loadUnaligned(as: UInt64.self).bigEndian
+                        let latency = arrival - .nanoseconds(Int64(sent))
+                        if latency >= .zero { run.latencies.append(latency) }
+                    }
+                }
+            }
+        }
+        for participant in participants where !participant.receiveStreams.isEmpty {
+            var received = 0
+            var lost = 0
+            for stream in participant.receiveStreams {
+                let statistics = participant.core.statistics(of: stream)
+                received += statistics?.packetsReceived ?? 0
+                lost += max(0, statistics?.packetsLost ?? 0)
+            }
+            run.lossByParticipant.append(Double(lost) * 100 / Double(max(1, received + lost)))
+        }
+        return run
+    }
+}
