@@ -75,3 +75,28 @@ import Testing
         }
     }
 }
+
+/// Ten participants for a minute on loopback: nothing is lost, nothing crashes, and the
+/// server's memory stays flat once the meeting runs.
+@Suite(.serialized) struct TenParticipantMinute {
+    @Test func tenParticipantsForSixtySecondsKeepMemoryBoundedAndLoseNothing() async throws {
+        try await Heavy.runAlone {
+            let result = try CLI.run(["bench", "sfu", "--publishers", "10", "--subscribers", "0", "--video", "--seconds", "60", "--json"])
+            #expect(result.status == 0, "\(result.stderr)")
+            struct Report: Decodable {
+                var subscriberStreams: Int
+                var worstSubscriberLossPercent: Double
+                var serverResidentMegabytesEarly: Double?
+                var serverResidentMegabytes: Double?
+                var serverResidentMegabytesPeak: Double?
+            }
+            let report = try JSONDecoder().decode(Report.self, from: Data(result.stdout.utf8))
+            #expect(report.subscriberStreams == 10 * 9 * 2)
+            #expect(report.worstSubscriberLossPercent < 1, "loss \(report.worstSubscriberLossPercent) %")
+            let early = try #require(report.serverResidentMegabytesEarly)
+            let peak = try #require(report.serverResidentMegabytesPeak)
+            #expect(peak - early < 16, "the server grew from \(early) MB to \(peak) MB over 55 s")
+            print("ten participants, 60 s: server \(early) MB after 5 s, \(peak) MB at most, \(report.serverResidentMegabytes ?? 0) MB at the end")
+        }
+    }
+}

@@ -70,7 +70,14 @@ struct SFULoadBench: AsyncParsableCommand {
         var meanSubscriberLossPercent: Double
         var subscribersAboveOnePercent: Int
         var latency: Spread
+        /// The server's resident memory 5 s into the run (or at its start, if shorter), at
+        /// the end, and at its highest, sampled each second.
+        var serverResidentMegabytesEarly: Double?
         var serverResidentMegabytes: Double?
+        var serverResidentMegabytesPeak: Double?
+        /// Inside the server, arrival (recvmmsg) to send (sendmmsg), per forwarded packet:
+        /// p50, p99 and p99.9 in µs (a child server only).
+        var serverForwardingLatencyMicroseconds: [Double]?
     }
 
     func run() async throws {
@@ -108,6 +115,19 @@ struct SFULoadBench: AsyncParsableCommand {
             for sender in senders where sender !== participant { try participant.subscribe(to: sender) }
         }
         let cpuBefore = pid.flatMap(Self.processCPU)
+        let memory = Task { () -> (early: Double?, peak: Double?) in
+            var early: Double?
+            var peak: Double?
+            var elapsed = 0
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                elapsed += 1
+                guard let pid, let resident = Self.residentMegabytes(pid) else { continue }
+                if early == nil && elapsed >= min(5, Int(seconds)) { early = resident }
+                peak = max(peak ?? 0, resident)
+            }
+            return (early, peak)
+        }
         let results = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<SyntheticParticipant.Run, any Error>) in
             let group = participants
             let seconds = self.seconds
@@ -117,12 +137,15 @@ struct SFULoadBench: AsyncParsableCommand {
         }
         let cpuAfter = pid.flatMap(Self.processCPU)
         let resident = pid.flatMap(Self.residentMegabytes)
+        memory.cancel()
+        let (early, peak) = await memory.value
         for participant in participants {
             _ = try? await participant.client?.request(MessageType.leaveMeeting, Request.LeaveMeeting(callID: 0), as: Reply.Empty.self)
             await participant.client?.close()
         }
 
         let streams = participants.reduce(0) { $0 + $1.receiveStreams.count }
+        let serverLatency = child.flatMap { ChildServer.latency(in: $0.stop()) }
         var cpu: Double?
         if let cpuBefore, let cpuAfter { cpu = (cpuAfter - cpuBefore) / results.elapsed }
         let losses = results.lossByParticipant
@@ -133,7 +156,8 @@ struct SFULoadBench: AsyncParsableCommand {
                             worstSubscriberLossPercent: losses.max() ?? 0,
                             meanSubscriberLossPercent: losses.isEmpty ? 0 : losses.reduce(0, +) / Double(losses.count),
                             subscribersAboveOnePercent: losses.filter { $0 > 1 }.count,
-                            latency: Spread(results.latencies), serverResidentMegabytes: resident)
+                            latency: Spread(results.latencies), serverResidentMegabytesEarly: early, serverResidentMegabytes: resident,
+                            serverResidentMegabytesPeak: peak, serverForwardingLatencyMicroseconds: serverLatency)
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -146,8 +170,14 @@ struct SFULoadBench: AsyncParsableCommand {
             }
             say(String(format: "subscriber loss: worst %.2f %%, mean %.2f %%, %d above 1 %%", report.worstSubscriberLossPercent,
                        report.meanSubscriberLossPercent, report.subscribersAboveOnePercent))
-            say("forwarding latency (send to arrival, loopback): \(report.latency.text)")
-            if let resident { say(String(format: "server resident memory %.1f MB", resident)) }
+            say("latency, send to arrival (loopback, both processes): \(report.latency.text)")
+            if let serverLatency {
+                say(String(format: "forwarding latency in the server (arrival to send): p50 %.0f µs, p99 %.0f µs, p99.9 %.0f µs",
+                           serverLatency[0], serverLatency[1], serverLatency[2]))
+            }
+            if let resident {
+                say(String(format: "server resident memory %.1f MB at the end (%.1f MB early, %.1f MB at most)", resident, early ?? 0, peak ?? 0))
+            }
         }
     }
 
@@ -177,8 +207,11 @@ final class ChildServer {
 
     var pid: Int32 { process.processIdentifier }
 
-    private init(process: Process, url: String, secretPath: String, directory: URL) {
+    let output: Pipe
+
+    private init(process: Process, output: Pipe, url: String, secretPath: String, directory: URL) {
         self.process = process
+        self.output = output
         self.url = url
         self.secretPath = secretPath
         self.directory = directory
@@ -190,8 +223,10 @@ final class ChildServer {
         let secret = directory.appendingPathComponent("secret").path
         let process = Process()
         process.executableURL = URL(fileURLWithPath: ProcessInfo.processInfo.arguments[0])
+        // Loopback carries anything: subscribers start from a high estimate, so the load is
+        // the forwarding, not the bandwidth allocator's ramp.
         process.arguments = ["server", "--port", "0", "--host", "127.0.0.1", "--db", directory.appendingPathComponent("db.sqlite").path,
-                             "--secret-file", secret, "--meeting-participants", "1000"]
+                             "--secret-file", secret, "--meeting-participants", "1000", "--subscriber-start-bitrate", "100000000"]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -204,13 +239,29 @@ final class ChildServer {
             process.terminate()
             throw CommandFailure("the server did not start: \(text)")
         }
-        return ChildServer(process: process, url: String(text.dropFirst("listening on ".count)), secretPath: secret, directory: directory)
+        return ChildServer(process: process, output: output, url: String(text.dropFirst("listening on ".count)), secretPath: secret,
+                           directory: directory)
     }
 
-    func stop() {
+    /// Stops the server; returns what it printed on the way out (its media port figures).
+    @discardableResult
+    func stop() -> String {
+        guard process.isRunning else { return "" }
         process.interrupt()
+        let rest = (try? output.fileHandleForReading.readToEnd()) ?? nil
         process.waitUntilExit()
         try? FileManager.default.removeItem(at: directory)
+        return rest.map { String(decoding: $0, as: UTF8.self) } ?? ""
+    }
+
+    /// The forwarding latency percentiles the server printed at exit (µs): p50, p99, p99.9.
+    static func latency(in output: String) -> [Double]? {
+        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("media port:") }),
+              let range = line.range(of: "forwarding latency ") else { return nil }
+        let numbers = line[range.upperBound...].split(whereSeparator: { !"0123456789".contains($0) }).compactMap { Double($0) }
+        // p50 N µs, p99 N µs, p99.9 N µs (n=...): the digits of the labels come first.
+        let values = numbers.enumerated().filter { [1, 3, 6].contains($0.offset) }.map(\.element)
+        return values.count == 3 ? values : nil
     }
 }
 

@@ -45,10 +45,16 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: "Seconds without checks or media after which a meeting participant has left (timed out).")
     var legTimeout: Double = 15
 
+    @Option(help: "Each meeting subscriber's first bandwidth estimate, b/s (the estimate then follows its feedback).")
+    var subscriberStartBitrate = 2_000_000
+
     func validate() throws {
         guard (1...1_000).contains(meetingParticipants) else { throw ValidationError("--meeting-participants must be within 1...1000") }
         guard maximumMeetings >= 1 else { throw ValidationError("--maximum-meetings must be at least 1") }
         guard legTimeout >= 1 && legTimeout <= 3_600 else { throw ValidationError("--leg-timeout must be within 1...3600 s") }
+        guard (100_000...1_000_000_000).contains(subscriberStartBitrate) else {
+            throw ValidationError("--subscriber-start-bitrate must be within 100000...1000000000 b/s")
+        }
         guard (0...65_535).contains(port) else { throw ValidationError("--port \(port) is not a port number") }
         guard ringTimeout > 0 && ringTimeout <= 3_600 else { throw ValidationError("--ring-timeout \(ringTimeout) must be within 0...3600 s") }
         if let duration, !(duration > 0) { throw ValidationError("--duration \(duration) must be more than 0") }
@@ -71,6 +77,9 @@ struct ServerCommand: AsyncParsableCommand {
         configuration.meetings.maximumParticipants = meetingParticipants
         configuration.meetings.maximumMeetings = maximumMeetings
         configuration.forwarding.legTimeout = .milliseconds(Int64(legTimeout * 1_000))
+        configuration.forwarding.subscriberBandwidth.startBitrate = subscriberStartBitrate
+        configuration.forwarding.subscriberBandwidth.maximumBitrate = max(configuration.forwarding.subscriberBandwidth.maximumBitrate,
+                                                                         subscriberStartBitrate)
         var logger = Logger(label: "mediaengine.server")
         logger.logLevel = .notice
         let server = SignalingServer(configuration: configuration, authority: await TokenAuthority(secret: secret), store: store,
@@ -91,10 +100,19 @@ struct ServerCommand: AsyncParsableCommand {
             }
         }
         try await server.wait()
+        if let media = server.forwardingServer?.statistics {
+            print("media port: \(media.router.packetsForwarded) packets forwarded, \(media.router.strangerDatagrams) from strangers, "
+                + "\(media.authenticationFailures) failed SRTP; forwarding latency p50 \(Self.microseconds(media.latencyP50)), "
+                + "p99 \(Self.microseconds(media.latencyP99)), p99.9 \(Self.microseconds(media.latencyP999)) (n=\(media.latencyCount))")
+        }
         let records = (try? await store.recordCount()) ?? 0
         let meetings = (try? await store.meetingRecords(of: nil, limit: 1_000_000).count) ?? 0
         print("stopped; \(records) call records and \(meetings) meeting records in \(db)")
     }
+}
+
+extension ServerCommand {
+    static func microseconds(_ duration: Duration) -> String { "\(Int(duration / .microseconds(1))) µs" }
 }
 
 struct TokenCommand: AsyncParsableCommand {

@@ -43,8 +43,11 @@ public final class ForwardingRouter {
         /// Check answers per leg: rate (per second) and burst.
         public var checkRate = 20.0
         public var checkBurst = 20.0
-        /// Datagrams queued per leg.
-        public var transmitCapacity = 1_024
+        /// Datagrams queued per leg (the forwarding thread drains them after every packet).
+        public var transmitCapacity = 256
+        /// Packets of each forwarded video kept per subscriber for NACKs (about 1 s of a
+        /// 1 Mb/s video).
+        public var retransmissionHistory = 128
         public var ntpEpoch = NTPTime.now()
         public var seed = UInt64.random(in: 0 ... .max)
 
@@ -284,6 +287,7 @@ public final class ForwardingRouter {
                 let ssrc = publication.kind == .audio ? publisher.setup.audioSSRC : publisher.setup.videoSSRC ?? 0
                 var stream = publication.kind == .audio ? SendStreamConfiguration.opus(ssrc: ssrc) : SendStreamConfiguration.vp8(ssrc: ssrc)
                 stream.forwarded = true
+                stream.feedback.history.capacity = configuration.retransmissionHistory
                 guard let send = try? subscriber.core.addSendStream(stream) else { continue }
                 target = Target(subscriber: subscriber, publisher: publisher, publication: publication, send: send)
                 publication.targets.append(target)

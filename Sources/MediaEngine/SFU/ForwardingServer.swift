@@ -30,6 +30,12 @@ public final class ForwardingServer: Sendable {
         /// Per leg: SRTP authentication failures, replays and loss reported, for metrics.
         public var authenticationFailures = 0
         public var replays = 0
+        /// Forwarding latency per forwarded packet, from its batch's arrival (`recvmmsg`
+        /// returned) to its copies handed to `sendmmsg`: p50, p99, p99.9, and how many.
+        public var latencyP50: Duration = .zero
+        public var latencyP99: Duration = .zero
+        public var latencyP999: Duration = .zero
+        public var latencyCount = 0
     }
 
     public let socket: UDPSocket
@@ -95,6 +101,7 @@ public final class ForwardingServer: Sendable {
         taken.reserveCapacity(64)
         var refused = 0
         var nextPublish = Duration.zero
+        var latency = LatencyHistogram()
         while running.load(ordering: .relaxed) {
             var now = clock.now - origin
             let wait = router.nextTimeout.map { max(.zero, $0 - now) } ?? .milliseconds(20)
@@ -113,6 +120,7 @@ public final class ForwardingServer: Sendable {
             }
             taken.removeAll(keepingCapacity: true)
             while let count = try? incoming.receive(on: socket), count > 0 {
+                let arrival = clock.now
                 for index in 0..<count {
                     let (bytes, source) = incoming.datagram(at: index)
                     guard let source, !bytes.isEmpty else { continue }
@@ -122,10 +130,16 @@ public final class ForwardingServer: Sendable {
                         ProbePacket.markAsReply(bytes)
                         outgoing.append(UnsafeRawBufferPointer(bytes), to: source, on: socket)
                     } else {
+                        // Each packet's copies go out before the next is read: batching the
+                        // sends of one packet saves the system calls, holding them for the
+                        // whole batch would only add its time to every packet's latency.
+                        let forwardedBefore = router.counters.packetsForwarded
                         router.handleDatagram(bytes, from: source, now: now)
+                        router.drainTransmits { outgoing.append($0.bytes, to: $0.destination, on: socket) }
+                        outgoing.send(on: socket)
+                        latency.record(clock.now - arrival, count: router.counters.packetsForwarded - forwardedBefore)
                     }
                 }
-                router.drainTransmits { outgoing.append($0.bytes, to: $0.destination, on: socket) }
                 outgoing.send(on: socket)
                 if count < DatagramBatch.maximumCount { break }
             }
@@ -139,9 +153,42 @@ public final class ForwardingServer: Sendable {
                 nextPublish = now + .milliseconds(500)
                 let snapshot = Statistics(router: router.counters, echo: echo.counters, legs: router.legCount,
                                           sendFailures: outgoing.sendFailures, refusedCommands: refused,
-                                          authenticationFailures: router.authenticationFailures, replays: router.replays)
+                                          authenticationFailures: router.authenticationFailures, replays: router.replays,
+                                          latencyP50: latency.percentile(0.5), latencyP99: latency.percentile(0.99),
+                                          latencyP999: latency.percentile(0.999), latencyCount: latency.count)
                 published.withLock { $0 = snapshot }
             }
         }
+    }
+}
+
+/// Latencies in 10 µs buckets up to 20 ms (the last bucket takes everything longer):
+/// percentiles without keeping samples, and nothing allocated after creation.
+public struct LatencyHistogram: Sendable, Hashable {
+    static let bucketWidth = Duration.microseconds(10)
+    static let bucketCount = 2_000
+    private var buckets = [Int](repeating: 0, count: bucketCount)
+    public private(set) var count = 0
+
+    public init() {}
+
+    /// Adds `count` samples of `latency`.
+    public mutating func record(_ latency: Duration, count: Int = 1) {
+        guard count > 0 else { return }
+        let index = min(Self.bucketCount - 1, max(0, Int(latency / Self.bucketWidth)))
+        buckets[index] += count
+        self.count += count
+    }
+
+    /// The latency below which `fraction` of the samples lie (the bucket's upper edge).
+    public func percentile(_ fraction: Double) -> Duration {
+        guard count > 0 else { return .zero }
+        let wanted = Int((Double(count) * fraction).rounded(.up))
+        var seen = 0
+        for (index, bucket) in buckets.enumerated() {
+            seen += bucket
+            if seen >= wanted { return Self.bucketWidth * (index + 1) }
+        }
+        return Self.bucketWidth * Self.bucketCount
     }
 }
