@@ -3,9 +3,14 @@ import Testing
 @testable import MediaEngine
 
 /// The forwarding server's media plane, in virtual time: participants are media cores on
-/// simulated links, the server a `ForwardingRouter`.
+/// simulated links, the server a `ForwardingRouter`. Each burns a core for about a second:
+/// off Swift's cooperative threads (`Heavy`), so async tests beside them keep theirs.
 @Suite struct ForwardingRouterMeetings {
-    @Test func everyActorHearsTheOthersNotItselfAndTheAudienceHearsAllAndSendsNothing() throws {
+    @Test func everyActorHearsTheOthersNotItselfAndTheAudienceHearsAllAndSendsNothing() async throws {
+        try await Heavy.run { try everyActorHearsTheOthersNotItselfAndTheAudienceHearsAllAndSendsNothingBody() }
+    }
+
+    func everyActorHearsTheOthersNotItselfAndTheAudienceHearsAllAndSendsNothingBody() throws {
         let meeting = MeetingCoreHarness()
         let alice = try meeting.join("alice", frequency: 440)
         let bob = try meeting.join("bob", frequency: 550)
@@ -33,7 +38,11 @@ import Testing
         #expect(meeting.router.forwardedPackets(to: dave.leg, from: alice.leg).audio >= 130)
     }
 
-    @Test func mutingAUserForOneSubscriberStopsForwardingToItOnlyAndUnmutingLeavesNoGap() throws {
+    @Test func mutingAUserForOneSubscriberStopsForwardingToItOnlyAndUnmutingLeavesNoGap() async throws {
+        try await Heavy.run { try mutingAUserForOneSubscriberStopsForwardingToItOnlyAndUnmutingLeavesNoGapBody() }
+    }
+
+    func mutingAUserForOneSubscriberStopsForwardingToItOnlyAndUnmutingLeavesNoGapBody() throws {
         let meeting = MeetingCoreHarness()
         let alice = try meeting.join("alice", frequency: 440)
         let bob = try meeting.join("bob", frequency: 550)
@@ -55,7 +64,11 @@ import Testing
         #expect(alice.core.statistics(of: stream)?.packetsLost == 0, "the muted stretch left no hole in the numbering")
     }
 
-    @Test func anAudienceThatSendsAnywayIsDroppedUntilItBecomesAnActor() throws {
+    @Test func anAudienceThatSendsAnywayIsDroppedUntilItBecomesAnActor() async throws {
+        try await Heavy.run { try anAudienceThatSendsAnywayIsDroppedUntilItBecomesAnActorBody() }
+    }
+
+    func anAudienceThatSendsAnywayIsDroppedUntilItBecomesAnActorBody() throws {
         let meeting = MeetingCoreHarness()
         let alice = try meeting.join("alice", frequency: 440)
         let dave = try meeting.join("dave", frequency: 770, publishing: false)
@@ -70,7 +83,11 @@ import Testing
         #expect(alice.level(of: 770, from: "dave", lastSeconds: 1) > 0.2, "dave is heard once an actor")
     }
 
-    @Test func strangersAndForgedChecksGetNoAnswerAndNoPlace() throws {
+    @Test func strangersAndForgedChecksGetNoAnswerAndNoPlace() async throws {
+        try await Heavy.run { try strangersAndForgedChecksGetNoAnswerAndNoPlaceBody() }
+    }
+
+    func strangersAndForgedChecksGetNoAnswerAndNoPlaceBody() throws {
         let meeting = MeetingCoreHarness()
         let alice = try meeting.join("alice", frequency: 440)
         let bob = try meeting.join("bob", frequency: 550)
@@ -99,7 +116,11 @@ import Testing
         #expect(legStatistics.stunAnswered < 20, "only alice's own checks were answered")
     }
 
-    @Test func aLegThatGoesSilentIsReportedLostOnce() throws {
+    @Test func aLegThatGoesSilentIsReportedLostOnce() async throws {
+        try await Heavy.run { try aLegThatGoesSilentIsReportedLostOnceBody() }
+    }
+
+    func aLegThatGoesSilentIsReportedLostOnceBody() throws {
         var configuration = ForwardingRouter.Configuration()
         configuration.legTimeout = .seconds(3)
         let meeting = MeetingCoreHarness(configuration: configuration)
@@ -113,7 +134,11 @@ import Testing
         #expect(reports.filter { if case .legLost = $0 { true } else { false } } == [.legLost(bob.leg)])
     }
 
-    @Test func speakingParticipantsAreReportedWithTheirLevels() throws {
+    @Test func speakingParticipantsAreReportedWithTheirLevels() async throws {
+        try await Heavy.run { try speakingParticipantsAreReportedWithTheirLevelsBody() }
+    }
+
+    func speakingParticipantsAreReportedWithTheirLevelsBody() throws {
         let meeting = MeetingCoreHarness()
         _ = try meeting.join("alice", frequency: 440)
         let bob = try meeting.join("bob", frequency: 550)
