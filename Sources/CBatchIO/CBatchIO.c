@@ -4,19 +4,26 @@
 #include <string.h>
 #include <sys/uio.h>
 
+/// Points one message header per datagram at its buffer and address: the whole
+/// capacity and room for any address to receive, the bytes and address held to send.
+static void prepare(struct mmsghdr *headers, struct iovec *vectors, const CBatchIO_datagram *datagrams, unsigned count,
+                    int receiving) {
+    memset(headers, 0, sizeof(struct mmsghdr) * count);
+    for (unsigned i = 0; i < count; i++) {
+        vectors[i].iov_base = datagrams[i].buffer;
+        vectors[i].iov_len = receiving ? datagrams[i].capacity : datagrams[i].length;
+        headers[i].msg_hdr.msg_iov = &vectors[i];
+        headers[i].msg_hdr.msg_iovlen = 1;
+        headers[i].msg_hdr.msg_name = (void *)&datagrams[i].address;
+        headers[i].msg_hdr.msg_namelen = receiving ? sizeof(struct sockaddr_storage) : datagrams[i].addressLength;
+    }
+}
+
 int CBatchIO_receive(int descriptor, CBatchIO_datagram *datagrams, unsigned count) {
     if (count > CBATCHIO_MAXIMUM) count = CBATCHIO_MAXIMUM;
     struct mmsghdr headers[CBATCHIO_MAXIMUM];
     struct iovec vectors[CBATCHIO_MAXIMUM];
-    memset(headers, 0, sizeof(struct mmsghdr) * count);
-    for (unsigned i = 0; i < count; i++) {
-        vectors[i].iov_base = datagrams[i].buffer;
-        vectors[i].iov_len = datagrams[i].capacity;
-        headers[i].msg_hdr.msg_iov = &vectors[i];
-        headers[i].msg_hdr.msg_iovlen = 1;
-        headers[i].msg_hdr.msg_name = &datagrams[i].address;
-        headers[i].msg_hdr.msg_namelen = sizeof(struct sockaddr_storage);
-    }
+    prepare(headers, vectors, datagrams, count, 1);
     int received;
     do {
         received = recvmmsg(descriptor, headers, count, MSG_DONTWAIT, NULL);
@@ -36,15 +43,7 @@ int CBatchIO_send(int descriptor, const CBatchIO_datagram *datagrams, unsigned c
     if (count > CBATCHIO_MAXIMUM) count = CBATCHIO_MAXIMUM;
     struct mmsghdr headers[CBATCHIO_MAXIMUM];
     struct iovec vectors[CBATCHIO_MAXIMUM];
-    memset(headers, 0, sizeof(struct mmsghdr) * count);
-    for (unsigned i = 0; i < count; i++) {
-        vectors[i].iov_base = datagrams[i].buffer;
-        vectors[i].iov_len = datagrams[i].length;
-        headers[i].msg_hdr.msg_iov = &vectors[i];
-        headers[i].msg_hdr.msg_iovlen = 1;
-        headers[i].msg_hdr.msg_name = (void *)&datagrams[i].address;
-        headers[i].msg_hdr.msg_namelen = datagrams[i].addressLength;
-    }
+    prepare(headers, vectors, datagrams, count, 0);
     unsigned done = 0;
     while (done < count) {
         int sent = sendmmsg(descriptor, headers + done, count - done, 0);

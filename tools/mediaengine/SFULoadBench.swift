@@ -82,7 +82,8 @@ struct SFULoadBench: AsyncParsableCommand {
 
     func run() async throws {
         raiseFileLimit(to: (publishers + subscribers) * 4 + 256)
-        let child = server == nil ? try ChildServer.start() : nil
+        // The child stops itself a while after the run even if this process is killed.
+        let child = server == nil ? try ChildServer.start(lifetime: seconds + 120) : nil
         defer { child?.stop() }
         let url = server ?? child!.url
         let secretPath = secretFile ?? child!.secretPath
@@ -217,7 +218,7 @@ final class ChildServer {
         self.directory = directory
     }
 
-    static func start() throws -> ChildServer {
+    static func start(lifetime: Double) throws -> ChildServer {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mediaengine-sfu-\(UInt32.random(in: 0 ... .max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let secret = directory.appendingPathComponent("secret").path
@@ -226,7 +227,8 @@ final class ChildServer {
         // Loopback carries anything: subscribers start from a high estimate, so the load is
         // the forwarding, not the bandwidth allocator's ramp.
         process.arguments = ["server", "--port", "0", "--host", "127.0.0.1", "--db", directory.appendingPathComponent("db.sqlite").path,
-                             "--secret-file", secret, "--meeting-participants", "1000", "--subscriber-start-bitrate", "100000000"]
+                             "--secret-file", secret, "--meeting-participants", "1000", "--subscriber-start-bitrate", "100000000",
+                             "--duration", String(Int(lifetime))]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice

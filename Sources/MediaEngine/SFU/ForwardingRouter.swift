@@ -584,15 +584,6 @@ public final class ForwardingRouter {
 
     // MARK: Output
 
-    /// The next datagram to send from any leg (round the legs), or nil; its bytes stay
-    /// valid until the next call into the router.
-    public func pollTransmit() -> Transmit? {
-        for leg in legs.values {
-            if let transmit = leg.core.pollTransmit() { return transmit }
-        }
-        return nil
-    }
-
     /// Calls `body` with every queued datagram of every leg, in order per leg.
     public func drainTransmits(_ body: (Transmit) throws -> Void) rethrows {
         for leg in legs.values {
