@@ -72,6 +72,11 @@ public actor SignalingHub {
     /// Participants in meetings now.
     public var participantCount: Int { meetings.participantCount }
 
+    /// The counts `/metrics` reports.
+    public var metricsSnapshot: ServerMetrics.Signaling {
+        ServerMetrics.Signaling(connections: connectionCount, calls: callCount, meetings: meetingCount, participants: participantCount)
+    }
+
     /// Connects the media plane meetings run on, and where participants reach it.
     public func attach(mediaPlane: any MediaPlane, candidates: [MediaCandidate]) {
         self.mediaPlane = mediaPlane

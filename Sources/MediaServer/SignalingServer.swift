@@ -40,6 +40,11 @@ public final class SignalingServer: Sendable {
         /// The address participants send media to; nil: the bind address (every IPv4
         /// interface's when bound to 0.0.0.0).
         public var publicHost: String?
+        /// Serve Prometheus metrics at `GET /metrics` on the signaling port.
+        public var metrics = true
+        /// When set, `/metrics` answers only requests with `Authorization: Bearer <token>`
+        /// (the per-leg metrics name accounts); never logged.
+        public var metricsToken: String?
 
         public init() {}
     }
@@ -48,6 +53,8 @@ public final class SignalingServer: Sendable {
     private let configuration: Configuration
     private let logger: Logger
     private let state = ServerState()
+    /// The metrics `/metrics` serves.
+    public let metrics = ServerMetrics()
 
     /// Creates a server; nothing is bound until `start`.
     public init(configuration: Configuration, authority: TokenAuthority, store: any CallStore, logger: Logger) {
@@ -72,9 +79,24 @@ public final class SignalingServer: Sendable {
         } onUpgrade: { inbound, outbound, _ in
             try await Self.serve(inbound: inbound, outbound: outbound, hub: hub)
         }
+        let http = Router(context: BasicWebSocketRequestContext.self)
+        if configuration.metrics {
+            let expected = configuration.metricsToken.map { Array("Bearer \($0)".utf8) }
+            http.get("/metrics") { [metrics, state] request, _ -> Response in
+                if let expected {
+                    let given = request.headers[.authorization].map { Array($0.utf8) } ?? []
+                    guard constantTimeEqual(given, expected) else {
+                        return Response(status: .unauthorized, headers: [.wwwAuthenticate: "Bearer"])
+                    }
+                }
+                await metrics.update(signaling: hub.metricsSnapshot, forwarding: state.media?.server.statistics)
+                return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                                body: .init(byteBuffer: ByteBuffer(string: metrics.render())))
+            }
+        }
         let bound = AsyncStream<Int>.makeStream()
         let app = Application(
-            router: Router(),
+            router: http,
             server: .http1WebSocketUpgrade(
                 webSocketRouter: router,
                 configuration: .init(ws: .init(maxFrameSize: configuration.maximumFrameSize, autoPing: .enabled(timePeriod: .seconds(30))))

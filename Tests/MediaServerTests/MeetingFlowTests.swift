@@ -242,6 +242,26 @@ import TestSupport
                     #expect(stream.packetsReceived > 300)
                 }
             }
+
+            // The server's /metrics shows the meeting, and carol's downlink loss as her
+            // reports gave it; nobody else's.
+            let (status, body) = try await server.scrapeMetrics()
+            #expect(status == 200)
+            let samples = MetricSample.parse(body)
+            #expect(samples.value("mediaengine_meetings") == 1)
+            #expect(samples.value("mediaengine_meeting_participants") == 3)
+            #expect(samples.value("mediaengine_media_legs") == 3)
+            #expect(samples.value("mediaengine_signaling_connections") == 3)
+            #expect((samples.value("mediaengine_media_packets_forwarded_total") ?? 0) > 1_000)
+            #expect((samples.value("mediaengine_media_bytes_forwarded_total") ?? 0) > 50_000)
+            #expect(samples.value("mediaengine_srtp_failures_total") == 0)
+            let carolLost = try #require(samples.value("mediaengine_leg_packets_lost", ["user": "carol", "direction": "downlink"]))
+            #expect(carolLost > 20, "carol's reports counted \(carolLost) packets lost")
+            for member in ["alice", "bob"] {
+                #expect(samples.value("mediaengine_leg_packets_lost", ["user": member, "direction": "downlink"]) == 0)
+                #expect(samples.value("mediaengine_leg_loss_ratio", ["user": member, "direction": "uplink"]) == 0)
+            }
+            print("meeting metrics: carol's downlink lost \(Int(carolLost)) packets by her reports")
             for member in [alice, bob, carol] { await member.manager.logout() }
         }
     }

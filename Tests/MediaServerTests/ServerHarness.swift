@@ -122,3 +122,49 @@ actor TestClient {
 
     func close() async { await client.close() }
 }
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension TestServer {
+    /// GET /metrics: the status and the body.
+    func scrapeMetrics(token: String? = nil) async throws -> (status: Int, body: String) {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/metrics")!)
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+    }
+}
+
+/// One sample of Prometheus' text format.
+struct MetricSample: Equatable {
+    var name: String
+    var labels: [String: String]
+    var value: Double
+
+    /// Every sample in `text` (comments skipped).
+    static func parse(_ text: String) -> [MetricSample] {
+        text.split(separator: "\n").compactMap { line -> MetricSample? in
+            guard !line.hasPrefix("#"), let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else {
+                return nil
+            }
+            let head = line[..<space]
+            guard let brace = head.firstIndex(of: "{") else { return MetricSample(name: String(head), labels: [:], value: value) }
+            var labels: [String: String] = [:]
+            for pair in head[head.index(after: brace)..<head.index(before: head.endIndex)].split(separator: ",") {
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                guard parts.count == 2 else { continue }
+                labels[String(parts[0])] = String(parts[1].dropFirst().dropLast())
+            }
+            return MetricSample(name: String(head[..<brace]), labels: labels, value: value)
+        }
+    }
+}
+
+extension [MetricSample] {
+    /// The value of the sample named `name` whose labels include `labels`.
+    func value(_ name: String, _ labels: [String: String] = [:]) -> Double? {
+        first { sample in sample.name == name && labels.allSatisfy { sample.labels[$0.key] == $0.value } }?.value
+    }
+}

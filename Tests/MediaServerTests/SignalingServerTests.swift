@@ -64,6 +64,32 @@ import Testing
         #expect(try await server.store.devices(of: "bob").map(\.device) == ["laptop", "phone"])
     }
 
+    @Test func metricsCountConnectionsAndCallsAndATokenGuardsThem() async throws {
+        let server = try await TestServer.start { $0.metricsToken = "scrape-secret-1" }
+        defer { Task { await server.server.shutdown() } }
+        let alice = try await server.client("alice")
+        _ = try await server.client("bob")
+        #expect(try await server.scrapeMetrics().status == 401)
+        #expect(try await server.scrapeMetrics(token: "scrape-secret-2").status == 401)
+        _ = try await alice.request(MessageType.start, Request.Start(callee: "bob", type: .audio, option: CallOption(),
+                                                                     media: Self.media(5_100)), as: Reply.Start.self)
+        let (status, body) = try await server.scrapeMetrics(token: "scrape-secret-1")
+        #expect(status == 200)
+        let samples = MetricSample.parse(body)
+        #expect(samples.value("mediaengine_signaling_connections") == 2)
+        #expect(samples.value("mediaengine_calls") == 1)
+        #expect(samples.value("mediaengine_meetings") == 0)
+        #expect(samples.value("mediaengine_media_legs") == 0)
+        #expect(!body.contains("scrape-secret"))
+
+        let open = try await TestServer.start { $0.metrics = true }
+        defer { Task { await open.server.shutdown() } }
+        #expect(try await open.scrapeMetrics().status == 200)
+        let off = try await TestServer.start { $0.metrics = false }
+        defer { Task { await off.server.shutdown() } }
+        #expect(try await off.scrapeMetrics().status == 404)
+    }
+
     @Test func rejectMissBusyAndCancelEndWithTheirReasons() async throws {
         let server = try await TestServer.start { $0.calls.ringTimeout = .milliseconds(500) }
         defer { Task { await server.server.shutdown() } }

@@ -48,6 +48,12 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: "Each meeting subscriber's first bandwidth estimate, b/s (the estimate then follows its feedback).")
     var subscriberStartBitrate = 2_000_000
 
+    @Flag(help: "Serve no Prometheus metrics (default: GET /metrics on the listen port).")
+    var noMetrics = false
+
+    @Option(help: "File holding a token that /metrics requests must carry as 'Authorization: Bearer TOKEN' (default: none needed).")
+    var metricsTokenFile: String?
+
     func validate() throws {
         guard (1...1_000).contains(meetingParticipants) else { throw ValidationError("--meeting-participants must be within 1...1000") }
         guard maximumMeetings >= 1 else { throw ValidationError("--maximum-meetings must be at least 1") }
@@ -69,7 +75,17 @@ struct ServerCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError(error.message)
         }
+        var metricsToken: String?
+        if let metricsTokenFile {
+            guard let text = try? String(contentsOfFile: metricsTokenFile, encoding: .utf8),
+                  case let token = text.trimmingCharacters(in: .whitespacesAndNewlines), !token.isEmpty else {
+                throw ValidationError("--metrics-token-file \(metricsTokenFile): cannot read a token from it")
+            }
+            metricsToken = token
+        }
         var configuration = SignalingServer.Configuration()
+        configuration.metrics = !noMetrics
+        configuration.metricsToken = metricsToken
         configuration.host = host
         configuration.port = port
         configuration.calls.ringTimeout = .milliseconds(Int64(ringTimeout * 1_000))

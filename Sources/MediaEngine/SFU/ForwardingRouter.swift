@@ -109,6 +109,8 @@ public final class ForwardingRouter {
         public var checksRateLimited = 0
         public var legsLost = 0
         public var legsRefused = 0
+
+        public init() {}
     }
 
     final class Publication {
@@ -621,6 +623,66 @@ public final class ForwardingRouter {
         legs.values.reduce(0) { total, leg in
             let streams = [leg.audio, leg.video].compactMap { $0 }.reduce(0) { $0 + (leg.core.statistics(of: $1.receive)?.replays ?? 0) }
             return total + streams + leg.core.transportStatistics.rtcpReplays
+        }
+    }
+
+    /// One leg's figures, for monitoring (`/metrics`).
+    public struct LegStatistics: Sendable, Hashable {
+        public var id: UInt64
+        public var meeting: UInt64
+        public var account: String
+        /// Uplink: media that came from the participant, and what was lost on the way.
+        public var packetsReceived = 0
+        public var packetsLost = 0
+        /// Downlink: media sent to it, and what its reports say was lost (cumulative, and
+        /// the worst stream's share in its latest report).
+        public var packetsSent = 0
+        public var packetsLostDownlink = 0
+        public var fractionLostDownlink = 0.0
+        /// Feedback from it as a subscriber (NACK and PLI/FIR packets), and sent to it as a
+        /// publisher (NACKs for its uplink, keyframe requests).
+        public var nacksReceived = 0
+        public var keyframeRequestsReceived = 0
+        public var nacksSent = 0
+        public var keyframeRequestsSent = 0
+        /// SRTP and SRTCP packets that failed authentication or were replays.
+        public var authenticationFailures = 0
+        /// The downlink's bandwidth estimate (b/s).
+        public var estimatedBitrate = 0
+
+        public init(id: UInt64, meeting: UInt64, account: String) {
+            self.id = id
+            self.meeting = meeting
+            self.account = account
+        }
+    }
+
+    /// Every open leg's figures, by leg ID.
+    public var legStatistics: [LegStatistics] {
+        legs.values.sorted { $0.setup.id < $1.setup.id }.map { leg in
+            var figures = LegStatistics(id: leg.setup.id, meeting: leg.setup.meeting, account: leg.setup.account)
+            for publication in [leg.audio, leg.video] {
+                guard let publication, let inbound = leg.core.statistics(of: publication.receive) else { continue }
+                figures.packetsReceived += inbound.packetsReceived
+                figures.packetsLost += max(0, inbound.packetsLost)
+                figures.nacksSent += inbound.nackSent
+                figures.keyframeRequestsSent += inbound.pliSent + inbound.firSent
+                figures.authenticationFailures += inbound.authenticationFailures + inbound.replays
+            }
+            for target in leg.targets {
+                guard let outbound = leg.core.statistics(of: target.send) else { continue }
+                figures.packetsSent += outbound.packetsSent
+                figures.nacksReceived += outbound.nackCount
+                figures.keyframeRequestsReceived += outbound.pliCount + outbound.firCount
+                if let report = outbound.remoteReport {
+                    figures.packetsLostDownlink += max(0, report.packetsLost)
+                    figures.fractionLostDownlink = max(figures.fractionLostDownlink, report.fractionLost)
+                }
+            }
+            let transport = leg.core.transportStatistics
+            figures.authenticationFailures += transport.rtcpAuthenticationFailures + transport.rtcpReplays
+            figures.estimatedBitrate = leg.core.bandwidthEstimator.targetBitrate
+            return figures
         }
     }
 

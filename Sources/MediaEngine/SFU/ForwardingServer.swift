@@ -36,6 +36,8 @@ public final class ForwardingServer: Sendable {
         public var latencyP99: Duration = .zero
         public var latencyP999: Duration = .zero
         public var latencyCount = 0
+        /// Each open leg's figures.
+        public var legStatistics: [ForwardingRouter.LegStatistics] = []
     }
 
     public let socket: UDPSocket
@@ -155,7 +157,8 @@ public final class ForwardingServer: Sendable {
                                           sendFailures: outgoing.sendFailures, refusedCommands: refused,
                                           authenticationFailures: router.authenticationFailures, replays: router.replays,
                                           latencyP50: latency.percentile(0.5), latencyP99: latency.percentile(0.99),
-                                          latencyP999: latency.percentile(0.999), latencyCount: latency.count)
+                                          latencyP999: latency.percentile(0.999), latencyCount: latency.count,
+                                          legStatistics: router.legStatistics)
                 published.withLock { $0 = snapshot }
             }
         }

@@ -1,0 +1,178 @@
+import CoreMetrics
+import MediaEngine
+import Prometheus
+import Synchronization
+
+/// The server's metrics in Prometheus' text format (`GET /metrics`): swift-metrics objects
+/// on a registry of this server's own (so several servers can run in one process, as in
+/// tests), brought up to date from the hub's and the forwarding thread's figures at each
+/// scrape. Nothing here runs on the forwarding thread; it publishes its figures twice a
+/// second, so a scrape is at most that old.
+///
+/// - Gauges: connections, calls, meetings, participants, legs; per leg (labels `meeting`,
+///   `user`, `direction`): loss ratio and packets lost, and the downlink estimate.
+/// - Counters: media packets received and forwarded, bytes forwarded, SRTP/SRTCP
+///   authentication failures and replays, NACKs and keyframe requests (from subscribers,
+///   and to publishers), datagrams from strangers, audience media dropped, muted and held
+///   back packets, legs lost, echo probes answered.
+///
+/// The forwarding figures of a leg are cumulative while it is open; counters add each
+/// leg's increase, so a leg that closes takes nothing back.
+public final class ServerMetrics: Sendable {
+    /// What the hub knows at scrape time.
+    public struct Signaling: Sendable, Hashable {
+        public var connections: Int
+        public var calls: Int
+        public var meetings: Int
+        public var participants: Int
+
+        public init(connections: Int, calls: Int, meetings: Int, participants: Int) {
+            self.connections = connections
+            self.calls = calls
+            self.meetings = meetings
+            self.participants = participants
+        }
+    }
+
+    let registry = PrometheusCollectorRegistry()
+    private let state: Mutex<State>
+
+    private struct LegGauges {
+        var lossUplink: CoreMetrics.Gauge
+        var lossDownlink: CoreMetrics.Gauge
+        var lostUplink: CoreMetrics.Gauge
+        var lostDownlink: CoreMetrics.Gauge
+        var estimate: CoreMetrics.Gauge
+        var last: ForwardingRouter.LegStatistics
+
+        func destroy() {
+            for gauge in [lossUplink, lossDownlink, lostUplink, lostDownlink, estimate] { gauge.destroy() }
+        }
+    }
+
+    private struct State {
+        let factory: PrometheusMetricsFactory
+        let connections, calls, meetings, participants, legs: CoreMetrics.Gauge
+        let packetsReceived, packetsForwarded, bytesForwarded: CoreMetrics.Counter
+        let authenticationFailures, nacksReceived, keyframeRequestsReceived, nacksSent, keyframeRequestsSent: CoreMetrics.Counter
+        let strangers, audienceDropped, muted, heldBack, legsLost, echoAnswered, sendFailures: CoreMetrics.Counter
+        /// The router-wide counters as last added.
+        var lastRouter = ForwardingRouter.Counters()
+        var lastEcho = 0
+        var lastSendFailures = 0
+        var legGauges: [UInt64: LegGauges] = [:]
+
+        init(factory: PrometheusMetricsFactory) {
+            self.factory = factory
+            func gauge(_ name: String) -> CoreMetrics.Gauge { CoreMetrics.Gauge(label: "mediaengine_" + name, factory: factory) }
+            func counter(_ name: String, _ dimensions: [(String, String)] = []) -> CoreMetrics.Counter {
+                CoreMetrics.Counter(label: "mediaengine_" + name, dimensions: dimensions, factory: factory)
+            }
+            connections = gauge("signaling_connections")
+            calls = gauge("calls")
+            meetings = gauge("meetings")
+            participants = gauge("meeting_participants")
+            legs = gauge("media_legs")
+            packetsReceived = counter("media_packets_received_total")
+            packetsForwarded = counter("media_packets_forwarded_total")
+            bytesForwarded = counter("media_bytes_forwarded_total")
+            authenticationFailures = counter("srtp_failures_total")
+            nacksReceived = counter("nacks_total", [("direction", "from_subscribers")])
+            nacksSent = counter("nacks_total", [("direction", "to_publishers")])
+            keyframeRequestsReceived = counter("keyframe_requests_total", [("direction", "from_subscribers")])
+            keyframeRequestsSent = counter("keyframe_requests_total", [("direction", "to_publishers")])
+            strangers = counter("stranger_datagrams_total")
+            audienceDropped = counter("audience_media_dropped_total")
+            muted = counter("muted_packets_skipped_total")
+            heldBack = counter("video_packets_held_back_total")
+            legsLost = counter("legs_lost_total")
+            echoAnswered = counter("echo_probes_answered_total")
+            sendFailures = counter("send_failures_total")
+        }
+    }
+
+    public init() {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        // Account names become label values as they are (the library escapes them); metric
+        // names here are fixed.
+        factory.nameAndLabelSanitizer = { ($0, $1) }
+        state = Mutex(State(factory: factory))
+    }
+
+    /// Brings every metric up to date.
+    public func update(signaling: Signaling, forwarding: ForwardingServer.Statistics?) {
+        state.withLock { state in
+            state.connections.record(signaling.connections)
+            state.calls.record(signaling.calls)
+            state.meetings.record(signaling.meetings)
+            state.participants.record(signaling.participants)
+            guard let forwarding else { return }
+            state.legs.record(forwarding.legs)
+            let router = forwarding.router
+            func add(_ counter: CoreMetrics.Counter, _ now: Int, _ before: Int) {
+                if now > before { counter.increment(by: now - before) }
+            }
+            add(state.packetsReceived, router.packetsReceived, state.lastRouter.packetsReceived)
+            add(state.packetsForwarded, router.packetsForwarded, state.lastRouter.packetsForwarded)
+            add(state.bytesForwarded, router.bytesForwarded, state.lastRouter.bytesForwarded)
+            add(state.strangers, router.strangerDatagrams, state.lastRouter.strangerDatagrams)
+            add(state.audienceDropped, router.audienceMediaDropped, state.lastRouter.audienceMediaDropped)
+            add(state.muted, router.mutedPacketsSkipped, state.lastRouter.mutedPacketsSkipped)
+            add(state.heldBack, router.videoPacketsHeldBack, state.lastRouter.videoPacketsHeldBack)
+            add(state.legsLost, router.legsLost, state.lastRouter.legsLost)
+            add(state.echoAnswered, forwarding.echo.answered, state.lastEcho)
+            add(state.sendFailures, forwarding.sendFailures, state.lastSendFailures)
+            state.lastRouter = router
+            state.lastEcho = forwarding.echo.answered
+            state.lastSendFailures = forwarding.sendFailures
+
+            var open = Set<UInt64>()
+            for leg in forwarding.legStatistics {
+                open.insert(leg.id)
+                let before = state.legGauges[leg.id]?.last ?? ForwardingRouter.LegStatistics(id: leg.id, meeting: leg.meeting, account: leg.account)
+                add(state.authenticationFailures, leg.authenticationFailures, before.authenticationFailures)
+                add(state.nacksReceived, leg.nacksReceived, before.nacksReceived)
+                add(state.keyframeRequestsReceived, leg.keyframeRequestsReceived, before.keyframeRequestsReceived)
+                add(state.nacksSent, leg.nacksSent, before.nacksSent)
+                add(state.keyframeRequestsSent, leg.keyframeRequestsSent, before.keyframeRequestsSent)
+                var gauges = state.legGauges[leg.id] ?? Self.makeLegGauges(leg, factory: state.factory)
+                gauges.last = leg
+                let expected = leg.packetsReceived + leg.packetsLost
+                gauges.lossUplink.record(expected > 0 ? Double(leg.packetsLost) / Double(expected) : 0)
+                gauges.lossDownlink.record(leg.fractionLostDownlink)
+                gauges.lostUplink.record(leg.packetsLost)
+                gauges.lostDownlink.record(leg.packetsLostDownlink)
+                gauges.estimate.record(leg.estimatedBitrate)
+                state.legGauges[leg.id] = gauges
+            }
+            for (id, gauges) in state.legGauges where !open.contains(id) {
+                gauges.destroy()
+                state.legGauges[id] = nil
+            }
+        }
+    }
+
+    private static func makeLegGauges(_ leg: ForwardingRouter.LegStatistics, factory: PrometheusMetricsFactory) -> LegGauges {
+        func gauge(_ name: String, _ direction: String?) -> CoreMetrics.Gauge {
+            var dimensions = [("meeting", String(leg.meeting)), ("user", leg.account), ("leg", String(leg.id))]
+            if let direction { dimensions.append(("direction", direction)) }
+            return CoreMetrics.Gauge(label: "mediaengine_leg_" + name, dimensions: dimensions, factory: factory)
+        }
+        return LegGauges(lossUplink: gauge("loss_ratio", "uplink"), lossDownlink: gauge("loss_ratio", "downlink"),
+                         lostUplink: gauge("packets_lost", "uplink"), lostDownlink: gauge("packets_lost", "downlink"),
+                         estimate: gauge("estimated_bitrate_bps", nil),
+                         last: ForwardingRouter.LegStatistics(id: leg.id, meeting: leg.meeting, account: leg.account))
+    }
+
+    /// The exposition text (`text/plain; version=0.0.4`).
+    public func render() -> String { registry.emitToString() }
+}
+
+/// Compares two byte strings in time that depends on their lengths only, not on where
+/// they differ (for secrets such as the metrics token).
+func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    guard a.count == b.count else { return false }
+    var difference: UInt8 = 0
+    for index in a.indices { difference |= a[index] ^ b[index] }
+    return difference == 0
+}
