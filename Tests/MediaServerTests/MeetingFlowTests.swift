@@ -266,6 +266,69 @@ import TestSupport
         }
     }
 
+    /// Four video actors; dave's downlink goes through the proxy capped at 300 kb/s. The
+    /// three audio streams take about 170 kb/s of it with their headers, so the server's
+    /// estimate for dave must come below the cap and his videos thin or pause, while his
+    /// audio arrives whole and the others keep everything.
+    @Test func aSubscriberCappedAt300KbpsGetsLessVideoWhileItsAudioStaysWholeAndOthersAreUnaffected() async throws {
+        try await Heavy.runAlone {
+            let server = try await TestServer.start()
+            defer { Task { await server.server.shutdown() } }
+            let media = try #require(server.server.echoAddress)
+            var capped = ImpairmentSettings()
+            capped.rateKbps = 300
+            let proxy = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0), forward: media,
+                                               upstream: ImpairmentSettings(), downstream: capped)
+            try proxy.start()
+            defer { proxy.stop() }
+            let through = MediaCandidate(host: "127.0.0.1", port: proxy.localAddress.port)
+            var members: [Member] = []
+            let viaProxy: @Sendable ([MediaCandidate]) -> [MediaCandidate] = { _ in [through] }
+            for (index, name) in ["alice", "bob", "carol", "dave"].enumerated() {
+                members.append(try await Member(server: server, account: name, audio: "sine:\(440 + 110 * index)",
+                                                video: "testsrc:320x240@15", route: name == "dave" ? viaProxy : nil))
+            }
+            let (alice, dave) = (members[0], members[3])
+            try await alice.manager.reserveMeeting(name: "capped")
+            for member in members { _ = try await member.manager.joinMeeting(name: "capped", type: .video) }
+            for member in members { #expect(await member.wait(for: Self.connected) != nil) }
+            try await Task.sleep(for: .seconds(12))
+
+            // From here on, 8 s of the settled state.
+            func audio(_ member: Member) async throws -> (concealed: Int, total: Int, lost: Int) {
+                let streams = try #require(await member.manager.currentMeetingSession).receiveStatistics.streams.filter { $0.kind == .audio }
+                return (streams.map(\.concealedSamples).reduce(0, +), streams.map(\.totalSamplesReceived).reduce(0, +),
+                        streams.map(\.packetsLost).reduce(0, +))
+            }
+            let daveAudio = try await audio(dave)
+            let aliceAudio = try await audio(alice)
+            let davePictures = dave.snapshot.pictures
+            let alicePictures = alice.snapshot.pictures
+            try await Task.sleep(for: .seconds(8))
+
+            let forwarding = try #require(server.server.forwardingServer)
+            let estimate = try #require(forwarding.statistics.legStatistics.first { $0.account == "dave" }?.estimatedBitrate)
+            #expect(estimate < 300_000, "the server's estimate for dave settles below his 300 kb/s link: \(estimate)")
+            let daveAudioNow = try await audio(dave)
+            let concealed = Double(daveAudioNow.concealed - daveAudio.concealed) / Double(max(1, daveAudioNow.total - daveAudio.total))
+            let daveHeard = daveAudioNow.total - daveAudio.total
+            #expect(daveHeard >= 3 * 7 * 48_000, "dave heard all three for the 8 s: \(daveHeard) samples")
+            #expect(concealed <= 0.02, "dave's audio stays whole: \(concealed * 100) % concealed")
+            let others = ["alice", "bob", "carol"]
+            let daveGot = others.map { (dave.snapshot.pictures[$0] ?? 0) - (davePictures[$0] ?? 0) }
+            let daveTotal = daveGot.reduce(0, +)
+            #expect(daveTotal < 180, "dave gets fewer layers or videos: \(daveGot) pictures in 8 s")
+            let aliceGot = others.dropFirst().map { (alice.snapshot.pictures[$0] ?? 0) - (alicePictures[$0] ?? 0) }
+            let fullRate = aliceGot.allSatisfy { $0 >= 108 }
+            #expect(fullRate, "alice sees bob and carol at full rate: \(aliceGot) pictures in 8 s")
+            let aliceAudioNow = try await audio(alice)
+            #expect(aliceAudioNow.lost == aliceAudio.lost, "alice lost nothing")
+            print("meeting cap: dave's estimate \(estimate) b/s, pictures of alice/bob/carol in 8 s \(daveGot), "
+                + "audio concealed \(String(format: "%.2f", concealed * 100)) %; alice's pictures of bob/carol \(aliceGot)")
+            for member in members { await member.manager.logout() }
+        }
+    }
+
     @Test func aVanishedParticipantTimesOutAndStrangersOnTheMediaPortGetNothing() async throws {
         try await Heavy.runAlone {
             let server = try await TestServer.start { $0.forwarding.legTimeout = .seconds(2) }
