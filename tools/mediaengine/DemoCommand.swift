@@ -9,27 +9,34 @@ import Synchronization
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Place a real P2P video call on loopback and measure it: setup time, mouth-to-ear delay, loss, jitter, audio correlation, video PSNR.",
+        abstract: "Place a real P2P video call (or hold a meeting, --meeting N) on loopback and measure it: setup time, mouth-to-ear delay, loss, jitter, audio correlation, video PSNR.",
         discussion: """
         Starts the signaling server in this process (temporary database), logs in two endpoints, alice and bob, with \
         synthetic audio (marked tones, 440 and 660 Hz) and video (640x480 test patterns at 30 fps), and has alice call \
         bob. Bob accepts; after --seconds alice hangs up. Each side records what it received, and the demo measures \
         it against what was sent. Needs no devices and no network beyond loopback.
+
+        With --meeting N, N participants (user1...userN, marked tones of 330 Hz and up, 320x240 test patterns at \
+        15 fps) reserve and join one meeting through the server's forwarding server; each measures every other \
+        (mouth-to-ear through the server, loss, concealment, PSNR), and the server's forwarding thread is timed.
         """
     )
 
     @Option(help: "Seconds the call lasts once connected.")
     var seconds: Double = 10
 
-    @Option(help: "Video size, WxH (even numbers).")
-    var videoSize = "640x480"
+    @Option(help: "Video size, WxH (even numbers; default 640x480 for the call, 320x240 for a meeting).")
+    var videoSize: String?
+
+    @Option(help: "Instead of the call: a meeting of N participants (2...16) through the server's forwarding server, each measuring every other.")
+    var meeting: Int?
 
     @Flag(help: "Print the measurements as JSON.")
     var json = false
 
     /// Width and height from `--video-size`.
     var size: (width: Int, height: Int)? {
-        let parts = videoSize.split(separator: "x").compactMap { Int($0) }
+        let parts = (videoSize ?? (meeting == nil ? "640x480" : "320x240")).split(separator: "x").compactMap { Int($0) }
         guard parts.count == 2, (16...3_840).contains(parts[0]), (16...2_160).contains(parts[1]),
               parts[0] % 2 == 0, parts[1] % 2 == 0 else { return nil }
         return (parts[0], parts[1])
@@ -37,7 +44,8 @@ struct DemoCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard seconds >= 2 && seconds <= 600 else { throw ValidationError("--seconds \(seconds) must be within 2...600") }
-        guard size != nil else { throw ValidationError("--video-size '\(videoSize)' is not WxH with even sizes of 16...3840 x 16...2160") }
+        if let meeting, !(2...16).contains(meeting) { throw ValidationError("--meeting \(meeting) must be within 2...16 participants") }
+        guard size != nil else { throw ValidationError("--video-size '\(videoSize ?? "")' is not WxH with even sizes of 16...3840 x 16...2160") }
     }
 
     struct Direction: Codable {
@@ -65,6 +73,23 @@ struct DemoCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let meeting {
+            let (width, height) = size ?? (320, 240)
+            let report = try await MeetingDemo(participants: meeting, seconds: seconds, width: width, height: height)
+                .run(say: say, quiet: json)
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                say(String(decoding: try encoder.encode(report), as: UTF8.self))
+            } else {
+                say(MeetingDemo.text(report))
+            }
+            let silent = report.pairs.filter { $0.audioPacketsReceived == 0 || $0.videoPicturesReceived == 0 }
+            guard silent.isEmpty else {
+                throw CommandFailure("some participants got nothing of others: \(silent.map { "\($0.from) -> \($0.to)" })")
+            }
+            return
+        }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mediaengine-demo-\(UInt32.random(in: 0 ... .max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -21,6 +21,26 @@ public struct TestPattern: Sendable {
         self.frameRate = frameRate
     }
 
+    /// Makes `index` the next frame (the pattern is a pure function of the index).
+    public mutating func seek(to index: Int) {
+        precondition(index >= 0, "frame indices start at 0")
+        frameIndex = index
+    }
+
+    /// The index among the first `count` frames whose picture is closest to `picture`
+    /// (highest PSNR): where a receiver that joined late came in. Renders into one frame.
+    public func bestMatch(for picture: VideoFrame, within count: Int) -> Int {
+        var pattern = TestPattern(width: width, height: height, frameRate: frameRate)
+        var frame = VideoFrame(width: width, height: height)
+        var best = (index: 0, psnr: -Double.infinity)
+        for index in 0..<max(1, count) {
+            pattern.render(into: &frame)
+            let psnr = VideoQuality.psnr(frame, picture)
+            if psnr > best.psnr { best = (index, psnr) }
+        }
+        return best.index
+    }
+
     /// The next frame, timestamped `index / frameRate` seconds.
     public mutating func nextFrame() -> VideoFrame {
         var frame = VideoFrame(width: width, height: height)

@@ -38,6 +38,8 @@ public final class ForwardingServer: Sendable {
         public var latencyCount = 0
         /// Each open leg's figures.
         public var legStatistics: [ForwardingRouter.LegStatistics] = []
+        /// CPU time the forwarding thread has used (user and system).
+        public var threadCPUTime: Duration = .zero
     }
 
     public let socket: UDPSocket
@@ -158,10 +160,19 @@ public final class ForwardingServer: Sendable {
                                           authenticationFailures: router.authenticationFailures, replays: router.replays,
                                           latencyP50: latency.percentile(0.5), latencyP99: latency.percentile(0.99),
                                           latencyP999: latency.percentile(0.999), latencyCount: latency.count,
-                                          legStatistics: router.legStatistics)
+                                          legStatistics: router.legStatistics, threadCPUTime: Self.threadCPUTime())
                 published.withLock { $0 = snapshot }
             }
         }
+    }
+}
+
+extension ForwardingServer {
+    /// The calling thread's CPU time.
+    static func threadCPUTime() -> Duration {
+        var time = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
+        return .seconds(time.tv_sec) + .nanoseconds(time.tv_nsec)
     }
 }
 
