@@ -57,3 +57,8 @@ int CBatchIO_send(int descriptor, const CBatchIO_datagram *datagrams, unsigned c
     }
     return (int)done;
 }
+
+int CBatchIO_wait(struct pollfd *descriptors, nfds_t count, long long nanoseconds) {
+    struct timespec timeout = { .tv_sec = (time_t)(nanoseconds / 1000000000LL), .tv_nsec = (long)(nanoseconds % 1000000000LL) };
+    return ppoll(descriptors, count, &timeout, NULL);
+}

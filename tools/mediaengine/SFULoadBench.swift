@@ -345,8 +345,9 @@ final class SyntheticParticipant: @unchecked Sendable {
         var run = Run(elapsed: 0)
         run.latencies.reserveCapacity(Int(seconds * 50) * participants.count * 4)
         var startedAt: Duration?
-        var sendIndex = 0
-        var videoIndex = 0
+        let publishers = participants.filter(\.publishing)
+        var audioSent = [Int](repeating: 0, count: publishers.count)
+        var videoSent = [Int](repeating: 0, count: publishers.count)
         let wall = origin
         func stamp(_ bytes: inout [UInt8], at offset: Int) {
             let nanos = UInt64((clock.now - wall) / .nanoseconds(1))
@@ -360,30 +361,36 @@ final class SyntheticParticipant: @unchecked Sendable {
                 run.elapsed = (now - startedAt) / .seconds(1)
                 break
             }
-            // Media, once everyone is connected: 20 ms audio, 33 ms video.
+            // Media, once everyone is connected: 20 ms audio, 33 ms video, each publisher on
+            // its own phase (independent clients are not in step; one burst of everyone's
+            // packets every 20 ms would measure the burst, not the server).
             if let startedAt {
-                while Duration.milliseconds(20) * sendIndex <= now - startedAt {
-                    stamp(&audioPayload, at: 0)
-                    for participant in participants where participant.publishing {
+                let elapsed = now - startedAt
+                for (rank, participant) in publishers.enumerated() {
+                    let audioPhase = Duration.milliseconds(20) * rank / publishers.count
+                    while audioPhase + .milliseconds(20) * audioSent[rank] <= elapsed {
+                        stamp(&audioPayload, at: 0)
+                        let index = audioSent[rank]
                         audioPayload.withUnsafeBytes {
-                            if participant.core.sendAudio(participant.audioOut!, payload: $0, mediaTimestamp: UInt32(truncatingIfNeeded: sendIndex * 960),
+                            if participant.core.sendAudio(participant.audioOut!, payload: $0, mediaTimestamp: UInt32(truncatingIfNeeded: index * 960),
                                                           audioLevel: AudioLevel(level: 30, voiceActivity: true), now: now) {
                                 run.packetsSent += 1
                             }
                         }
+                        audioSent[rank] += 1
                     }
-                    sendIndex += 1
-                }
-                while Duration.microseconds(33_333) * videoIndex <= now - startedAt {
-                    frame[0] = videoIndex % 60 == 0 ? 0x00 : 0x01
-                    for participant in participants where participant.publishing && participant.video {
+                    guard participant.video else { continue }
+                    let videoPhase = Duration.microseconds(33_333) * rank / publishers.count
+                    while videoPhase + .microseconds(33_333) * videoSent[rank] <= elapsed {
+                        let index = videoSent[rank]
+                        frame[0] = index % 60 == 0 ? 0x00 : 0x01
                         frame.withUnsafeBytes {
-                            _ = participant.core.sendVideo(participant.videoOut!, frame: $0, mediaTimestamp: UInt32(truncatingIfNeeded: videoIndex * 3_000),
-                                                           isKeyframe: videoIndex % 60 == 0, now: now)
+                            _ = participant.core.sendVideo(participant.videoOut!, frame: $0, mediaTimestamp: UInt32(truncatingIfNeeded: index * 3_000),
+                                                           isKeyframe: index % 60 == 0, now: now)
                         }
                         run.packetsSent += 2
+                        videoSent[rank] += 1
                     }
-                    videoIndex += 1
                 }
             }
             for participant in participants {

@@ -503,10 +503,8 @@ public final class ForwardingRouter {
     public var nextTimeout: Duration? {
         var next = nextSpeakingCheck
         for leg in legs.values {
-            for time in [leg.core.nextTimeout, leg.lost ? nil : leg.nextAllocation] {
-                guard let time else { continue }
-                next = min(next ?? time, time)
-            }
+            if let time = leg.core.nextTimeout { next = min(next ?? time, time) }
+            if !leg.lost { next = min(next ?? leg.nextAllocation, leg.nextAllocation) }
         }
         return next
     }

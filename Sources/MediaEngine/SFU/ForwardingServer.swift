@@ -106,9 +106,20 @@ public final class ForwardingServer: Sendable {
         var refused = 0
         var nextPublish = Duration.zero
         var latency = LatencyHistogram()
+        // The router's next deadline. Asking for it walks every leg's streams, so it is
+        // asked at most once a millisecond while packets flow: a packet can only bring a
+        // deadline nearer (a NACK, feedback), never by less than milliseconds, so it is
+        // met within one.
+        var due: Duration?
+        var recheck: Duration?
         while running.load(ordering: .relaxed) {
             var now = clock.now - origin
-            let wait = router.nextTimeout.map { max(.zero, $0 - now) } ?? .milliseconds(20)
+            let next = switch (due, recheck) {
+            case (let a?, let b?): min(a, b)
+            case (let a?, nil), (nil, let a?): a
+            case (nil, nil): Duration?.none
+            }
+            let wait = next.map { max(.zero, $0 - now) } ?? .milliseconds(20)
             _ = try? poller.wait(timeout: min(wait, .milliseconds(20)))
             now = clock.now - origin
             commands.withLock { swap(&taken, &$0) }
@@ -122,6 +133,7 @@ public final class ForwardingServer: Sendable {
                     router.setForwarding(subscriber: subscriber, publisher: publisher, audio: audio, video: video, now: now)
                 }
             }
+            let commanded = !taken.isEmpty
             taken.removeAll(keepingCapacity: true)
             while let count = try? incoming.receive(on: socket), count > 0 {
                 let arrival = clock.now
@@ -139,6 +151,7 @@ public final class ForwardingServer: Sendable {
                         // whole batch would only add its time to every packet's latency.
                         let forwardedBefore = router.counters.packetsForwarded
                         router.handleDatagram(bytes, from: source, now: now)
+                        if recheck == nil { recheck = now + .milliseconds(1) }
                         router.drainTransmits { outgoing.append($0.bytes, to: $0.destination, on: socket) }
                         outgoing.send(on: socket)
                         latency.record(clock.now - arrival, count: router.counters.packetsForwarded - forwardedBefore)
@@ -147,10 +160,15 @@ public final class ForwardingServer: Sendable {
                 outgoing.send(on: socket)
                 if count < DatagramBatch.maximumCount { break }
             }
-            if router.nextTimeout.map({ $0 <= now }) == true {
+            if recheck.map({ $0 <= now }) == true || due.map({ $0 <= now }) == true || commanded {
+                due = router.nextTimeout
+                recheck = nil
+            }
+            if due.map({ $0 <= now }) == true {
                 router.handleTimeout(now: now)
                 router.drainTransmits { outgoing.append($0.bytes, to: $0.destination, on: socket) }
                 outgoing.send(on: socket)
+                due = router.nextTimeout
             }
             while let report = router.pollReport() { reports(report) }
             if now >= nextPublish {

@@ -1,3 +1,4 @@
+import CBatchIO
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -118,10 +119,13 @@ public struct SocketPoller {
     /// Waits up to `timeout`.
     /// - Returns: the index of a readable socket, or nil on timeout.
     public mutating func wait(timeout: Duration) throws(TransportError) -> Int? {
-        let (seconds, attoseconds) = timeout.components
-        let milliseconds = Int32(clamping: max(0, seconds * 1_000 + attoseconds / 1_000_000_000_000_000))
+        // ppoll, not poll: poll counts whole milliseconds, and a wait under one would
+        // become no wait at all (a loop waiting for a deadline 0.6 ms away would spin).
+        let (seconds, attoseconds) = max(.zero, timeout).components
+        // A day at most: longer waits are never asked for, and the product cannot overflow.
+        let wait = min(seconds, 86_400) * 1_000_000_000 + (seconds >= 86_400 ? 0 : attoseconds / 1_000_000_000)
         while true {
-            let ready = descriptors.withUnsafeMutableBufferPointer { poll($0.baseAddress, nfds_t($0.count), milliseconds) }
+            let ready = descriptors.withUnsafeMutableBufferPointer { CBatchIO_wait($0.baseAddress, nfds_t($0.count), wait) }
             if ready > 0 { return descriptors.firstIndex { $0.revents != 0 } }
             if ready == 0 { return nil }
             if errno == EINTR { continue }
