@@ -230,10 +230,14 @@ import TestSupport
             let carolStreams = try #require(await carol.manager.currentMeetingSession).receiveStatistics.streams.filter { $0.kind == .audio }
             #expect(carolStreams.count == 2)
             for stream in carolStreams {
+                // Against the stream's own loss: at 10 % over ~800 packets a stream's share
+                // varies by about a point either side of the proxy's over all datagrams.
                 let concealed = Double(stream.concealedSamples) * 100 / Double(max(1, stream.totalSamplesReceived))
+                let lost = Double(stream.packetsLost) * 100 / Double(max(1, stream.packetsLost + stream.packetsReceived))
                 #expect(stream.packetsLost > 0)
-                #expect(concealed <= loss + 2, "carol concealed \(concealed) % of \(stream.participant) at \(loss) % loss")
-                print("meeting loss: carol <- \(stream.participant): concealed \(String(format: "%.1f", concealed)) % at \(String(format: "%.1f", loss)) % loss")
+                #expect(concealed <= lost + 2, "carol concealed \(concealed) % of \(stream.participant) at \(lost) % loss")
+                print("meeting loss: carol <- \(stream.participant): concealed \(String(format: "%.1f", concealed)) % at "
+                    + "\(String(format: "%.1f", lost)) % loss (the proxy's: \(String(format: "%.1f", loss)) %)")
             }
             for member in [alice, bob] {
                 let streams = try #require(await member.manager.currentMeetingSession).receiveStatistics.streams

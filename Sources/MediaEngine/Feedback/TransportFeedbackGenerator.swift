@@ -89,7 +89,9 @@ public struct TransportFeedbackGenerator: Sendable {
         configuration.maximumPacketSize = max(32, configuration.maximumPacketSize)
         configuration.restartThreshold = max(1, configuration.restartThreshold)
         self.configuration = configuration
-        slots = Array(repeating: Slot(), count: configuration.historySize)
+        // The slots are made with the first arrival: a side that never receives (an SFU
+        // leg of the audience, a send-only session) holds none.
+        slots = []
     }
 
     /// Records the arrival of one RTP packet.
@@ -109,6 +111,7 @@ public struct TransportFeedbackGenerator: Sendable {
             sequence = unwrapper.unwrap(transportSequenceNumber)
         }
         tooOldInARow = 0
+        if slots.isEmpty { slots = Array(repeating: Slot(), count: configuration.historySize) }
         let index = slotIndex(sequence)
         if slots[index].sequence == sequence {
             statistics.duplicates += 1

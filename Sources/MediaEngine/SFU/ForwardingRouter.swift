@@ -34,9 +34,15 @@ public final class ForwardingRouter {
         /// A video paused for bandwidth stays paused at least this long (each resume costs
         /// a keyframe, whose burst on a tight link would pause it again).
         public var pauseHold: Duration = .seconds(4)
-        /// Each subscriber leg's bandwidth estimate.
-        public var subscriberBandwidth = SendSideBandwidthEstimator.Configuration(startBitrate: 2_000_000, minimumBitrate: 100_000,
-                                                                                 maximumBitrate: 50_000_000)
+        /// Each subscriber leg's bandwidth estimate. Its history of sent packets (to match
+        /// feedback against) is 2,048: a second of a 20-party video meeting's downlink,
+        /// where feedback comes every 50-100 ms.
+        public var subscriberBandwidth: SendSideBandwidthEstimator.Configuration = {
+            var settings = SendSideBandwidthEstimator.Configuration(startBitrate: 2_000_000, minimumBitrate: 100_000,
+                                                                    maximumBitrate: 50_000_000)
+            settings.historySize = 2_048
+            return settings
+        }()
         /// Bandwidth set aside for each audio stream sent to a subscriber (b/s).
         public var audioAllowance = 48_000
         public var maximumLegs = 4_096
@@ -168,6 +174,8 @@ public final class ForwardingRouter {
         var video: Publication?
         /// As a subscriber: what it gets of each publisher.
         var targets: [Target] = []
+        /// As a subscriber: what it asked for of each leg (by ID), publishing or not.
+        var wanted: [UInt64: (audio: Bool, video: Bool)] = [:]
         var addresses: [SocketAddress] = []
         var checks: TokenBucket
         let created: Duration
@@ -263,23 +271,37 @@ public final class ForwardingRouter {
             target.publication.targets.removeAll { $0 === target }
         }
         leg.targets.removeAll()
+        for other in legs.values { other.wanted[id] = nil }
         lastSpeaking[leg.setup.meeting] = lastSpeaking[leg.setup.meeting].map { $0.filter { $0.key != leg.setup.account } }
     }
 
-    /// Whether a leg's media is forwarded (actor) or dropped unread (audience).
+    /// Whether a leg's media is forwarded (actor) or dropped unread (audience). A leg that
+    /// starts publishing gets its subscribers' streams opened (as they asked for them).
     public func setPublishing(_ id: UInt64, _ publishing: Bool, now: Duration) {
         guard let leg = legs[id], leg.publishing != publishing else { return }
         leg.publishing = publishing
-        if publishing, let video = leg.video {
+        guard publishing else { return }
+        for subscriber in legs.values {
+            if let wanted = subscriber.wanted[id] { openTargets(subscriber: subscriber, publisher: leg, audio: wanted.audio, video: wanted.video, now: now) }
+        }
+        if let video = leg.video {
             for target in video.targets { target.waitingForKeyframe = true }
             requestKeyframe(leg, video, now: now)
         }
     }
 
-    /// Whether `subscriber` gets `publisher`'s audio and video (the first call between two
-    /// legs opens the subscriber's streams for the publisher's).
+    /// Whether `subscriber` gets `publisher`'s audio and video. The subscriber's streams
+    /// for the publisher's open with the first call while the publisher publishes (or when
+    /// it starts): an audience of hundreds costs no streams among themselves.
     public func setForwarding(subscriber subscriberID: UInt64, publisher publisherID: UInt64, audio: Bool, video: Bool, now: Duration) {
         guard let subscriber = legs[subscriberID], let publisher = legs[publisherID], subscriber !== publisher else { return }
+        subscriber.wanted[publisherID] = (audio, video)
+        let opened = [publisher.audio, publisher.video].contains { $0?.targets.contains { $0.subscriber === subscriber } == true }
+        guard publisher.publishing || opened else { return }
+        openTargets(subscriber: subscriber, publisher: publisher, audio: audio, video: video, now: now)
+    }
+
+    private func openTargets(subscriber: Leg, publisher: Leg, audio: Bool, video: Bool, now: Duration) {
         for (publication, wanted) in [(publisher.audio, audio), (publisher.video, video)] {
             guard let publication else { continue }
             let target: Target

@@ -72,15 +72,26 @@ import Testing
         let meeting = MeetingCoreHarness()
         let alice = try meeting.join("alice", frequency: 440)
         let dave = try meeting.join("dave", frequency: 770, publishing: false)
+        let erin = try meeting.join("erin", frequency: 880, publishing: false)
         dave.sends = true
+        erin.sends = true
+        // alice mutes erin while erin is audience: it holds when erin becomes an actor.
+        meeting.router.setForwarding(subscriber: alice.leg, publisher: erin.leg, audio: false, video: false, now: meeting.now)
         try meeting.run(until: .seconds(2))
-        #expect(meeting.router.counters.audienceMediaDropped >= 80)
+        #expect(meeting.router.counters.audienceMediaDropped >= 160)
         #expect(meeting.router.forwardedPackets(to: alice.leg, from: dave.leg).audio == 0)
         #expect(alice.heard["dave"]?.isEmpty ?? true)
+        // An audience costs no streams: alice has none for dave or erin, they none for each other.
+        #expect(meeting.router.legs[alice.leg]?.targets.isEmpty == true)
+        #expect(meeting.router.legs[dave.leg]?.targets.count == 1, "dave gets alice's audio only")
 
         meeting.router.setPublishing(dave.leg, true, now: meeting.now)
+        meeting.router.setPublishing(erin.leg, true, now: meeting.now)
         try meeting.run(until: .seconds(4))
         #expect(alice.level(of: 770, from: "dave", lastSeconds: 1) > 0.2, "dave is heard once an actor")
+        #expect(erin.level(of: 770, from: "dave", lastSeconds: 1) > 0.2, "erin hears dave")
+        #expect(meeting.router.forwardedPackets(to: alice.leg, from: erin.leg).audio == 0, "alice's mute of erin held")
+        #expect(alice.heard["erin"]?.isEmpty ?? true)
     }
 
     @Test func strangersAndForgedChecksGetNoAnswerAndNoPlace() async throws {
