@@ -38,6 +38,61 @@ import Testing
         }
     }
 
+    /// SIGTERM to `mediaengine server` during a meeting: both participants get
+    /// meetingError and end, the server stores the record; a server restarted on the same
+    /// database and port takes them back, and the records are all there.
+    @Test func sigtermDuringAMeetingTellsEveryoneAndARestartedServerTakesThemBack() async throws {
+        try await Heavy.runAlone {
+            let directory = try temporaryDirectory("meeting-sigterm")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let secret = directory.appendingPathComponent("secret").path
+            let database = directory.appendingPathComponent("calls.sqlite").path
+            func startServer(port: Int) throws -> (BackgroundProcess, String) {
+                let server = try CLI.start(["server", "--port", String(port), "--db", database, "--secret-file", secret, "--duration", "120"])
+                guard server.waitForOutput(containing: "listening on ws://", timeout: 20),
+                      let line = server.stdout.split(separator: "\n").first(where: { $0.hasPrefix("listening on ") }) else {
+                    throw CallCommands.CLIFailure("server did not start: \(server.stderr)")
+                }
+                return (server, String(line.dropFirst("listening on ".count)))
+            }
+            let (first, url) = try startServer(port: 0)
+            let token = { (account: String) in
+                try CLI.run(["token", "--account", account, "--secret-file", secret]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            let (alice, bob) = (try token("alice"), try token("bob"))
+            #expect(try CLI.run(["meeting", "reserve", "standup", "--server", url, "--token", alice]).status == 0)
+            var joins: [BackgroundProcess] = []
+            for (account, tone) in [(alice, 440), (bob, 660)] {
+                let join = try CLI.start(["meeting", "join", "standup", "--server", url, "--token", account, "--audio", "sine:\(tone)",
+                                          "--media-host", "127.0.0.1", "--duration", "60"])
+                #expect(join.waitForOutput(containing: "joined standup", timeout: 20), "\(join.stderr)")
+                joins.append(join)
+            }
+            #expect(joins[1].waitForOutput(containing: " connected", timeout: 20), "\(joins[1].stdout)")
+            #expect(joins[0].waitForOutput(containing: "user=bob role=actor", timeout: 20), "alice sees bob join: \(joins[0].stdout)")
+
+            first.terminate()
+            let stopped = try first.wait(timeout: 20)
+            #expect(stopped.status == 0, "\(stopped.stderr)")
+            #expect(stopped.stdout.contains("stopped; 0 call records and 1 meeting records"), "\(stopped.stdout)")
+            for join in joins {
+                let ended = try join.wait(timeout: 20)
+                #expect(ended.stdout.contains("meetingError callID="), "every participant is told: \(ended.stdout)\(ended.stderr)")
+            }
+
+            let port = try #require(Int(url.split(separator: ":").last?.filter(\.isNumber) ?? ""))
+            let (second, again) = try startServer(port: port)
+            #expect(again == url)
+            #expect(try CLI.run(["meeting", "reserve", "standup", "--server", url, "--token", alice]).status == 0, "the name is free again")
+            let rejoin = try CLI.run(["meeting", "join", "standup", "--server", url, "--token", bob, "--audio", "sine:660",
+                                      "--media-host", "127.0.0.1", "--duration", "2"])
+            #expect(rejoin.status == 0 && rejoin.stdout.contains("joined standup"), "\(rejoin.stdout)\(rejoin.stderr)")
+            second.terminate()
+            let last = try second.wait(timeout: 20)
+            #expect(last.stdout.contains("stopped; 0 call records and 2 meeting records"), "both meetings' records: \(last.stdout)")
+        }
+    }
+
     @Test func badOptionsAreNamed() throws {
         let quality = try CLI.run(["meeting", "join", "x", "--server", "ws://127.0.0.1:1/", "--token", "t", "--quality", "huge"])
         #expect(quality.status != 0 && quality.stderr.contains("--quality 'huge'"), "\(quality.stderr)")

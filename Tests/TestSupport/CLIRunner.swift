@@ -125,6 +125,11 @@ public final class BackgroundProcess: @unchecked Sendable {
         if isRunning { kill(pid, SIGINT) }
     }
 
+    /// Sends SIGTERM, as a service manager stopping it would.
+    public func terminate() {
+        if isRunning { kill(pid, SIGTERM) }
+    }
+
     /// Kills the process outright (SIGKILL), as a crash or the OOM killer would.
     public func killNow() {
         if isRunning { kill(pid, SIGKILL) }
