@@ -1,3 +1,4 @@
+import CYUV
 /// Where captured or synthetic audio comes from. Sources deliver 48 kHz frames of a
 /// caller-chosen length and may end (files).
 public protocol AudioSource: AnyObject {
@@ -90,7 +91,8 @@ public enum MediaSources {
         }
     }
 
-    /// `testsrc[:WxH[@FPS]]`, `v4l2:/dev/videoN[:WxH[@FPS]]` or `file:PATH.y4m`.
+    /// `testsrc[:WxH[@FPS]]`, `color:RRGGBB[:WxH[@FPS]]` (a solid picture),
+    /// `v4l2:/dev/videoN[:WxH[@FPS]]` or `file:PATH.y4m`.
     /// - Parameter io: the V4L2 ioctl layer (tests pass a scripted device).
     public static func video(_ spec: String, io: any V4L2DeviceIO = SystemV4L2IO()) throws -> any VideoSource {
         let (kind, argument) = split(spec)
@@ -98,6 +100,14 @@ public enum MediaSources {
         case "testsrc":
             let (width, height, rate) = try sizeAndRate(argument, spec: spec, example: "testsrc:640x480@30")
             return TestPatternSource(TestPattern(width: width, height: height, frameRate: rate), name: spec)
+        case "color":
+            let parts = argument.map { $0.split(separator: ":", maxSplits: 1).map(String.init) } ?? []
+            guard let hex = parts.first, hex.count == 6, let rgb = UInt32(hex, radix: 16) else {
+                throw SourceError("video source '\(spec)': color needs RRGGBB in hex, as in color:FF0000:640x360@30")
+            }
+            let (width, height, rate) = try sizeAndRate(parts.count > 1 ? parts[1] : nil, spec: spec, example: "color:FF0000:640x360@30")
+            return ColorSource(red: UInt8(rgb >> 16), green: UInt8((rgb >> 8) & 0xFF), blue: UInt8(rgb & 0xFF),
+                               width: width, height: height, frameRate: rate, name: spec)
         case "v4l2":
             guard let argument, argument.hasPrefix("/") else {
                 throw SourceError("video source '\(spec)': v4l2 needs a device path, as in v4l2:/dev/video0:1280x720@30")
@@ -110,7 +120,7 @@ public enum MediaSources {
             guard let argument, !argument.isEmpty else { throw SourceError("video source '\(spec)': file needs a path") }
             return try Y4MFileSource(path: argument)
         default:
-            throw SourceError("video source '\(spec)' is not one of testsrc[:WxH[@FPS]], v4l2:/dev/videoN[:WxH[@FPS]], file:PATH.y4m")
+            throw SourceError("video source '\(spec)' is not one of testsrc[:WxH[@FPS]], color:RRGGBB[:WxH[@FPS]], v4l2:/dev/videoN[:WxH[@FPS]], file:PATH.y4m")
         }
     }
 
@@ -192,6 +202,51 @@ public final class TestPatternSource: VideoSource {
     public func read(into frame: inout VideoFrame) throws -> Bool {
         if frame.width != width || frame.height != height { frame.reshape(width: width, height: height) }
         pattern.render(into: &frame)
+        return true
+    }
+}
+
+/// One solid colour, every frame: layouts are easy to check by eye and by pixel
+/// averages. The colour is converted to BT.601 limited-range YUV by libyuv once.
+public final class ColorSource: VideoSource {
+    public let name: String
+    public let width: Int
+    public let height: Int
+    public let frameRate: Int
+    /// The colour's Y, U and V.
+    public let yuv: (y: UInt8, u: UInt8, v: UInt8)
+    private var index = 0
+
+    public init(red: UInt8, green: UInt8, blue: UInt8, width: Int, height: Int, frameRate: Int, name: String) {
+        precondition(width > 0 && height > 0 && frameRate > 0, "a colour source needs a positive size and rate")
+        self.name = name
+        self.width = width
+        self.height = height
+        self.frameRate = frameRate
+        // A 2x2 RGB picture (libyuv's RAW: R, G, B in memory) to one 4:2:0 sample.
+        let raw = [UInt8](repeating: 0, count: 12).enumerated().map { [red, green, blue][$0.offset % 3] }
+        var y = [UInt8](repeating: 0, count: 4)
+        var u: UInt8 = 128
+        var v: UInt8 = 128
+        raw.withUnsafeBufferPointer { source in
+            y.withUnsafeMutableBufferPointer { luma in
+                _ = RAWToI420(source.baseAddress, 6, luma.baseAddress, 2, &u, 1, &v, 1, 2, 2)
+            }
+        }
+        yuv = (y[0], u, v)
+    }
+
+    public func read(into frame: inout VideoFrame) throws -> Bool {
+        if frame.width != width || frame.height != height { frame.reshape(width: width, height: height) }
+        frame.timestamp = .nanoseconds(Int64(index) * 1_000_000_000 / Int64(frameRate))
+        index += 1
+        let (strideY, strideUV) = (Int32(frame.strideY), Int32(frame.strideUV))
+        let (w, h) = (Int32(width), Int32(height))
+        let color = yuv
+        _ = frame.withMutablePlanes { y, u, v in
+            I420Rect(y.baseAddress, strideY, u.baseAddress, strideUV, v.baseAddress, strideUV, 0, 0, w, h,
+                     Int32(color.y), Int32(color.u), Int32(color.v))
+        }
         return true
     }
 }
