@@ -92,11 +92,7 @@ public final class ServerMetrics: Sendable {
     }
 
     public init() {
-        var factory = PrometheusMetricsFactory(registry: registry)
-        // Account names become label values as they are (the library escapes them); metric
-        // names here are fixed.
-        factory.nameAndLabelSanitizer = { ($0, $1) }
-        state = Mutex(State(factory: factory))
+        state = Mutex(State(factory: PrometheusMetricsFactory(registry: registry)))
     }
 
     /// Brings every metric up to date.
@@ -112,14 +108,13 @@ public final class ServerMetrics: Sendable {
             func add(_ counter: CoreMetrics.Counter, _ now: Int, _ before: Int) {
                 if now > before { counter.increment(by: now - before) }
             }
-            add(state.packetsReceived, router.packetsReceived, state.lastRouter.packetsReceived)
-            add(state.packetsForwarded, router.packetsForwarded, state.lastRouter.packetsForwarded)
-            add(state.bytesForwarded, router.bytesForwarded, state.lastRouter.bytesForwarded)
-            add(state.strangers, router.strangerDatagrams, state.lastRouter.strangerDatagrams)
-            add(state.audienceDropped, router.audienceMediaDropped, state.lastRouter.audienceMediaDropped)
-            add(state.muted, router.mutedPacketsSkipped, state.lastRouter.mutedPacketsSkipped)
-            add(state.heldBack, router.videoPacketsHeldBack, state.lastRouter.videoPacketsHeldBack)
-            add(state.legsLost, router.legsLost, state.lastRouter.legsLost)
+            let routerCounters: [(CoreMetrics.Counter, KeyPath<ForwardingRouter.Counters, Int>)] = [
+                (state.packetsReceived, \.packetsReceived), (state.packetsForwarded, \.packetsForwarded),
+                (state.bytesForwarded, \.bytesForwarded), (state.strangers, \.strangerDatagrams),
+                (state.audienceDropped, \.audienceMediaDropped), (state.muted, \.mutedPacketsSkipped),
+                (state.heldBack, \.videoPacketsHeldBack), (state.legsLost, \.legsLost),
+            ]
+            for (counter, field) in routerCounters { add(counter, router[keyPath: field], state.lastRouter[keyPath: field]) }
             add(state.echoAnswered, forwarding.echo.answered, state.lastEcho)
             add(state.sendFailures, forwarding.sendFailures, state.lastSendFailures)
             state.lastRouter = router
@@ -130,11 +125,12 @@ public final class ServerMetrics: Sendable {
             for leg in forwarding.legStatistics {
                 open.insert(leg.id)
                 let before = state.legGauges[leg.id]?.last ?? ForwardingRouter.LegStatistics(id: leg.id, meeting: leg.meeting, account: leg.account)
-                add(state.authenticationFailures, leg.authenticationFailures, before.authenticationFailures)
-                add(state.nacksReceived, leg.nacksReceived, before.nacksReceived)
-                add(state.keyframeRequestsReceived, leg.keyframeRequestsReceived, before.keyframeRequestsReceived)
-                add(state.nacksSent, leg.nacksSent, before.nacksSent)
-                add(state.keyframeRequestsSent, leg.keyframeRequestsSent, before.keyframeRequestsSent)
+                let legCounters: [(CoreMetrics.Counter, KeyPath<ForwardingRouter.LegStatistics, Int>)] = [
+                    (state.authenticationFailures, \.authenticationFailures), (state.nacksReceived, \.nacksReceived),
+                    (state.keyframeRequestsReceived, \.keyframeRequestsReceived), (state.nacksSent, \.nacksSent),
+                    (state.keyframeRequestsSent, \.keyframeRequestsSent),
+                ]
+                for (counter, field) in legCounters { add(counter, leg[keyPath: field], before[keyPath: field]) }
                 var gauges = state.legGauges[leg.id] ?? Self.makeLegGauges(leg, factory: state.factory)
                 gauges.last = leg
                 let expected = leg.packetsReceived + leg.packetsLost

@@ -15,15 +15,20 @@ import Testing
         init() throws {
             directory = try temporaryDirectory("call")
             let secret = directory.appendingPathComponent("secret").path
-            server = try CLI.start(["server", "--port", "0", "--db", directory.appendingPathComponent("calls.sqlite").path,
-                                    "--secret-file", secret, "--ring-timeout", "5", "--duration", "120"])
+            (server, url) = try Self.startServer(["--port", "0", "--db", directory.appendingPathComponent("calls.sqlite").path,
+                                                  "--secret-file", secret, "--ring-timeout", "5", "--duration", "120"])
+            alice = try CLI.run(["token", "--account", "alice", "--secret-file", secret]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            bob = try CLI.run(["token", "--account", "bob", "--secret-file", secret]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
+        /// `mediaengine server` with `options`, once it listens, and its URL.
+        static func startServer(_ options: [String]) throws -> (BackgroundProcess, String) {
+            let server = try CLI.start(["server"] + options)
             guard server.waitForOutput(containing: "listening on ws://", timeout: 20),
                   let line = server.stdout.split(separator: "\n").first(where: { $0.hasPrefix("listening on ") }) else {
                 throw CLIFailure("server did not start: \(server.stderr)")
             }
-            url = String(line.dropFirst("listening on ".count))
-            alice = try CLI.run(["token", "--account", "alice", "--secret-file", secret]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            bob = try CLI.run(["token", "--account", "bob", "--secret-file", secret]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            return (server, String(line.dropFirst("listening on ".count)))
         }
 
         func finish() {

@@ -48,12 +48,7 @@ import Testing
             let secret = directory.appendingPathComponent("secret").path
             let database = directory.appendingPathComponent("calls.sqlite").path
             func startServer(port: Int) throws -> (BackgroundProcess, String) {
-                let server = try CLI.start(["server", "--port", String(port), "--db", database, "--secret-file", secret, "--duration", "120"])
-                guard server.waitForOutput(containing: "listening on ws://", timeout: 20),
-                      let line = server.stdout.split(separator: "\n").first(where: { $0.hasPrefix("listening on ") }) else {
-                    throw CallCommands.CLIFailure("server did not start: \(server.stderr)")
-                }
-                return (server, String(line.dropFirst("listening on ".count)))
+                try CallCommands.Setup.startServer(["--port", String(port), "--db", database, "--secret-file", secret, "--duration", "120"])
             }
             let (first, url) = try startServer(port: 0)
             let token = { (account: String) in

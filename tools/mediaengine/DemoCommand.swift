@@ -77,38 +77,23 @@ struct DemoCommand: AsyncParsableCommand {
             let (width, height) = size ?? (320, 240)
             let report = try await MeetingDemo(participants: meeting, seconds: seconds, width: width, height: height)
                 .run(say: say, quiet: json)
-            if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-                say(String(decoding: try encoder.encode(report), as: UTF8.self))
-            } else {
-                say(MeetingDemo.text(report))
-            }
+            say(json ? try prettyJSON(report) : MeetingDemo.text(report))
             let silent = report.pairs.filter { $0.audioPacketsReceived == 0 || $0.videoPicturesReceived == 0 }
             guard silent.isEmpty else {
                 throw CommandFailure("some participants got nothing of others: \(silent.map { "\($0.from) -> \($0.to)" })")
             }
             return
         }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mediaengine-demo-\(UInt32.random(in: 0 ... .max))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        var random = SystemRandomNumberGenerator()
-        let secret = try ServerSecret(bytes: (0..<32).map { _ in UInt8.random(in: 0...255, using: &random) })
-        let authority = await TokenAuthority(secret: secret)
-        var logger = Logger(label: "mediaengine.demo")
-        logger.logLevel = .warning
-        let server = SignalingServer(configuration: SignalingServer.Configuration(), authority: authority,
-                                     store: try SQLiteCallStore(path: directory.appendingPathComponent("calls.sqlite").path), logger: logger)
-        let port = try await server.start()
-        let url = "ws://127.0.0.1:\(port)/"
+        let demo = try await DemoServer.start()
+        defer { demo.removeDirectory() }
+        let (server, url) = (demo.server, demo.url)
         let (width, height) = size ?? (640, 480)
         if !json { say("server on \(url); alice calls bob, a \(Int(seconds)) s video call (\(width)x\(height), 30 fps)") }
 
         let alice = try await DemoEndpoint(account: "alice", tone: 440, url: url, answers: false, width: width, height: height,
-                                           token: try await authority.mint(account: "alice", lifetime: .seconds(3_600)))
+                                           token: try await demo.token("alice"))
         let bob = try await DemoEndpoint(account: "bob", tone: 660, url: url, answers: true, width: width, height: height,
-                                         token: try await authority.mint(account: "bob", lifetime: .seconds(3_600)))
+                                         token: try await demo.token("bob"))
         let usage = CPUUsage()
         let started = ContinuousClock.now
         let callID = try await alice.manager.start(callee: "bob", type: .video)
@@ -133,13 +118,7 @@ struct DemoCommand: AsyncParsableCommand {
                             directions: [DemoEndpoint.direction(from: alice, to: bob, sent: aliceSummary, received: bobSummary),
                                          DemoEndpoint.direction(from: bob, to: alice, sent: bobSummary, received: aliceSummary)],
                             record: record, cpuPercentOfOneCore: cpu)
-        if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-            say(String(decoding: try encoder.encode(report), as: UTF8.self))
-        } else {
-            say(Self.text(report))
-        }
+        say(json ? try prettyJSON(report) : Self.text(report))
         guard record?.endReason == .completed else { throw CommandFailure("the call did not end as completed") }
     }
 
@@ -263,20 +242,11 @@ final class DemoEndpoint: Sendable {
     }
 
     func waitConnected(timeout: Double) async -> ContinuousClock.Instant? {
-        await poll(timeout: timeout) { $0.connectedAt }
+        await firstValue(timeout: timeout) { state.received.withLock { $0.connectedAt } }
     }
 
     func waitRecord(timeout: Double) async -> CallRecord? {
-        await poll(timeout: timeout) { $0.record }
-    }
-
-    private func poll<T: Sendable>(timeout: Double, _ value: @Sendable (Received) -> T?) async -> T? {
-        let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1_000))
-        while ContinuousClock.now < deadline {
-            if let found = state.received.withLock({ value($0) }) { return found }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return nil
+        await firstValue(timeout: timeout) { state.received.withLock { $0.record } }
     }
 
     static func direction(from sender: DemoEndpoint, to receiver: DemoEndpoint, sent: MediaSession.Summary?,
@@ -303,6 +273,58 @@ final class DemoEndpoint: Sendable {
             videoFramesSent: sent?.sent?.videoFrames ?? 0, videoFramesReceived: psnrs.count,
             videoMeanPSNR: psnrs.isEmpty ? 0 : psnrs.reduce(0, +) / Double(psnrs.count), videoMinimumPSNR: psnrs.min() ?? 0)
     }
+}
+
+/// The demos' signaling server: in this process, on loopback, with a fresh secret and a
+/// database in a temporary directory.
+struct DemoServer {
+    let directory: URL
+    let authority: TokenAuthority
+    let server: SignalingServer
+    let url: String
+
+    static func start(configuration: SignalingServer.Configuration = SignalingServer.Configuration()) async throws -> DemoServer {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mediaengine-demo-\(UInt32.random(in: 0 ... .max))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        do {
+            var random = SystemRandomNumberGenerator()
+            let secret = try ServerSecret(bytes: (0..<32).map { _ in UInt8.random(in: 0...255, using: &random) })
+            let authority = await TokenAuthority(secret: secret)
+            var logger = Logger(label: "mediaengine.demo")
+            logger.logLevel = .warning
+            let server = SignalingServer(configuration: configuration, authority: authority,
+                                         store: try SQLiteCallStore(path: directory.appendingPathComponent("calls.sqlite").path), logger: logger)
+            let port = try await server.start()
+            return DemoServer(directory: directory, authority: authority, server: server, url: "ws://127.0.0.1:\(port)/")
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+    }
+
+    /// A login token for `account`, valid an hour.
+    func token(_ account: String) async throws -> String {
+        try await authority.mint(account: account, lifetime: .seconds(3_600))
+    }
+
+    func removeDirectory() { try? FileManager.default.removeItem(at: directory) }
+}
+
+/// Polls `value` every 5 ms until it gives something or `timeout` seconds pass.
+func firstValue<T: Sendable>(timeout: Double, _ value: () -> T?) async -> T? {
+    let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1_000))
+    while ContinuousClock.now < deadline {
+        if let found = value() { return found }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return nil
+}
+
+/// Pretty-printed JSON with sorted keys, as the commands' --json prints it.
+func prettyJSON(_ value: some Encodable) throws -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    return String(decoding: try encoder.encode(value), as: UTF8.self)
 }
 
 /// Process CPU time over a span, as a share of one core.

@@ -47,20 +47,11 @@ struct MeetingDemo {
     }
 
     func run(say: (String) -> Void, quiet: Bool) async throws -> Report {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mediaengine-demo-\(UInt32.random(in: 0 ... .max))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        var random = SystemRandomNumberGenerator()
-        let secret = try ServerSecret(bytes: (0..<32).map { _ in UInt8.random(in: 0...255, using: &random) })
-        let authority = await TokenAuthority(secret: secret)
-        var logger = Logger(label: "mediaengine.demo")
-        logger.logLevel = .warning
         var configuration = SignalingServer.Configuration()
         configuration.meetings.maximumParticipants = max(participants, configuration.meetings.maximumParticipants)
-        let server = SignalingServer(configuration: configuration, authority: authority,
-                                     store: try SQLiteCallStore(path: directory.appendingPathComponent("calls.sqlite").path), logger: logger)
-        let port = try await server.start()
-        let url = "ws://127.0.0.1:\(port)/"
+        let demo = try await DemoServer.start(configuration: configuration)
+        defer { demo.removeDirectory() }
+        let (server, url) = (demo.server, demo.url)
         if !quiet {
             say("server on \(url); \(participants) participants meet through its forwarding server for \(Int(seconds)) s "
                 + "(\(width)x\(height) at \(frameRate) fps, a marked tone each)")
@@ -71,7 +62,7 @@ struct MeetingDemo {
                 let account = "user\(index + 1)"
                 members.append(try await MeetingDemoParticipant(
                     account: account, tone: 330 + 110 * Double(index), url: url, width: width, height: height, frameRate: frameRate,
-                    token: try await authority.mint(account: account, lifetime: .seconds(3_600))))
+                    token: try await demo.token(account)))
             }
             let usage = CPUUsage()
             let serverCPUBefore = server.forwardingServer?.statistics.threadCPUTime ?? .zero
@@ -232,20 +223,11 @@ final class MeetingDemoParticipant: Sendable {
     }
 
     func waitConnected(timeout: Double) async -> ContinuousClock.Instant? {
-        await poll(timeout: timeout) { $0.connectedAt }
+        await firstValue(timeout: timeout) { state.received.withLock { $0.connectedAt } }
     }
 
     func waitRecord(timeout: Double) async -> MeetingRecord? {
-        await poll(timeout: timeout) { $0.record }
-    }
-
-    private func poll<T: Sendable>(timeout: Double, _ value: @Sendable (Received) -> T?) async -> T? {
-        let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1_000))
-        while ContinuousClock.now < deadline {
-            if let found = state.received.withLock({ value($0) }) { return found }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-        return nil
+        await firstValue(timeout: timeout) { state.received.withLock { $0.record } }
     }
 
     static func pair(from sender: MeetingDemoParticipant, to receiver: MeetingDemoParticipant,
