@@ -50,7 +50,15 @@ import Testing
             func startServer(port: Int) throws -> (BackgroundProcess, String) {
                 try CallCommands.Setup.startServer(["--port", String(port), "--db", database, "--secret-file", secret, "--duration", "120"])
             }
-            let (first, url) = try startServer(port: 0)
+            // A port below the kernel's ephemeral range (32768 and up): nothing bound to
+            // port 0 can take its number while the server is down.
+            var candidate = 20_000 + Int.random(in: 0..<10_000)
+            var started: (BackgroundProcess, String)?
+            while started == nil && candidate < 32_000 {
+                started = try? startServer(port: candidate)
+                candidate += 7
+            }
+            let (first, url) = try #require(started)
             let token = { (account: String) in
                 try CLI.run(["token", "--account", account, "--secret-file", secret]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             }

@@ -285,7 +285,7 @@ import TestSupport
         try await Heavy.run {
             let path = FileManager.default.temporaryDirectory.appendingPathComponent("restart-\(UInt32.random(in: 0 ... .max)).sqlite").path
             defer { try? FileManager.default.removeItem(atPath: path) }
-            let first = try await TestServer.start(path: path)
+            let first = try await TestServer.startOnStablePort(path: path)
             let port = first.port
             let alice = try await Endpoint(server: first, account: "alice", audio: "sine:440", video: nil)
             let bob = try await Endpoint(server: first, account: "bob", audio: "sine:660", video: nil)

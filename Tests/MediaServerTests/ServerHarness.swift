@@ -25,6 +25,20 @@ struct TestServer {
         return TestServer(server: server, port: port, authority: authority, store: store)
     }
 
+    /// A server for a test that stops and restarts it on the same port: the port is
+    /// below the kernel's ephemeral range (32768 and up), so while the server is down no
+    /// socket bound to port 0 and no outgoing connection can take its number.
+    static func startOnStablePort(path: String) async throws -> TestServer {
+        var candidate = 20_000 + Int.random(in: 0..<10_000)
+        while true {
+            do {
+                return try await start(path: path) { $0.port = candidate }
+            } catch where candidate < 32_000 {
+                candidate += 7  // taken (by another test's stable port): the next one
+            }
+        }
+    }
+
     var url: String { "ws://127.0.0.1:\(port)/" }
 
     func token(_ account: String, lifetime: Duration = .seconds(600)) async throws -> String {
