@@ -120,3 +120,60 @@ import Testing
         #expect(keys.count >= 4)
     }
 }
+
+@Suite struct VP8BorrowedDecode {
+    /// Row by row, the visible bytes of a copied frame and of borrowed planes.
+    static func samePlanes(_ frame: VideoFrame, _ planes: VideoPlanes) -> Bool {
+        guard frame.width == planes.width, frame.height == planes.height else { return false }
+        return frame.withPlanes { y, u, v in
+            func same(_ copy: UnsafeBufferPointer<UInt8>, _ copyStride: Int, _ borrowed: UnsafePointer<UInt8>,
+                      _ borrowedStride: Int, _ width: Int, _ height: Int) -> Bool {
+                (0..<height).allSatisfy { row in
+                    (0..<width).allSatisfy { copy[row * copyStride + $0] == borrowed[row * borrowedStride + $0] }
+                }
+            }
+            return same(y, frame.strideY, planes.y, planes.strideY, frame.width, frame.height)
+                && same(u, frame.strideUV, planes.u, planes.strideU, frame.chromaWidth, frame.chromaHeight)
+                && same(v, frame.strideUV, planes.v, planes.strideV, frame.chromaWidth, frame.chromaHeight)
+        }
+    }
+
+    @Test func borrowedPlanesEqualTheCopiedFrame() throws {
+        let encoder = try VP8.Encoder(configuration: VP8.Configuration(width: 320, height: 240, bitrate: 400_000))
+        let copying = try VP8.Decoder()
+        let borrowing = try VP8.Decoder()
+        var pattern = TestPattern(width: 320, height: 240)
+        for index in 0..<12 {
+            let source = pattern.nextFrame()
+            let encoded = try #require(try encoder.encode(source))
+            let copy = try #require(try copying.decode(encoded.data))
+            #expect(VideoQuality.psnr(source, copy) > 30)
+            let same = try encoded.data.withUnsafeBytes { bytes in
+                try borrowing.decode(bytes) { planes in Self.samePlanes(copy, planes) }
+            }
+            #expect(same == true, "frame \(index): borrowed planes differ from the copy (nil: no picture)")
+        }
+    }
+
+    @Test func borrowedDecodeOfCorruptDataThrowsWithoutCallingTheBody() throws {
+        let decoder = try VP8.Decoder()
+        var called = false
+        #expect(throws: CodecError.self) {
+            _ = try [UInt8](repeating: 0xFF, count: 40).withUnsafeBytes { bytes in
+                try decoder.decode(bytes) { _ in called = true }
+            }
+        }
+        #expect(!called)
+    }
+
+    @Test func theBodysErrorPassesThrough() throws {
+        struct Stop: Error {}
+        let encoder = try VP8.Encoder(configuration: VP8.Configuration(width: 160, height: 120, bitrate: 200_000))
+        var pattern = TestPattern(width: 160, height: 120)
+        let encoded = try #require(try encoder.encode(pattern.nextFrame()))
+        let decoder = try VP8.Decoder()
+        #expect(throws: Stop.self) {
+            _ = try encoded.data.withUnsafeBytes { bytes in try decoder.decode(bytes) { _ in throw Stop() } }
+        }
+    }
+}
