@@ -46,10 +46,11 @@ final class LiveVideoEncoder: @unchecked Sendable {
                 try LiveAV.set(options, "x264-params", "scenecut=0", codec: name)
             } else {
                 context.pointee.rc_min_rate = Int64(format.videoBitrate)  // libvpx: min == max is CBR
-                context.pointee.thread_count = 2
+                // One thread: libvpx's VP8 row threads spin-wait for each other, and on a
+                // busy machine that took 20 to 150 ms a frame (7 ms alone).
+                context.pointee.thread_count = 1
                 try LiveAV.set(options, "deadline", "realtime", codec: name)
-                // The fastest speed: VP8 at 720p30 must keep up on a loaded machine (a
-                // static canvas at cpu-used 8 took up to 90 ms a frame on two busy cores).
+                // The fastest speed: VP8 at 720p30 must keep up on one core.
                 try LiveAV.set(options, "cpu-used", "16", codec: name)
                 try LiveAV.set(options, "lag-in-frames", "0", codec: name)
             }
