@@ -185,9 +185,10 @@ final class LiveAudioEncoder: @unchecked Sendable {
         frame.pointee.sample_rate = Int32(format.sampleRate)
         frame.pointee.nb_samples = frameSize
         av_channel_layout_copy(&frame.pointee.ch_layout, &context.pointee.ch_layout)
-        guard av_frame_get_buffer(frame, 0) >= 0 else { throw LiveAV.outOfMemory }
         scratch = .allocate(capacity: 1)
         planes = .allocate(capacity: format.channels)
+        // Everything is set, so deinit frees it all if this fails.
+        guard av_frame_get_buffer(frame, 0) >= 0 else { throw LiveAV.outOfMemory }
     }
 
     deinit {
