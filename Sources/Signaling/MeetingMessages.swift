@@ -85,15 +85,18 @@ extension Request {
         public var videoQuality: CallVideoQuality
         public var ext: String?
         public var media: MediaEndpoint
+        /// Joins as the host (with a URL) or a co-host of a live room.
+        public var bypass: BypassStreaming?
 
         public init(name: String, role: MeetingRole, type: CallType, videoQuality: CallVideoQuality = .default, ext: String? = nil,
-                    media: MediaEndpoint) {
+                    media: MediaEndpoint, bypass: BypassStreaming? = nil) {
             self.name = name
             self.role = role
             self.type = type
             self.videoQuality = videoQuality
             self.ext = ext
             self.media = media
+            self.bypass = bypass
         }
     }
 

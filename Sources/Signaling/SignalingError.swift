@@ -55,6 +55,33 @@ public struct SignalingError: Error, Sendable, Hashable, CustomStringConvertible
         /// The server holds its maximum of meetings.
         public static let tooManyMeetings = Code(9_106)
 
+        // Live rooms (NIM's live-room join errors 10030-10034, its live status 508 and
+        // bypass errors 20202-20205).
+
+        /// A co-host joined a live room whose host is not in it (NIM 10030).
+        public static let liveRoomHostAbsent = Code(10_030)
+        /// A second participant gave a push URL: the room has its host (NIM 10031).
+        public static let liveRoomHasHost = Code(10_031)
+        /// Bypass streaming on one side only: a plain join of a live room, or a bypass join
+        /// of a running plain meeting (NIM 10032).
+        public static let liveRoomMismatch = Code(10_032)
+        /// Hosts and co-hosts are actors; the audience of a live room is its player (NIM 10033).
+        public static let liveRoomRole = Code(10_033)
+        /// Only the host controls the push (NIM 10034).
+        public static let liveRoomNotHost = Code(10_034)
+        /// The live room holds its host and three co-hosts (NIM live status 508).
+        public static let liveUserCountLimit = Code(508)
+        /// The push URL or its scheme is invalid (NIM 20202).
+        public static let bypassInvalidURL = Code(20_202)
+        /// The push target could not be reached (NIM 20203).
+        public static let bypassConnectFailed = Code(20_203)
+        /// The push failed while streaming (NIM 20204).
+        public static let bypassPushFailed = Code(20_204)
+        /// The composer or an encoder failed (NIM 20205).
+        public static let bypassInternal = Code(20_205)
+        /// The custom layout is invalid (NIM live status 501, layout error).
+        public static let bypassLayout = Code(501)
+
         // Local failures: this device, not the server, with NIM's numbers.
 
         /// No call (or invitation, or mix task) in progress here (NIM 20001).
@@ -106,6 +133,17 @@ public struct SignalingError: Error, Sendable, Hashable, CustomStringConvertible
             case 9_104: "not in meeting"
             case 9_105: "meeting full"
             case 9_106: "too many meetings"
+            case 10_030: "live room: host absent"
+            case 10_031: "live room: has a host"
+            case 10_032: "live room: bypass mismatch"
+            case 10_033: "live room: role"
+            case 10_034: "live room: not the host"
+            case 508: "live room: user count limit"
+            case 20_202: "bypass: invalid URL"
+            case 20_203: "bypass: connect failed"
+            case 20_204: "bypass: push failed"
+            case 20_205: "bypass: internal error"
+            case 501: "bypass: layout error"
             case 20_001: "not started"
             case 20_002: "operation failed"
             case 10_015: "audio device init failed"

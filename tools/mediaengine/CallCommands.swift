@@ -166,6 +166,12 @@ enum CallPrinter {
             "meetingRecord callID=\(record.callID) name=\(record.name) duration=\(String(format: "%.1f", Double(record.duration) / 1_000))s "
                 + "attendance=" + record.attendance.map { "\($0.account)/\($0.role)/\(String(format: "%.1f", Double($0.duration) / 1_000))s" }
                 .joined(separator: ",")
+        case .bypassStreamingStatus(let id, let output, let status, let error):
+            "bypassStreamingStatus callID=\(id) output=\(output) status=\(status)" + (error.map { " \($0.code.rawValue): \($0.message)" } ?? "")
+        case .bypassStreamingURLSwitched(let id, let error):
+            "bypassStreamingUrlSwitched callID=\(id) " + (error.map { "failed \($0.code.rawValue): \($0.message)" } ?? "ok")
+        case .bypassStreamingEnabled(let id, let enabled, let error):
+            "bypassStreamingEnabled callID=\(id) enabled=\(enabled) " + (error.map { "failed \($0.code.rawValue): \($0.message)" } ?? "ok")
         }
     }
 

@@ -50,7 +50,14 @@ struct MeetingCommand: AsyncParsableCommand {
             media summary at the end. Leaves after --duration, on Ctrl-C, or with the `leave` command.
 
             With --commands, reads one command per line on standard input: role actor|audience, mute, unmute, \
-            mute-audio-of USER, unmute-audio-of USER, mute-video-of USER, unmute-video-of USER, leave.
+            mute-audio-of USER, unmute-audio-of USER, mute-video-of USER, unmute-video-of USER, leave; and the live \
+            room host's: url URL, bypass on|off, mix-mode N.
+
+            Live rooms: --bypass-url URL joins as the host of a live room: the server mixes the room's audio, lays out \
+            its video (--mix-mode 0-4: floating right, floating left, lattice fit, lattice fill, custom from \
+            --layout FILE.json) and pushes it to rtmp://, rtmps://, icecast://, http:// (PUT) or a .flv/.mp4/.webm \
+            file; --server-recording also records it on the server. --bypass joins as a co-host. Status events \
+            (bypassStreamingStatus 500-508) print as they happen.
             """
         )
 
@@ -98,6 +105,32 @@ struct MeetingCommand: AsyncParsableCommand {
         @Flag(help: "Print events as JSON lines.")
         var json = false
 
+        @Option(help: "Host a live room: push the room to this URL (rtmp://, rtmps://, icecast://, http://, or a .flv/.mp4/.webm path).")
+        var bypassURL: String?
+
+        @Flag(help: "Join a live room as a co-host.")
+        var bypass = false
+
+        @Option(help: "Live room video layout (with --bypass-url): 0 floating right, 1 floating left, 2 lattice fit, 3 lattice fill.")
+        var mixMode: Int?
+
+        @Option(help: "Live room custom layout (mix mode 4): a JSON file of areas per account.")
+        var layout: String?
+
+        @Flag(help: "Also record the live room on the server (with --bypass-url).")
+        var serverRecording = false
+
+        /// The live-room options, nil for a plain join.
+        func bypassOptions() throws -> BypassStreaming? {
+            guard bypassURL != nil || bypass else { return nil }
+            let custom = try layout.map { path in
+                do { return try String(contentsOfFile: path, encoding: .utf8) } catch {
+                    throw ValidationError("--layout \(path): cannot read it (\(error.localizedDescription))")
+                }
+            }
+            return BypassStreaming(url: bypassURL, mixMode: custom != nil ? 4 : mixMode, customLayout: custom, serverRecording: serverRecording)
+        }
+
         @Flag(help: "Read commands from standard input, one per line.")
         var commands = false
 
@@ -120,6 +153,16 @@ struct MeetingCommand: AsyncParsableCommand {
                 throw ValidationError("--quality '\(quality)' is not one of \(CallVideoQuality.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             if let duration, !(duration > 0) { throw ValidationError("--duration \(duration) must be more than 0") }
+            if bypassURL != nil, bypass { throw ValidationError("--bypass-url (host) and --bypass (co-host) exclude each other") }
+            if bypassURL == nil, mixMode != nil || layout != nil || serverRecording {
+                throw ValidationError("--mix-mode, --layout and --server-recording are the host's: give --bypass-url")
+            }
+            if mixMode != nil, layout != nil { throw ValidationError("--layout is mix mode 4; give one of --mix-mode and --layout") }
+            if let mixMode, !(0...3).contains(mixMode) {
+                throw ValidationError("--mix-mode \(mixMode): use 0-3 (0 floating right, 1 floating left, 2 lattice fit, 3 lattice fill), or --layout FILE.json")
+            }
+            if audience, bypassURL != nil || bypass { throw ValidationError("a live room's hosts and co-hosts are actors: drop --audience") }
+            _ = try bypassOptions()
             if let recordAudio {
                 guard recordAudio.hasSuffix(".wav") || recordAudio.hasSuffix(".ogg") else {
                     throw ValidationError("--record-audio \(recordAudio): use a .wav or .ogg file")
@@ -169,7 +212,7 @@ struct MeetingCommand: AsyncParsableCommand {
                 try await manager.login()
                 let started = Date()
                 let joined = try await manager.joinMeeting(name: name, role: audience ? .audience : .actor, type: video ? .video : .audio,
-                                                           videoQuality: videoQuality)
+                                                           videoQuality: videoQuality, bypass: try? bypassOptions())
                 id = joined.callID
                 say("joined \(name) callID=\(id) as \(audience ? "audience" : "actor") in \(String(format: "%.0f", Date().timeIntervalSince(started) * 1_000)) ms; "
                     + "participants: \(joined.participants.map(\.account).joined(separator: ", "))")
@@ -279,11 +322,15 @@ struct MeetingCommand: AsyncParsableCommand {
                     case ("unmute-audio-of", 2): try await manager.setAudioMute(false, forUser: user)
                     case ("mute-video-of", 2): try await manager.setVideoMute(true, forUser: user)
                     case ("unmute-video-of", 2): try await manager.setVideoMute(false, forUser: user)
+                    case ("url", 2): try await manager.switchBypassStreamingURL(user)
+                    case ("bypass", 2) where ["on", "off"].contains(user): try await manager.setBypassStreamingEnabled(user == "on")
+                    case ("mix-mode", 2) where Int(user).map({ (0...3).contains($0) }) == true:
+                        try await manager.setBypassStreamingMixMode(Int(user)!)
                     case ("leave", 1):
                         return
                     default:
                         say("unknown command '\(line)': role actor|audience, mute, unmute, mute-audio-of USER, unmute-audio-of USER, "
-                            + "mute-video-of USER, unmute-video-of USER, leave")
+                            + "mute-video-of USER, unmute-video-of USER, leave; live host: url URL, bypass on|off, mix-mode 0-3")
                         continue
                     }
                     say("ok \(line)")

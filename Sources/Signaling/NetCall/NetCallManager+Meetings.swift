@@ -40,8 +40,14 @@ extension NetCallManager {
     /// - Throws: `SignalingError`: `meetingNotFound`, `meetingFull`, `alreadyInMeeting`,
     ///   `forbidden` (no grant), `busy` (in a call), or a local media failure.
     @discardableResult
+    ///
+    /// With `bypass`, it joins a live room: as its host when `bypass.url` is set (the
+    /// server pushes the room there), as a co-host otherwise; the live-room rules'
+    /// failures are `liveRoom*` and `liveUserCountLimit` errors, a bad URL
+    /// `bypassInvalidURL`, a bad custom layout `bypassLayout`.
     public func joinMeeting(name: String, role: MeetingRole = .actor, type: CallType = .audio, videoQuality: CallVideoQuality = .default,
-                            ext: String? = nil) async throws(SignalingError) -> (callID: UInt64, participants: [MeetingParticipant]) {
+                            ext: String? = nil, bypass: BypassStreaming? = nil)
+    async throws(SignalingError) -> (callID: UInt64, participants: [MeetingParticipant]) {
         guard meeting == nil else { throw SignalingError(.alreadyInMeeting, "joinMeeting: already in meeting \(meeting!.name)") }
         guard currentCallID == nil else { throw SignalingError(.busy, "joinMeeting: in call \(currentCallID!)") }
         let session = try makeSession(type: type, quality: videoQuality, meeting: true)
@@ -54,7 +60,8 @@ extension NetCallManager {
         let reply: Reply.JoinMeeting
         do {
             reply = try await request(MessageType.joinMeeting, Request.JoinMeeting(name: name, role: role, type: type, videoQuality: videoQuality,
-                                                                                   ext: ext, media: local), as: Reply.JoinMeeting.self)
+                                                                                   ext: ext, media: local, bypass: bypass),
+                                  as: Reply.JoinMeeting.self)
         } catch {
             await stop(session)
             throw error
@@ -113,6 +120,34 @@ extension NetCallManager {
                               as: Reply.Empty.self)
     }
 
+    // MARK: Live rooms (the host's controls)
+
+    /// Moves the room's push to `url` without restarting the room; the outcome comes as
+    /// `bypassStreamingURLSwitched` (the old push goes on until the new one carries the room).
+    /// - Throws: `bypassInvalidURL` for a URL that does not parse, `liveRoomNotHost`.
+    public func switchBypassStreamingURL(_ url: String) async throws(SignalingError) {
+        guard let current = meeting else { throw SignalingError(.notInMeeting, "switchBypassStreamingUrl: not in a meeting") }
+        _ = try await request(MessageType.switchBypassStreamingURL, Request.SwitchBypassStreamingURL(callID: current.id, url: url),
+                              as: Reply.Empty.self)
+    }
+
+    /// Stops or resumes the room's push; the outcome comes as `bypassStreamingEnabled`.
+    /// - Throws: `liveRoomNotHost`.
+    public func setBypassStreamingEnabled(_ enabled: Bool) async throws(SignalingError) {
+        guard let current = meeting else { throw SignalingError(.notInMeeting, "setBypassStreamingEnabled: not in a meeting") }
+        _ = try await request(MessageType.setBypassStreamingEnabled, Request.SetBypassStreamingEnabled(callID: current.id, enabled: enabled),
+                              as: Reply.Empty.self)
+    }
+
+    /// Changes the room's video mix mode (0-4; 4 with `customLayout`) while live.
+    /// - Throws: `bypassLayout` for an unknown mode or a bad layout, `liveRoomNotHost`.
+    public func setBypassStreamingMixMode(_ mixMode: Int, customLayout: String? = nil) async throws(SignalingError) {
+        guard let current = meeting else { throw SignalingError(.notInMeeting, "setBypassStreamingMixMode: not in a meeting") }
+        _ = try await request(MessageType.setBypassStreamingMixMode,
+                              Request.SetBypassStreamingMixMode(callID: current.id, mixMode: mixMode, customLayout: customLayout),
+                              as: Reply.Empty.self)
+    }
+
     // MARK: Events
 
     /// Handles a meeting event; false for a type that is not one.
@@ -151,6 +186,15 @@ extension NetCallManager {
             if meeting?.id == body.callID { emitMedia.yield(.speakingUsers(body.levels)) }
         case MessageType.meetingRecord:
             emit.yield(.meetingRecord(try event.body(Event.MeetingRecordEvent.self).record))
+        case MessageType.bypassStreamingStatus:
+            let body = try event.body(Event.BypassStreamingStatus.self)
+            emit.yield(.bypassStreamingStatus(callID: body.callID, output: body.output, status: body.status, body.error))
+        case MessageType.bypassStreamingURLSwitched:
+            let body = try event.body(Event.BypassStreamingResult.self)
+            emit.yield(.bypassStreamingURLSwitched(callID: body.callID, body.error))
+        case MessageType.bypassStreamingEnabled:
+            let body = try event.body(Event.BypassStreamingResult.self)
+            emit.yield(.bypassStreamingEnabled(callID: body.callID, enabled: body.enabled ?? false, body.error))
         default:
             return false
         }

@@ -77,6 +77,14 @@ public enum NetCallEvent: Sendable {
     case meetingError(callID: UInt64, SignalingError)
     /// The server's record of a meeting this device was in, once it ended.
     case meetingRecord(MeetingRecord)
+    /// The host's live push (`output` "push") or server recording ("recording") changed
+    /// status: NIM's live-stream statuses 500-508, with the failure when there is one.
+    case bypassStreamingStatus(callID: UInt64, output: String, status: Int, SignalingError?)
+    /// The outcome of `switchBypassStreamingURL`: nil when the new URL carries the room
+    /// (the old push ended); otherwise the old push goes on.
+    case bypassStreamingURLSwitched(callID: UInt64, SignalingError?)
+    /// The outcome of `setBypassStreamingEnabled` (NIM's `onSetBypassStreamingEnabled`).
+    case bypassStreamingEnabled(callID: UInt64, enabled: Bool, SignalingError?)
 }
 
 /// Per-frame media reports, through `NetCallManager.mediaUpdates`: a latest-value
