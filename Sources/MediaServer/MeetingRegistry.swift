@@ -59,10 +59,29 @@ public struct LegCredentials: Sendable, Hashable {
     public var srtpProfile: String
     public var srtpKey: String
     public var checkToken: String
+    /// Both halves of the composer's leg, used when this join starts a live room.
+    public var composer: ComposerCredentials?
 
-    public init(srtpProfile: String, srtpKey: String, checkToken: String) {
+    public init(srtpProfile: String, srtpKey: String, checkToken: String, composer: ComposerCredentials? = nil) {
         self.srtpProfile = srtpProfile
         self.srtpKey = srtpKey
+        self.checkToken = checkToken
+        self.composer = composer
+    }
+}
+
+/// The keys of a live room's composer leg: the composer is the server's own hidden
+/// participant, so the server draws both sides (distinct keys, as for any two legs).
+public struct ComposerCredentials: Sendable, Hashable {
+    /// What the composer protects its RTCP with (the leg's inbound key).
+    public var composerKey: String
+    /// What the server protects the forwarded media with (the leg's outbound key).
+    public var serverKey: String
+    public var checkToken: String
+
+    public init(composerKey: String, serverKey: String, checkToken: String) {
+        self.composerKey = composerKey
+        self.serverKey = serverKey
         self.checkToken = checkToken
     }
 }
@@ -101,6 +120,8 @@ public struct MeetingRegistry: Sendable {
         /// Store the record, then send each connection a `meetingRecord` event.
         case record(MeetingRecord, notify: [ConnectionID])
         case mediaPlane(MediaPlaneCommand)
+        /// What the live plane (the composers) must do.
+        case live(LiveCommand)
     }
 
     /// Who asks: the account and device a connection logged in as, and its grants.
@@ -147,6 +168,8 @@ public struct MeetingRegistry: Sendable {
         var members: [String: Member] = [:]
         var attendance: [MeetingRecord.Attendance] = []
         var startedAt: Int64?
+        /// Set once a host joined with a push URL: the meeting is a live room.
+        var live: LiveRoom?
     }
 
     public let configuration: Configuration
@@ -217,6 +240,8 @@ public struct MeetingRegistry: Sendable {
             case MessageType.setMeetingMute:
                 return try setMute(identity, connection, requestID,
                                    try Envelope.decodeBody(Request.SetMeetingMute.self, from: message, messageType: type))
+            case _ where MessageType.liveRequests.contains(type):
+                return try handleLive(identity, connection, requestID, type: type, message: message)
             default:
                 throw SignalingError(.invalidRequest, "unknown request type '\(type)'")
             }
@@ -289,12 +314,16 @@ public struct MeetingRegistry: Sendable {
             throw SignalingError(.invalidRequest, "joinMeeting: a video participant needs a video SSRC, an audio one none")
         }
         let ours = [media.audioSSRC] + (media.videoSSRC.map { [$0] } ?? [])
+        guard Set(ours).isDisjoint(with: liveSSRCs(of: meeting)) else {
+            throw SignalingError(.invalidRequest, "joinMeeting: an SSRC of yours is the live composer's; draw new ones")
+        }
         for other in meeting.members.values where !Set(ours).isDisjoint(with: [other.audioSSRC] + (other.videoSSRC.map { [$0] } ?? [])) {
             throw SignalingError(.invalidRequest, "joinMeeting: an SSRC of yours is \(other.identity.account)'s; draw new ones")
         }
         guard Set(ours).count == ours.count, !ours.contains(0) else {
             throw SignalingError(.invalidRequest, "joinMeeting: SSRCs must be distinct and not 0")
         }
+        try admitLive(meeting, identity, request)
         lastLeg += 1
         let member = Member(identity: identity, connection: connection, role: request.role, type: request.type,
                             audioSSRC: media.audioSSRC, videoSSRC: media.videoSSRC, leg: lastLeg, since: time.epochMilliseconds)
@@ -317,7 +346,7 @@ public struct MeetingRegistry: Sendable {
             outputs.append(.mediaPlane(.setForwarding(subscriber: member.leg, publisher: other.leg, audio: true, video: true)))
             outputs += send(other, MessageType.userJoined, Event.UserJoined(callID: id, participant: member.participant))
         }
-        return outputs
+        return outputs + liveJoined(id, member, request, credentials)
     }
 
     private mutating func setRole(_ identity: Identity, _ connection: ConnectionID, _ requestID: UInt64,
@@ -325,6 +354,9 @@ public struct MeetingRegistry: Sendable {
         var member = try member(identity, of: request.callID, in: "setMeetingRole")
         guard request.role == .audience || identity.grants.publish else {
             throw SignalingError(.forbidden, "setMeetingRole: your token does not grant publishing")
+        }
+        guard request.role == .actor || meetings[request.callID]?.live == nil else {
+            throw SignalingError(.liveRoomRole, "setMeetingRole: hosts and co-hosts of a live room are actors")
         }
         var outputs = [Self.okReply(connection, requestID, Reply.Empty())]
         guard member.role != request.role, var meeting = meetings[request.callID] else { return outputs }
@@ -471,7 +503,9 @@ public struct MeetingRegistry: Sendable {
         accountMeeting[account] = nil
         meeting.attendance.append(MeetingRecord.Attendance(account: account, device: member.identity.device, role: member.role,
                                                            joinedAt: member.since, leftAt: time.epochMilliseconds, reason: reason))
-        var outputs: [Output] = [.mediaPlane(.removeLeg(member.leg))]
+        meetings[id] = meeting
+        var outputs: [Output] = [.mediaPlane(.removeLeg(member.leg))] + liveLeft(account, of: id)
+        meeting = meetings[id] ?? meeting
         if tellOthers {
             let event = Event.UserLeft(callID: id, account: account, reason: reason)
             for other in meeting.members.values.sorted(by: { $0.identity.account < $1.identity.account }) {

@@ -33,6 +33,7 @@ public actor SignalingHub {
     private var registry: CallRegistry
     private var meetings: MeetingRegistry
     private var mediaPlane: (any MediaPlane)?
+    private var livePlane: (any LivePlane)?
     private var connections: [ConnectionID: Connection] = [:]
     private var nextConnection: UInt64 = 1
     private var shuttingDown = false
@@ -81,6 +82,17 @@ public actor SignalingHub {
     public func attach(mediaPlane: any MediaPlane, candidates: [MediaCandidate]) {
         self.mediaPlane = mediaPlane
         meetings.mediaCandidates = candidates
+    }
+
+    /// Connects the live plane that runs live rooms' composers; without one, a join with
+    /// a push URL is refused.
+    public func attach(livePlane: any LivePlane) {
+        self.livePlane = livePlane
+    }
+
+    /// Takes a report of the live plane: it goes to the room's host as an event.
+    public func livePlaneReported(_ report: LivePlaneReport) async {
+        await perform(meetings.liveReported(report))
     }
 
     /// Takes a report of the media plane: a lost leg makes its participant leave (timed
@@ -138,9 +150,15 @@ public actor SignalingHub {
         } else if !connection.guardian.loggedIn {
             let error = SignalingError(.unauthorized, "\(envelope.type): log in first")
             _ = apply(connection.guardian.malformed(error, now: now.monotonic), id, &connection, requestID: requestID)
-        } else if MessageType.meetingRequests.contains(envelope.type), let (account, device) = registry.device(of: id) {
+        } else if MessageType.meetingRequests.contains(envelope.type) || MessageType.liveRequests.contains(envelope.type),
+                  let (account, device) = registry.device(of: id) {
             guard mediaPlane != nil || envelope.type == MessageType.reserveMeeting else {
                 let error = SignalingError(.serverUnavailable, "\(envelope.type): this server runs no media plane for meetings")
+                send(.text(TypedEnvelope(id: requestID, type: MessageType.error, body: ErrorBody(error)).encoded()), to: id)
+                return
+            }
+            guard livePlane != nil || !(MessageType.liveRequests.contains(envelope.type) || Self.isLiveJoin(envelope.type, data)) else {
+                let error = SignalingError(.serverUnavailable, "\(envelope.type): this server runs no composer for live rooms")
                 send(.text(TypedEnvelope(id: requestID, type: MessageType.error, body: ErrorBody(error)).encoded()), to: id)
                 return
             }
@@ -158,7 +176,15 @@ public actor SignalingHub {
         let keying = SRTPKeyingMaterial.random(profile: .aeadAES128GCM)
         var random = SystemRandomNumberGenerator()
         let token = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &random)) }.joined()
-        return LegCredentials(srtpProfile: keying.profile.rawValue, srtpKey: keying.base64, checkToken: token)
+        let composer = ComposerCredentials(composerKey: SRTPKeyingMaterial.random(profile: .aeadAES128GCM).base64,
+                                           serverKey: SRTPKeyingMaterial.random(profile: .aeadAES128GCM).base64,
+                                           checkToken: (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &random)) }.joined())
+        return LegCredentials(srtpProfile: keying.profile.rawValue, srtpKey: keying.base64, checkToken: token, composer: composer)
+    }
+
+    /// Whether a message is a join of a live room (it needs the live plane).
+    static func isLiveJoin(_ type: String, _ data: Data) -> Bool {
+        type == MessageType.joinMeeting && (try? Envelope.decodeBody(Request.JoinMeeting.self, from: data, messageType: type))?.bypass != nil
     }
 
     private func login(_ data: Data, requestID: UInt64, from id: ConnectionID) async {
@@ -270,6 +296,8 @@ public actor SignalingHub {
                 send(.text(data), to: id)
             case .mediaPlane(let command):
                 mediaPlane?.apply(command)
+            case .live(let command):
+                livePlane?.apply(command)
             case .record(let record, let notify):
                 logger.info("meeting ended", metadata: ["callID": "\(record.callID)", "participants": "\(record.attendance.count)"])
                 do {

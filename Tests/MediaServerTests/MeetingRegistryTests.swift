@@ -10,6 +10,7 @@ struct MeetingHarness {
     var inbox: [ConnectionID: [RegistryHarness.Message]] = [:]
     var records: [MeetingRecord] = []
     var commands: [MediaPlaneCommand] = []
+    var liveCommands: [LiveCommand] = []
     var identities: [UInt64: MeetingRegistry.Identity] = [:]
     var nextRequestID: UInt64 = 1
 
@@ -22,12 +23,14 @@ struct MeetingHarness {
         for output in outputs {
             switch output {
             case .send(let connection, let data):
-                let envelope = try! Envelope.decode(data, maximumSize: 1 << 20)
+                guard let envelope = try? Envelope.decode(data, maximumSize: 1 << 20) else { fatalError("undecodable: \(String(decoding: data, as: UTF8.self))") }
                 inbox[connection, default: []].append(RegistryHarness.Message(envelope: envelope, data: data))
             case .record(let record, _):
                 records.append(record)
             case .mediaPlane(let command):
                 commands.append(command)
+            case .live(let command):
+                liveCommands.append(command)
             }
         }
     }
@@ -42,7 +45,9 @@ struct MeetingHarness {
         let id = nextRequestID
         nextRequestID += 1
         let data = TypedEnvelope(id: id, type: type, body: body).encoded()
-        let credentials = LegCredentials(srtpProfile: "AEAD_AES_128_GCM", srtpKey: "server\(id)", checkToken: "token\(id)")
+        let credentials = LegCredentials(srtpProfile: "AEAD_AES_128_GCM", srtpKey: "server\(id)", checkToken: "token\(id)",
+                                         composer: ComposerCredentials(composerKey: "composer\(id)", serverKey: "toComposer\(id)",
+                                                                       checkToken: "composerToken\(id)"))
         collect(registry.handle(ConnectionID(connection), identities[connection]!, requestID: id, type: type, message: data,
                                 credentials: credentials, at: time))
         let messages = inbox[ConnectionID(connection), default: []]
