@@ -45,6 +45,13 @@ public final class SignalingServer: Sendable {
         /// When set, `/metrics` answers only requests with `Authorization: Bearer <token>`
         /// (the per-leg metrics name accounts); never logged.
         public var metricsToken: String?
+        /// Run live rooms (a composer per room, on the media port's meetings): the stream
+        /// they push. Nil: joins with a push URL are refused.
+        public var live: LiveStreamFormat? = LiveStreamFormat()
+        /// Where live rooms' server recordings go.
+        public var liveRecordingDirectory = "recordings"
+        /// How pushes retry a target that fails.
+        public var liveRetry = LiveRetryPolicy.default
 
         public init() {}
     }
@@ -148,6 +155,17 @@ public final class SignalingServer: Sendable {
                         ?? (configuration.host == "0.0.0.0" ? LocalAddresses.ipv4() : [configuration.host])
                     await hub.setEchoPort(mediaPort)
                     await hub.attach(mediaPlane: SFUMediaPlane(server: media), candidates: hosts.map { MediaCandidate(host: $0, port: mediaPort) })
+                    if let format = configuration.live {
+                        let (liveReports, liveSink) = AsyncStream<LivePlaneReport>.makeStream()
+                        var settings = LiveRooms.Configuration(recordingDirectory: configuration.liveRecordingDirectory, mediaPort: mediaPort)
+                        settings.format = format
+                        settings.retry = configuration.liveRetry
+                        let rooms = LiveRooms(configuration: settings) { liveSink.yield($0) }
+                        state.setLive(rooms, reports: Task {
+                            for await report in liveReports { await hub.livePlaneReported(report) }
+                        }, sink: liveSink)
+                        await hub.attach(livePlane: rooms)
+                    }
                 } catch {
                     await shutdown()
                     throw error
@@ -170,6 +188,11 @@ public final class SignalingServer: Sendable {
         guard let group = state.group else { return }
         await group.triggerGracefulShutdown()
         _ = try? await state.task?.value
+        if let (rooms, reports, sink) = state.live {
+            await withCheckedContinuation { continuation in Thread.detachNewThread { rooms.stopAll(); continuation.resume() } }
+            sink.finish()
+            await reports.value
+        }
         if let (media, reports, sink) = state.media {
             await withCheckedContinuation { continuation in Thread.detachNewThread { media.stop(); continuation.resume() } }
             sink.finish()
@@ -179,6 +202,9 @@ public final class SignalingServer: Sendable {
 
     /// The media port's address (meetings and net-detect), when one runs.
     public var echoAddress: MediaEngine.SocketAddress? { state.media?.server.localAddress }
+
+    /// The live rooms' composers, when they run.
+    public var liveRooms: LiveRooms? { state.live?.rooms }
 
     /// The forwarding server on the media port, when one runs (its figures).
     public var forwardingServer: ForwardingServer? { state.media?.server }
@@ -256,6 +282,16 @@ final class ServerState: Sendable {
 
     var media: (server: ForwardingServer, reports: Task<Void, Never>, sink: AsyncStream<ForwardingRouter.Report>.Continuation)? {
         mediaLock.withLock { $0 }
+    }
+
+    private let liveLock = Mutex<(rooms: LiveRooms, reports: Task<Void, Never>, sink: AsyncStream<LivePlaneReport>.Continuation)?>(nil)
+
+    func setLive(_ rooms: LiveRooms, reports: Task<Void, Never>, sink: AsyncStream<LivePlaneReport>.Continuation) {
+        liveLock.withLock { $0 = (rooms, reports, sink) }
+    }
+
+    var live: (rooms: LiveRooms, reports: Task<Void, Never>, sink: AsyncStream<LivePlaneReport>.Continuation)? {
+        liveLock.withLock { $0 }
     }
 
     func set(group: ServiceGroup, task: Task<Void, any Error>) {

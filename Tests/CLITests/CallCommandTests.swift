@@ -12,11 +12,11 @@ import Testing
         let alice: String
         let bob: String
 
-        init() throws {
+        init(serverOptions: [String] = []) throws {
             directory = try temporaryDirectory("call")
             let secret = directory.appendingPathComponent("secret").path
             (server, url) = try Self.startServer(["--port", "0", "--db", directory.appendingPathComponent("calls.sqlite").path,
-                                                  "--secret-file", secret, "--ring-timeout", "5", "--duration", "120"])
+                                                  "--secret-file", secret, "--ring-timeout", "5", "--duration", "120"] + serverOptions)
             alice = try CLI.run(["token", "--account", "alice", "--secret-file", secret]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             bob = try CLI.run(["token", "--account", "bob", "--secret-file", secret]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         }

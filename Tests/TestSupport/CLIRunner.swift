@@ -25,9 +25,10 @@ public enum CLI {
         return try process.wait(timeout: 600)
     }
 
-    /// Starts `mediaengine arguments...` without waiting.
-    public static func start(_ arguments: [String], environment: [String: String] = [:]) throws -> BackgroundProcess {
-        try BackgroundProcess(executable: executable, arguments: arguments, environment: environment)
+    /// Starts `mediaengine arguments...` without waiting; with `input`, its standard
+    /// input takes what `write` sends.
+    public static func start(_ arguments: [String], environment: [String: String] = [:], input: Bool = false) throws -> BackgroundProcess {
+        try BackgroundProcess(executable: executable, arguments: arguments, environment: environment, input: input)
     }
 }
 
@@ -43,19 +44,30 @@ public final class BackgroundProcess: @unchecked Sendable {
     private let directory: URL
     private let outURL: URL
     private let errURL: URL
+    private let inURL: URL
     private var status: Int32?
 
     /// Starts `executable` with `arguments`, and `environment` added to this process's.
-    public init(executable: URL, arguments: [String], environment: [String: String] = [:]) throws {
+    /// With `input`, standard input is a FIFO that `write` feeds (the child holds it open
+    /// for writing too, so it never reads an end of file); otherwise /dev/null.
+    public init(executable: URL, arguments: [String], environment: [String: String] = [:], input: Bool = false) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("proc-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         outURL = directory.appendingPathComponent("stdout")
         errURL = directory.appendingPathComponent("stderr")
+        inURL = directory.appendingPathComponent("stdin")
+        if input, mkfifo(inURL.path, 0o600) != 0 {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "mkfifo \(inURL.path): \(String(cString: strerror(errno)))"])
+        }
 
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        if input {
+            posix_spawn_file_actions_addopen(&actions, 0, inURL.path, O_RDWR, 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
         posix_spawn_file_actions_addopen(&actions, 1, outURL.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, errURL.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
 
@@ -99,6 +111,20 @@ public final class BackgroundProcess: @unchecked Sendable {
             _ = reap(block: true)
         }
         try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Sends `text` to the process's standard input (started with `input`).
+    /// - Throws: when it was started without `input` or has ended.
+    public func write(_ text: String) throws {
+        let descriptor = open(inURL.path, O_WRONLY | O_NONBLOCK)
+        guard descriptor >= 0 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "stdin of the process: \(String(cString: strerror(errno)))"])
+        }
+        defer { close(descriptor) }
+        let bytes = Array(text.utf8)
+        guard Glibc.write(descriptor, bytes, bytes.count) == bytes.count else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "stdin of the process: \(String(cString: strerror(errno)))"])
+        }
     }
 
     /// Output so far.

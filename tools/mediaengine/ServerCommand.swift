@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import MediaEngine
 import MediaServer
 import UnixSignals
 
@@ -54,7 +55,36 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: "File holding a token that /metrics requests must carry as 'Authorization: Bearer TOKEN' (default: none needed).")
     var metricsTokenFile: String?
 
+    @Option(help: "Directory for live rooms' server recordings (--server-recording).")
+    var liveRecordingDirectory = "recordings"
+
+    @Option(help: "Live rooms' stream: WIDTHxHEIGHT@FPS.")
+    var liveSize = "1280x720@30"
+
+    @Option(help: "Live rooms' video bitrate, b/s (CBR).")
+    var liveBitrate = 2_500_000
+
+    @Flag(help: "Run no live-room composers (joins with a push URL are refused).")
+    var noLive = false
+
+    /// --live-size and --live-bitrate as a stream format.
+    func liveFormat() throws -> LiveStreamFormat {
+        let parts = liveSize.split(whereSeparator: { $0 == "x" || $0 == "@" }).compactMap { Int($0) }
+        guard parts.count == 3, (160...3_840).contains(parts[0]), (90...2_160).contains(parts[1]), parts[0] % 2 == 0, parts[1] % 2 == 0,
+              (1...60).contains(parts[2]) else {
+            throw ValidationError("--live-size \(liveSize): use WIDTHxHEIGHT@FPS, even sizes within 160x90...3840x2160, 1-60 fps")
+        }
+        guard (100_000...50_000_000).contains(liveBitrate) else { throw ValidationError("--live-bitrate must be within 100000...50000000 b/s") }
+        var format = LiveStreamFormat()
+        format.width = parts[0]
+        format.height = parts[1]
+        format.frameRate = parts[2]
+        format.videoBitrate = liveBitrate
+        return format
+    }
+
     func validate() throws {
+        _ = try liveFormat()
         guard (1...1_000).contains(meetingParticipants) else { throw ValidationError("--meeting-participants must be within 1...1000") }
         guard maximumMeetings >= 1 else { throw ValidationError("--maximum-meetings must be at least 1") }
         guard legTimeout >= 1 && legTimeout <= 3_600 else { throw ValidationError("--leg-timeout must be within 1...3600 s") }
@@ -90,6 +120,8 @@ struct ServerCommand: AsyncParsableCommand {
         configuration.port = port
         configuration.calls.ringTimeout = .milliseconds(Int64(ringTimeout * 1_000))
         configuration.publicHost = publicHost
+        configuration.live = noLive ? nil : try liveFormat()
+        configuration.liveRecordingDirectory = liveRecordingDirectory
         configuration.meetings.maximumParticipants = meetingParticipants
         configuration.meetings.maximumMeetings = maximumMeetings
         configuration.forwarding.legTimeout = .milliseconds(Int64(legTimeout * 1_000))

@@ -79,6 +79,10 @@ public final class MediaSession: Sendable {
         /// Sees every decoded picture of each participant (its YUV callback), on the
         /// receiving thread, before the event; keep it short.
         public var remoteVideo: (@Sendable (String, VideoFrame) -> Void)?
+        /// This side's SRTP key and audio SSRC when someone else drew them (a server's own
+        /// leg, whose keys the signaling side handed out); nil: drawn here.
+        public var localKeying: SRTPKeyingMaterial?
+        public var localAudioSSRC: UInt32?
 
         public init(audio: any AudioSource, video: (any VideoSource)?) {
             self.audio = audio
@@ -239,7 +243,7 @@ public final class MediaSession: Sendable {
             let byte = UInt8.random(in: 0...255, using: &random)
             return (byte < 16 ? "0" : "") + String(byte, radix: 16)
         }.joined()
-        let keying = SRTPKeyingMaterial.random(profile: configuration.profile)
+        let keying = configuration.localKeying ?? SRTPKeyingMaterial.random(profile: configuration.profile)
         var settings = MediaCore.Configuration()
         settings.outboundKeying = keying
         settings.consent = configuration.consent
@@ -255,7 +259,7 @@ public final class MediaSession: Sendable {
             repeat { ssrc = UInt32.random(in: 1 ... .max, using: &random) } while ssrc == settings.rtcpSSRC
             return ssrc
         }
-        audioStream = try core.addSendStream(.opus(ssrc: draw()))
+        audioStream = try core.addSendStream(.opus(ssrc: configuration.localAudioSSRC ?? draw()))
         videoStream = configuration.video == nil ? nil : try core.addSendStream(.vp8(ssrc: draw()))
         local = Endpoint(candidates: try hosts.map { try SocketAddress(host: $0, port: port) }, keying: keying,
                          audioSSRC: core.statistics(of: audioStream)!.ssrc,
