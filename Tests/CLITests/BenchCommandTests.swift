@@ -22,6 +22,28 @@ import Testing
         }
     }
 
+    /// `bench live` runs the composer and ffmpeg on the same inputs; a short run checks the
+    /// command and its report (the figures themselves are the benchmark's, not a test's).
+    @Test func liveComposerBenchReportsBothSidesAndTheirRatios() async throws {
+        try await Heavy.run {
+            let run = try CLI.run(["bench", "live", "--participants", "2", "--input-size", "320x180", "--output-size", "640x360@15",
+                                   "--bitrate", "600000", "--seconds", "2", "--json"])
+            #expect(run.status == 0, "\(run.stderr)")
+            let report = try #require(try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any], "\(run.stdout)")
+            let composer = try #require(report["composer"] as? [String: Any])
+            let ffmpeg = try #require(report["ffmpeg"] as? [String: Any])
+            for side in [composer, ffmpeg] {
+                #expect((side["framesPerSecond"] as? Double ?? 0) > 0 && (side["cpuPerOutputSecond"] as? Double ?? 0) > 0)
+                // Two seconds at 600 kb/s: about 150 KB of video, whichever side wrote it.
+                #expect((side["bytes"] as? Int ?? 0) > 50_000, "\(side)")
+            }
+            #expect(report["droppedPackets"] as? Int == 0)
+            #expect((report["speedRatio"] as? Double ?? 0) > 0 && (report["cpuRatio"] as? Double ?? 0) > 0)
+        }
+        let bad = try CLI.run(["bench", "live", "--participants", "5"])
+        #expect(bad.status != 0 && bad.stderr.contains("--participants 5"), "\(bad.stderr)")
+    }
+
     @Test func opusCaseAsCSVHasOneRowPerCase() async throws {
         try await Heavy.run {
             let run = try CLI.run(["bench", "--codec", "opus", "--opus-bitrates", "32k,64000", "--complexities", "5",

@@ -332,9 +332,15 @@ struct CPUUsage {
     private let start = ContinuousClock.now
     private let cpuStart = CPUUsage.cpuSeconds()
 
-    static func cpuSeconds() -> Double {
+    /// CPU seconds of this process so far.
+    static func cpuSeconds() -> Double { seconds(RUSAGE_SELF.rawValue) }
+
+    /// CPU seconds of this process's children that ended and were waited for.
+    static func childSeconds() -> Double { seconds(RUSAGE_CHILDREN.rawValue) }
+
+    private static func seconds(_ who: Int32) -> Double {
         var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
+        getrusage(who, &usage)
         return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
