@@ -1,6 +1,7 @@
 import Foundation
 import MediaEngine
 import Signaling
+import Synchronization
 import Testing
 import TestSupport
 @testable import MediaServer
@@ -253,6 +254,90 @@ import TestSupport
             print("live room: push resumed \(String(format: "%.2f", resumed)) s after nginx returned")
             try await bob.manager.leaveMeeting()
             try await alice.manager.leaveMeeting()
+        }
+    }
+
+    /// Silence until armed, then a 1 kHz tone; remembers when its first tone sample was
+    /// captured (the session reads its source paced to the wall clock).
+    final class MarkedTone: AudioSource, @unchecked Sendable {
+        // @unchecked: `generator` is the sending thread's alone; the rest are atomics and a lock.
+        let layout = ChannelLayout.mono
+        let name = "marked tone"
+        let armed = Atomic<Bool>(false)
+        let started = Mutex<ContinuousClock.Instant?>(nil)
+        private var generator = ToneGenerator(.sine(1_000), amplitude: 0.5)
+
+        func read(into frame: inout AudioFrame) throws -> Bool {
+            guard armed.load(ordering: .relaxed) else {
+                frame.samples.withUnsafeMutableBufferPointer { $0.update(repeating: 0) }
+                return true
+            }
+            started.withLock { $0 = $0 ?? .now }
+            frame.samples.withUnsafeMutableBufferPointer { generator.fill($0) }
+            return true
+        }
+    }
+
+    /// Glass to glass: from the host's microphone (a tone starting on cue) to the audio
+    /// ffmpeg pulls from nginx-rtmp, through the server's SFU, composer, AAC encoder and
+    /// FLV push. The issue's goal is 1.5 s.
+    @Test func glassToGlassFromAHostsToneToTheAudioPulledFromNginx() async throws {
+        try await Heavy.runAlone {
+            let directory = try temporaryDirectory("live-delay")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let nginx = try NginxRTMP()
+            try nginx.start()
+            let server = try await Self.server()
+            defer { Task { await server.server.shutdown() } }
+            let tone = MarkedTone()
+            let media: MediaSessionFactory = { _, _ in
+                var configuration = MediaSession.Configuration(audio: tone, video: try MediaSources.video("color:ff0000:320x180@15"))
+                configuration.host = "127.0.0.1"
+                configuration.videoBitrate = 300_000
+                return configuration
+            }
+            let host = NetCallManager(configuration: NetCallManager.Configuration(server: server.url, token: try await server.token("alice"), media: media))
+            try await host.login()
+            let events = Mutex<[NetCallEvent]>([])
+            Task { for await event in host.events { events.withLock { $0.append(event) } } }
+            try await host.reserveMeeting(name: "show")
+            _ = try await host.joinMeeting(name: "show", type: .video, bypass: BypassStreaming(url: nginx.url(key: "room")))
+            #expect(nginx.waitForPublisher(key: "room", timeout: 15), "published; events: \(events.withLock { $0 })")
+
+            let file = directory.appendingPathComponent("pulled.s16").path
+            let pull = try BackgroundProcess(program: "ffmpeg", arguments: [
+                "-hide_banner", "-loglevel", "error", "-nostdin", "-fflags", "nobuffer", "-rw_timeout", "5000000", "-i", nginx.url(key: "room"),
+                "-map", "0:a:0", "-ac", "1", "-ar", "48000", "-f", "s16le", "-flush_packets", "1", "-y", file])
+            defer { pull.terminate() }
+            func size() -> Int { (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? nil ?? 0 }
+            // The pull runs steadily (two seconds of the room's silence) before the cue.
+            #expect(LivePort.poll(timeout: 15) { size() > 2 * 96_000 }, "the pull flows: \(pull.stderr)")
+            let offset = size() & ~1
+            tone.armed.store(true, ordering: .relaxed)
+            var heard: ContinuousClock.Instant?
+            let deadline = ContinuousClock.now + .seconds(5)
+            var read = offset
+            let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
+            defer { try? handle.close() }
+            try handle.seek(toOffset: UInt64(offset))
+            while heard == nil, ContinuousClock.now < deadline {
+                let data = handle.readDataToEndOfFile()
+                let now = ContinuousClock.now
+                let whole = data.count & ~1
+                read += whole
+                if whole < data.count { try handle.seek(toOffset: UInt64(read)) }
+                let loud = data.withUnsafeBytes { raw in
+                    (0..<whole / 2).contains { abs(Int(Int16(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 2, as: Int16.self)))) > 8_000 }
+                }
+                if loud { heard = now } else { usleep(5_000) }
+            }
+            let spoken = try #require(tone.started.withLock { $0 }, "the tone was captured")
+            let arrived = try #require(heard, "the tone reached the puller within 5 s")
+            let delay = (arrived - spoken) / .seconds(1)
+            print("live room: glass to glass \(String(format: "%.3f", delay)) s (host's tone to ffmpeg's pull from nginx-rtmp)")
+            #expect(delay > 0 && delay <= 1.5, "glass to glass \(delay) s; the goal is 1.5 s")
+            try await host.leaveMeeting()
+            await host.logout()
         }
     }
 }
