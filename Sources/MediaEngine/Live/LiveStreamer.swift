@@ -1,3 +1,4 @@
+import CAVFormat
 import Synchronization
 
 /// Encodes a live room's canvas and mixed audio once and pushes them to any number of
@@ -55,12 +56,18 @@ public final class LiveStreamer: Sendable {
     public init(format: LiveStreamFormat, retry: LiveRetryPolicy = .default,
                 events: @escaping @Sendable (LiveOutputEvent) -> Void) throws(LiveStreamError) {
         if let problem = format.problem { throw LiveStreamError(.internalError, "live stream format: \(problem)") }
+        _ = Self.quietLibav
         self.format = format
         self.retry = retry
         self.events = events
     }
 
     deinit { stop() }
+
+    /// libav's own log goes to stderr: x264's banner per encoder, and protocol messages
+    /// that may quote what a server answered about a stream (whose name is its key). Its
+    /// failures reach callers as typed errors and events instead, so only fatal lines stay.
+    private static let quietLibav: Void = av_log_set_level(AV_LOG_FATAL)
 
     /// Adds an output (an id of the caller's choosing, e.g. "push" or "recording"). It
     /// connects on its own writer thread; connection failure is reported as events
