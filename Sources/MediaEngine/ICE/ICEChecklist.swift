@@ -1,0 +1,272 @@
+/// The ICE checklist of one agent (RFC 8445 §6.1.2-§8, one data stream, one component),
+/// sans-I/O and codec-free: it decides which pair to check when, retransmits, learns
+/// peer-reflexive candidates from incoming checks, nominates and selects, and says so as
+/// `Action`s; the caller turns checks into STUN binding requests (with the agents'
+/// credentials and PRIORITY, USE-CANDIDATE, ICE-CONTROLLING/-CONTROLLED) and feeds back
+/// what answers.
+///
+/// Timing: one new check every `pacing` (Ta, 50 ms; triggered checks first); each check is
+/// retransmitted after an RTO that starts at `initialRTO` and doubles, and a pair fails
+/// after `maximumSends` unanswered sends. The controlling agent nominates the best
+/// succeeded pair once it has waited the pair type's `nominationWait` since checks began
+/// (pion's: host 0, srflx 0.5 s, prflx 1 s, relay 2 s), and nominates again when a better
+/// pair succeeds later; the controlled agent selects what is nominated. With nothing
+/// selected `failAfter` after the start, or every pair failed once the peer said it has
+/// no more candidates, the agent fails.
+///
+/// Memory: at most `maximumPairs` pairs and `maximumRemoteCandidates` remote candidates
+/// (a stranger's flood of checks from new addresses cannot grow it).
+public struct ICEChecklist: Sendable {
+    public struct Configuration: Sendable, Hashable {
+        public var controlling: Bool
+        public var pacing: Duration = .milliseconds(50)
+        public var initialRTO: Duration = .milliseconds(250)
+        public var maximumSends = 7
+        public var failAfter: Duration = .seconds(15)
+        public var maximumPairs = 100
+        public var maximumRemoteCandidates = 32
+
+        public init(controlling: Bool) { self.controlling = controlling }
+
+        /// How long the controlling agent waits, from the start of checks, before it
+        /// nominates a pair of this kind (a better one may still succeed meanwhile).
+        public func nominationWait(_ kind: ICECandidate.Kind) -> Duration {
+            switch kind {
+            case .host: .zero
+            case .serverReflexive: .milliseconds(500)
+            case .peerReflexive: .seconds(1)
+            case .relayed: .seconds(2)
+            }
+        }
+    }
+
+    public enum PairState: Sendable, Hashable {
+        case frozen, waiting, inProgress, succeeded, failed
+    }
+
+    /// What the caller must do.
+    public enum Action: Sendable, Hashable {
+        /// Send a binding request for `pair` (from its local candidate's base, or through
+        /// its relay) with this transaction ID; `nominate`: with USE-CANDIDATE.
+        case check(ICECandidatePair, STUNTransactionID, nominate: Bool)
+        /// Media goes over this pair from now on (a first selection or a better one).
+        case selected(ICECandidatePair)
+        /// No pair can work.
+        case failed(String)
+    }
+
+    struct Entry: Sendable {
+        var pair: ICECandidatePair
+        var state: PairState
+        var transaction: STUNTransactionID?
+        var sends = 0
+        var nextSend: Duration = .zero
+        var rto: Duration = .zero
+        var nominating = false
+        var nominated = false
+    }
+
+    public let configuration: Configuration
+    private(set) var entries: [Entry] = []
+    private(set) var local: [ICECandidate] = []
+    private(set) var remote: [ICECandidate] = []
+    /// Pairs owed a triggered check, in arrival order (keys: indices move as pairs come).
+    private var triggered: [PairKey] = []
+    private var started: Duration
+    private var nextPacing: Duration
+    private var remoteComplete = false
+    private var finished = false
+    public private(set) var selectedPair: ICECandidatePair?
+    private var random: SeededRandom
+
+    /// - Parameter seed: Draws transaction IDs (a test's fixed seed, or a random one).
+    public init(configuration: Configuration, now: Duration, seed: UInt64 = UInt64.random(in: .min ... .max)) {
+        self.configuration = configuration
+        started = now
+        nextPacing = now
+        random = SeededRandom(seed: seed)
+    }
+
+    /// The state of the pair from `local` to `remote`, if there is one.
+    public func state(from local: SocketAddress, to remote: SocketAddress) -> PairState? {
+        entries.first { $0.pair.local.address == local && $0.pair.remote.address == remote }?.state
+    }
+
+    /// Whether checks are over (a selection stands or the agent failed).
+    public var isFailed: Bool { finished && selectedPair == nil }
+
+    /// A local candidate gathered (host, server-reflexive, relayed).
+    public mutating func addLocal(_ candidate: ICECandidate) {
+        guard !local.contains(candidate) else { return }
+        local.append(candidate)
+        rebuild()
+    }
+
+    /// A remote candidate trickled over signaling; unusable ones are for the caller to drop.
+    public mutating func addRemote(_ candidate: ICECandidate) {
+        guard remote.count < configuration.maximumRemoteCandidates, !remote.contains(where: { $0.address == candidate.address }) else { return }
+        remote.append(candidate)
+        rebuild()
+    }
+
+    /// The peer has sent all its candidates: once every pair failed, the agent fails.
+    public mutating func remoteCandidatesComplete() { remoteComplete = true }
+
+    /// Forms the pairs anew, keeping the states of those already there.
+    private mutating func rebuild() {
+        let old = Dictionary(entries.map { (PairKey($0.pair), $0) }, uniquingKeysWith: { first, _ in first })
+        let pairs = ICECandidatePair.checklist(local: local, remote: remote, controlling: configuration.controlling,
+                                               limit: configuration.maximumPairs)
+        var unfrozen = Set(old.values.filter { $0.state != .frozen }.map { $0.pair.local.foundation + "/" + $0.pair.remote.foundation })
+        entries = pairs.map { pair in
+            if let existing = old[PairKey(pair)] { return existing }
+            // The first pair of each foundation starts waiting; the rest wait for it (§6.1.2.6).
+            let foundation = pair.local.foundation + "/" + pair.remote.foundation
+            let state: PairState = unfrozen.insert(foundation).inserted ? .waiting : .frozen
+            return Entry(pair: pair, state: state)
+        }
+        let present = Set(entries.map { PairKey($0.pair) })
+        triggered = triggered.filter { present.contains($0) }
+    }
+
+    /// When the agent next has work.
+    public var nextDeadline: Duration? {
+        guard !finished || selectedPair != nil else { return nil }
+        var next = nextPacing
+        for entry in entries where entry.state == .inProgress { next = min(next, entry.nextSend) }
+        if selectedPair == nil { next = min(next, started + configuration.failAfter) }
+        return next
+    }
+
+    /// Runs the timers due at `now`: a new check every `pacing`, retransmissions, the
+    /// nomination, the overall failure.
+    public mutating func poll(now: Duration) -> [Action] {
+        guard !(finished && selectedPair == nil) else { return [] }
+        var actions: [Action] = []
+        for index in entries.indices where entries[index].state == .inProgress && entries[index].nextSend <= now {
+            if entries[index].sends >= configuration.maximumSends {
+                entries[index].state = .failed
+                entries[index].transaction = nil
+            } else {
+                actions.append(send(index, now: now))
+            }
+        }
+        if now >= nextPacing {
+            nextPacing = now + configuration.pacing
+            if let index = nextToCheck() { actions.append(start(index, now: now)) }
+        }
+        actions += nominate(now: now)
+        if selectedPair == nil, now >= started + configuration.failAfter || (remoteComplete && !entries.isEmpty && entries.allSatisfy({ $0.state == .failed })) {
+            finished = true
+            actions.append(.failed(entries.isEmpty ? "no candidate pair to check (no usable remote candidates)"
+                                   : "no candidate pair answered: \(entries.count) pairs checked"))
+        }
+        return actions
+    }
+
+    /// A triggered check first, then the best waiting pair, then the best frozen one.
+    private mutating func nextToCheck() -> Int? {
+        while let key = triggered.first {
+            triggered.removeFirst()
+            if let index = entries.firstIndex(where: { PairKey($0.pair) == key }),
+               entries[index].state != .succeeded && entries[index].state != .inProgress { return index }
+        }
+        if let index = entries.indices.first(where: { entries[$0].state == .waiting }) { return index }
+        return entries.indices.first { entries[$0].state == .frozen }
+    }
+
+    private mutating func start(_ index: Int, now: Duration) -> Action {
+        entries[index].state = .inProgress
+        entries[index].sends = 0
+        entries[index].rto = configuration.initialRTO
+        entries[index].transaction = STUNTransactionID.random(using: &random)
+        return send(index, now: now)
+    }
+
+    private mutating func send(_ index: Int, now: Duration) -> Action {
+        if entries[index].sends > 0 { entries[index].rto = entries[index].rto * 2 }
+        entries[index].sends += 1
+        entries[index].nextSend = now + entries[index].rto
+        return .check(entries[index].pair, entries[index].transaction!, nominate: entries[index].nominating)
+    }
+
+    /// A success response to transaction `id`, from `source`. Only an answer from the
+    /// address the check went to counts (RFC 8445 §7.2.5.2.1, symmetric addresses).
+    public mutating func succeeded(_ id: STUNTransactionID, from source: SocketAddress, now: Duration) -> [Action] {
+        guard let index = entries.firstIndex(where: { $0.transaction == id }), entries[index].pair.remote.address == source else { return [] }
+        entries[index].transaction = nil
+        entries[index].state = .succeeded
+        // Pairs of the same foundation are likely to work too: let them go (§7.2.5.3.3).
+        let foundation = entries[index].pair.local.foundation + "/" + entries[index].pair.remote.foundation
+        for other in entries.indices where entries[other].state == .frozen
+            && entries[other].pair.local.foundation + "/" + entries[other].pair.remote.foundation == foundation {
+            entries[other].state = .waiting
+        }
+        if entries[index].nominating {
+            entries[index].nominating = false
+            entries[index].nominated = true
+        }
+        return nominate(now: now) + select()
+    }
+
+    /// An error response, or a check that cannot be sent (the relay is gone): the pair fails.
+    public mutating func failed(_ id: STUNTransactionID) {
+        guard let index = entries.firstIndex(where: { $0.transaction == id }) else { return }
+        entries[index].transaction = nil
+        entries[index].state = .failed
+    }
+
+    /// A connectivity check arrived from `source` at `local`'s base (already
+    /// authenticated by the caller). A source that is no known remote candidate is a
+    /// peer-reflexive one, with the `priority` its check carried (§7.3.1.3); the pair gets a
+    /// triggered check, and with `useCandidate` (controlled side) it counts as nominated.
+    public mutating func received(from source: SocketAddress, at local: SocketAddress, priority: UInt32, useCandidate: Bool,
+                                  now: Duration) -> [Action] {
+        if !remote.contains(where: { $0.address == source }) {
+            addRemote(ICECandidate(foundation: ICECandidate.foundation(.peerReflexive, base: source, server: nil), priority: priority,
+                                   address: source, kind: .peerReflexive))
+        }
+        guard let index = entries.firstIndex(where: { $0.pair.local.address == local && $0.pair.remote.address == source }) else { return [] }
+        if useCandidate && !configuration.controlling { entries[index].nominated = true }
+        switch entries[index].state {
+        case .succeeded:
+            return select()
+        case .inProgress:
+            return []
+        case .frozen, .waiting, .failed:
+            entries[index].state = .waiting
+            let key = PairKey(entries[index].pair)
+            if !triggered.contains(key) { triggered.append(key) }
+            return []
+        }
+    }
+
+    /// The controlling agent's regular nomination: the best succeeded pair once its type's
+    /// wait has passed, again whenever a better one succeeds.
+    private mutating func nominate(now: Duration) -> [Action] {
+        guard configuration.controlling,
+              let best = entries.indices.first(where: { entries[$0].state == .succeeded }),
+              !entries[best].nominated, !entries[best].nominating,
+              now >= started + configuration.nominationWait(entries[best].pair.pathKind) else { return [] }
+        entries[best].nominating = true
+        entries[best].state = .inProgress
+        return [start(best, now: now)]
+    }
+
+    /// The best nominated, succeeded pair, when it changed.
+    private mutating func select() -> [Action] {
+        guard let best = entries.first(where: { $0.nominated && $0.state == .succeeded })?.pair, best != selectedPair else { return [] }
+        selectedPair = best
+        finished = true
+        return [.selected(best)]
+    }
+
+    struct PairKey: Hashable, Sendable {
+        var local: SocketAddress
+        var remote: SocketAddress
+        init(_ pair: ICECandidatePair) {
+            local = pair.local.address
+            remote = pair.remote.address
+        }
+    }
+}
