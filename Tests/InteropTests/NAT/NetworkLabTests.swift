@@ -3,8 +3,8 @@ import MediaEngine
 import TestSupport
 import Testing
 
-/// The NAT lab proved with real packets: what the far side of each kind of NAT sees, and
-/// nothing left behind.
+/// The NAT lab proved with real packets: what the far side of each kind of NAT sees, coturn
+/// answering through one, and nothing left behind.
 @Suite(.serialized) struct NetworkLabTests {
     /// A UDP socket bound in `namespace`, usable from the test's thread.
     func socket(_ lab: NetworkLab, in namespace: NetworkLab.Namespace, port: Int) throws -> UDPSocket {
@@ -63,6 +63,43 @@ import Testing
             // One socket, two destinations, two mappings: ICE's srflx candidate is useless here.
             let ports = seen.compactMap { $0?.port }
             #expect(ports.count == 2 && ports[0] != ports[1], "mapped ports \(ports)")
+        }
+    }
+
+    @Test func coturnAnswersThroughTheNATAndAllocatesWithRESTCredentials() async throws {
+        try await Heavy.runAlone {
+            let lab = try NetworkLab()
+            defer { lab.close() }
+            let router = try lab.addRouter(nat: .portPreserving)
+            let host = try lab.addHost(behind: router)
+            let public_ = try lab.addPublicHost()
+            let coturn = try Coturn(lab: lab, namespace: public_)
+            try coturn.start()
+            defer { coturn.stop() }
+
+            let server = coturn.serverAddress
+            let probe = try lab.withNamespace(host) { try STUNProbe.mappedAddress(of: server, localPort: 40_003) }
+            #expect(probe?.mapped == (try SocketAddress(host: router.wanAddress, port: 40_003)))
+
+            // Two clients behind the NAT allocate relays with the helper's credentials and
+            // send to each other through them.
+            let (username, password) = coturn.credentials(account: "alice")
+            let client = try lab.run(in: host, "turnutils_uclient", [
+                "-p", String(coturn.port), "-n", "1", "-m", "1", "-l", "100", "-y", "-c",
+                "-u", username, "-w", password, coturn.address,
+            ])
+            let run = try client.wait(timeout: 20)
+            #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+            #expect((run.stdout + run.stderr).contains("tot_recv_msgs=2"), "\(run.stdout)\(run.stderr)")
+            #expect(coturn.log.contains("user <\(username)>: incoming packet ALLOCATE processed, success"), "\(coturn.log)")
+
+            // Wrong credentials are refused.
+            let wrong = try lab.run(in: host, "turnutils_uclient", [
+                "-p", String(coturn.port), "-n", "1", "-m", "1", "-y", "-c", "-u", username, "-w", "not-the-password", coturn.address,
+            ])
+            let refused = try wrong.wait(timeout: 20)
+            #expect(refused.status != 0, "\(refused.stdout)")
+            #expect((refused.stdout + refused.stderr).contains("Cannot complete Allocation"), "\(refused.stdout)\(refused.stderr)")
         }
     }
 
