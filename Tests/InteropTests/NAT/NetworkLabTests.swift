@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Foundation
 import MediaEngine
 import TestSupport
@@ -119,5 +122,46 @@ import Testing
             let namespaces = try Tool.run("ip", ["netns", "list"])
             #expect(!namespaces.stdout.contains(lab.prefix))
         }
+    }
+
+    @Test func aNewLabDeletesTheNamespacesOfALabWhoseProcessDied() async throws {
+        try await Heavy.runAlone {
+            // A process ID nobody has now, as after a crashed test run.
+            let dead = try #require((4_000_000 - 1_000 ..< 4_000_000).map { pid_t($0) }.first { kill($0, 0) != 0 && errno == ESRCH })
+            let leftover = "\(NetworkLab.namePrefix)\(dead)-beef-pub"
+            _ = try Tool.run("ip", ["netns", "add", leftover])
+            let lab = try NetworkLab()
+            defer { lab.close() }
+            let namespaces = try Tool.run("ip", ["netns", "list"]).stdout
+            #expect(!namespaces.contains(leftover), "\(namespaces)")
+            #expect(namespaces.contains(lab.publicNamespace.name))
+        }
+    }
+
+    @Test func coturnOnLoopbackAnswersAndRestartsOnItsPort() async throws {
+        try await Heavy.runAlone {
+            let coturn = try Coturn(loopbackRealm: "loop.test")
+            try coturn.start()
+            defer { coturn.stop() }
+            #expect(coturn.arguments.contains("--allow-loopback-peers"))
+            let port = coturn.port
+            #expect(LivePort.stableRange.contains(port))
+            let first = try STUNProbe.mappedAddress(of: coturn.serverAddress)
+            #expect(first?.mapped.host == "127.0.0.1")
+            #expect(first?.mapped.port == first?.local.port)
+            try coturn.restart()
+            #expect(coturn.port == port)
+            #expect(try STUNProbe.mappedAddress(of: coturn.serverAddress) != nil)
+            coturn.stop()
+            #expect(!coturn.isRunning)
+            #expect(try STUNProbe.mappedAddress(of: coturn.serverAddress, timeout: 0.3) == nil, "a stopped server answers nothing")
+        }
+    }
+
+    @Test func restCredentialsAreHMACSHA1OfTheUsername() {
+        // openssl: printf %s "1700000000:alice" | openssl dgst -sha1 -hmac secret -binary | base64
+        let credentials = Coturn.credentials(secret: "secret", account: "alice", expiry: 1_700_000_000)
+        #expect(credentials.username == "1700000000:alice")
+        #expect(credentials.password == "d8soP47RbdIKLDUOpnJPVQyq5Ts=")
     }
 }
