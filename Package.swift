@@ -111,7 +111,14 @@ let package = Package(
         .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "Signaling", "MediaEngine", "TestSupport"]),
         // Runs programs (the CLI, ffmpeg, GStreamer) for the CLI and interop tests, and
         // heavy tests off Swift's cooperative threads.
-        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(
+            name: "TestSupport",
+            // MediaEngine for the STUN probes of the NAT lab's real peers (coturn, the server),
+            // Crypto for coturn's REST credentials (HMAC-SHA1).
+            dependencies: ["MediaEngine", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Tests/TestSupport",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .testTarget(name: "CLITests", dependencies: ["mediaengine", "MediaEngine", "Signaling", "TestSupport"]),
         .testTarget(name: "InteropTests", dependencies: ["mediaengine", "MediaEngine", "TestSupport"]),
         .testTarget(name: "CModulesTests", dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2"]),

@@ -14,7 +14,9 @@ import Synchronization
 /// - Counters: media packets received and forwarded, bytes forwarded, SRTP/SRTCP
 ///   authentication failures and replays, NACKs and keyframe requests (from subscribers,
 ///   and to publishers), datagrams from strangers, audience media dropped, muted and held
-///   back packets, legs lost, echo probes answered.
+///   back packets, legs lost, echo probes answered, STUN Binding requests (for clients'
+///   server-reflexive addresses) by result (answered, rate_limited, too_small), and
+///   malformed STUN.
 ///
 /// The forwarding figures of a leg are cumulative while it is open; counters add each
 /// leg's increase, so a leg that closes takes nothing back.
@@ -56,6 +58,7 @@ public final class ServerMetrics: Sendable {
         let packetsReceived, packetsForwarded, bytesForwarded: CoreMetrics.Counter
         let authenticationFailures, nacksReceived, keyframeRequestsReceived, nacksSent, keyframeRequestsSent: CoreMetrics.Counter
         let strangers, audienceDropped, muted, heldBack, legsLost, echoAnswered, sendFailures: CoreMetrics.Counter
+        let bindingsAnswered, bindingsRateLimited, bindingsTooSmall, stunMalformed: CoreMetrics.Counter
         /// The router-wide counters as last added.
         var lastRouter = ForwardingRouter.Counters()
         var lastEcho = 0
@@ -88,6 +91,10 @@ public final class ServerMetrics: Sendable {
             legsLost = counter("legs_lost_total")
             echoAnswered = counter("echo_probes_answered_total")
             sendFailures = counter("send_failures_total")
+            bindingsAnswered = counter("stun_bindings_total", [("result", "answered")])
+            bindingsRateLimited = counter("stun_bindings_total", [("result", "rate_limited")])
+            bindingsTooSmall = counter("stun_bindings_total", [("result", "too_small")])
+            stunMalformed = counter("stun_malformed_total")
         }
     }
 
@@ -113,6 +120,8 @@ public final class ServerMetrics: Sendable {
                 (state.bytesForwarded, \.bytesForwarded), (state.strangers, \.strangerDatagrams),
                 (state.audienceDropped, \.audienceMediaDropped), (state.muted, \.mutedPacketsSkipped),
                 (state.heldBack, \.videoPacketsHeldBack), (state.legsLost, \.legsLost),
+                (state.bindingsAnswered, \.bindingsAnswered), (state.bindingsRateLimited, \.bindingsRateLimited),
+                (state.bindingsTooSmall, \.bindingsTooSmall), (state.stunMalformed, \.stunMalformed),
             ]
             for (counter, field) in routerCounters { add(counter, router[keyPath: field], state.lastRouter[keyPath: field]) }
             add(state.echoAnswered, forwarding.echo.answered, state.lastEcho)

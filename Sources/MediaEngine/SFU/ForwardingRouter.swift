@@ -11,6 +11,12 @@
 /// - Legs are found by source address; an address joins a leg only through a STUN check
 ///   carrying the leg's token (ICE-lite). Anything else from a stranger is counted and
 ///   never answered; check answers are rate-limited per leg and never larger than the check.
+/// - A Binding request without a USERNAME (RFC 8489 section 3: a client learning its
+///   server-reflexive address, `STUNBinding`) is answered with the source address, from
+///   anyone, but only when the request is at least as large as the answer (clients pad
+///   theirs) and within a rate per source IP kept in a bounded table; one with a USERNAME
+///   no leg has stays a stranger's (a stale leg's agent must not read it as its check
+///   succeeding).
 /// - An audience leg's media is dropped (counted) before decryption.
 /// - Subscribers' NACKs are answered from their leg's history; PLIs from all subscribers
 ///   of a video are merged into at most one request per `keyframeRequestInterval` to the
@@ -49,6 +55,14 @@ public final class ForwardingRouter {
         /// Check answers per leg: rate (per second) and burst.
         public var checkRate = 20.0
         public var checkBurst = 20.0
+        /// Binding requests without a USERNAME answered per source IP (any port): rate
+        /// (per second) and burst. A client asks once per candidate gathering, a few times
+        /// when it retransmits; a NAT's users share their IP.
+        public var bindingRate = 10.0
+        public var bindingBurst = 20.0
+        /// Source IPs whose binding rate is tracked; past this the longest tracked is
+        /// forgotten (it starts again with a full burst).
+        public var bindingSources = 4_096
         /// Datagrams queued per leg (the forwarding thread drains them after every packet).
         public var transmitCapacity = 256
         /// Packets of each forwarded video kept per subscriber for NACKs (about 1 s of a
@@ -113,6 +127,14 @@ public final class ForwardingRouter {
         public var videoPacketsHeldBack = 0
         public var keyframeRequestsSent = 0
         public var checksRateLimited = 0
+        /// Binding requests without a USERNAME answered with their source address.
+        public var bindingsAnswered = 0
+        /// Binding requests without a USERNAME dropped for their source IP's rate.
+        public var bindingsRateLimited = 0
+        /// Binding requests without a USERNAME smaller than their answer (unpadded), dropped.
+        public var bindingsTooSmall = 0
+        /// Datagrams that start like STUN but do not parse (counted as strangers' too).
+        public var stunMalformed = 0
         public var legsLost = 0
         public var legsRefused = 0
 
@@ -203,6 +225,13 @@ public final class ForwardingRouter {
     var lastSpeaking: [UInt64: [String: Double]] = [:]
     var random: SeededRandom
     static let maximumAddressesPerLeg = 4
+    /// Binding rate per source IP (port 0), and the IPs in the order they were first seen
+    /// (a ring once `bindingSources` long: the slot at `bindingOldest` goes next).
+    var bindingBuckets: [SocketAddress: TokenBucket] = [:]
+    var bindingSourceOrder: [SocketAddress] = []
+    var bindingOldest = 0
+    /// Binding answers, drained with the legs' datagrams (after every datagram in).
+    let bindingAnswers = TransmitQueue(capacity: 64)
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -360,12 +389,17 @@ public final class ForwardingRouter {
 
     private func handleCheck(_ datagram: UnsafeMutableRawBufferPointer, from source: SocketAddress, now: Duration) {
         guard let message = try? STUNMessage(parsing: UnsafeRawBufferPointer(datagram)) else {
+            counters.stunMalformed += 1
             counters.strangerDatagrams += 1
             return
         }
         let leg: Leg
         if message.type == .bindingRequest {
-            guard let username = message.username, let owner = legByToken[username] else {
+            guard let username = message.username else {
+                answerBinding(message, size: datagram.count, from: source, now: now)
+                return
+            }
+            guard let owner = legByToken[username] else {
                 counters.strangerDatagrams += 1
                 return
             }
@@ -392,6 +426,48 @@ public final class ForwardingRouter {
         leg.addresses.append(source)
         legByAddress[source] = leg
     }
+
+    /// Answers a Binding request without credentials with `source`, if it is at least as
+    /// large as the answer and its source IP is within its rate.
+    private func answerBinding(_ request: STUNMessage, size: Int, from source: SocketAddress, now: Duration) {
+        let answer = STUNBinding.answer(to: request, from: source)
+        guard answer.serializedSize <= size else {
+            counters.bindingsTooSmall += 1
+            return
+        }
+        guard admitBinding(from: source, now: now) else {
+            counters.bindingsRateLimited += 1
+            return
+        }
+        let queued = bindingAnswers.enqueue(to: source, socket: 0, kind: .stun) { slot in
+            (try? answer.serialize(into: slot)) ?? 0
+        }
+        if queued { counters.bindingsAnswered += 1 }
+    }
+
+    /// Takes a token from `source`'s IP's bucket, tracking the IP first if it is new.
+    private func admitBinding(from source: SocketAddress, now: Duration) -> Bool {
+        let key = source.with(port: 0)
+        if var bucket = bindingBuckets[key] {
+            let admitted = bucket.admit(now: now)
+            bindingBuckets[key] = bucket
+            return admitted
+        }
+        var bucket = TokenBucket(rate: configuration.bindingRate, burst: configuration.bindingBurst)
+        let admitted = bucket.admit(now: now)
+        if bindingSourceOrder.count < max(1, configuration.bindingSources) {
+            bindingSourceOrder.append(key)
+        } else {
+            bindingBuckets[bindingSourceOrder[bindingOldest]] = nil
+            bindingSourceOrder[bindingOldest] = key
+            bindingOldest = (bindingOldest + 1) % bindingSourceOrder.count
+        }
+        bindingBuckets[key] = bucket
+        return admitted
+    }
+
+    /// Source IPs whose binding rate is tracked now.
+    var bindingSourceCount: Int { bindingBuckets.count }
 
     private func routeAudio(_ packet: RTPPacketView, of publisher: Leg, _ audio: Publication, now: Duration) {
         if let id = RTPExtensionMap.standard.id(for: RTPExtensionMap.audioLevelURI), let value = packet.extensionValue(id: id),
@@ -606,8 +682,10 @@ public final class ForwardingRouter {
 
     // MARK: Output
 
-    /// Calls `body` with every queued datagram of every leg, in order per leg.
+    /// Calls `body` with every queued datagram: Binding answers, then every leg's, in order
+    /// per leg.
     public func drainTransmits(_ body: (Transmit) throws -> Void) rethrows {
+        while let answer = bindingAnswers.dequeue() { try body(answer) }
         for leg in legs.values {
             while let transmit = leg.core.pollTransmit() { try body(transmit) }
         }

@@ -4,7 +4,9 @@ import Synchronization
 /// The forwarding server's I/O: one UDP port for every meeting leg and for net-detect
 /// probes, and one thread that reads datagrams in batches (`recvmmsg`), hands them to a
 /// `ForwardingRouter` (or, for probes, answers them as `EchoDecider` allows), and sends
-/// what the router queued in batches (`sendmmsg`), straight from the legs' queues.
+/// what the router queued in batches (`sendmmsg`), straight from the legs' queues. The
+/// router also answers padded STUN Binding requests without credentials, so clients learn
+/// their server-reflexive address from this port (`STUNBinding`).
 ///
 /// Signaling drives it through `apply`, which only appends to a short queue the thread
 /// takes between batches: neither side ever waits for the other. Reports (lost legs,
