@@ -327,6 +327,42 @@ import Testing
         #expect(throws: TURNError.self) { try idle.data([1], to: Self.peer) }
     }
 
+    @Test func refusedBindingsAndLostAllocationsAreReported() throws {
+        let server = ScriptedServer()
+        var client = try Self.allocatedClient(server)
+        let channel = try client.bindChannel(to: Self.peer, now: .seconds(1))
+        let bind = try Self.only(Self.drain(&client).sent)
+        _ = client.receive(server.error(bind, 403), from: server.address, now: .seconds(1))
+        let events = Self.drain(&client).events
+        guard case .channelBindFailed(let peer, let error)? = events.first else {
+            Issue.record("events \(events)")
+            return
+        }
+        #expect(peer == Self.peer)
+        #expect(error.code == .forbidden)
+        #expect(client.boundChannel(for: Self.peer) == nil)
+        // The permission the binding made for itself went with it.
+        let noPermission = #expect(throws: TURNError.self) { try client.data([1], to: Self.peer) }
+        #expect(noPermission?.code == .noPermission)
+        // Numbers advance: a refused one is not offered again at once.
+        #expect(channel == 0x4000)
+        #expect(try client.bindChannel(to: Self.peer, now: .seconds(2)) == 0x4001)
+        _ = Self.drain(&client)
+
+        // A Refresh answered 437: the allocation is gone.
+        client.update(now: .seconds(540))
+        let refresh = try #require(Self.drain(&client).sent.compactMap { try? STUNMessage(parsing: $0) }.first { $0.type == .refreshRequest })
+        _ = client.receive(server.error(refresh, 437), from: server.address, now: .seconds(540))
+        guard case .failed(let lost) = client.state else {
+            Issue.record("state \(client.state)")
+            return
+        }
+        #expect(lost.code == .allocationMismatch)
+        #expect(Self.drain(&client).events.contains(.failed(lost)))
+        #expect(client.nextDeadline == nil)
+        #expect(throws: TURNError.self) { try client.data([1], to: Self.peer) }
+    }
+
     @Test func closeDeletesTheAllocation() throws {
         let server = ScriptedServer()
         var client = try Self.allocatedClient(server)

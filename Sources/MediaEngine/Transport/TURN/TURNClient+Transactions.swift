@@ -255,6 +255,12 @@ extension TURNClient {
             guard channels[peer]?.number == number else { return }
             channels[peer] = nil
             peersByChannel[number] = nil
+            // Drop the permission entry the binding made for itself, unless it is in use.
+            let ip = peer.with(port: 0)
+            if let timer = permissions[ip], !timer.installed, !timer.pending,
+               !channels.keys.contains(where: { $0.with(port: 0) == ip }) {
+                permissions[ip] = nil
+            }
             emit(.channelBindFailed(peer: peer, error))
         }
     }
