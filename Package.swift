@@ -46,13 +46,16 @@ let package = Package(
         systemLibrary("CSoxr", pkgConfig: "soxr", apt: ["libsoxr-dev"]),
         systemLibrary("CPNG", pkgConfig: "libpng", apt: ["libpng-dev"]),
         systemLibrary("CAVFormat", pkgConfig: "libavformat", apt: ["libavformat-dev"]),
+        // STUN integrity (HMAC-SHA1/SHA-256, MD5 keys) and FINGERPRINT (CRC-32).
+        systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
+        systemLibrary("CZlib", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
 
         // recvmmsg/sendmmsg, which Swift's Glibc module does not declare.
         .target(name: "CBatchIO"),
         .target(
             name: "MediaEngine",
             dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2", "CSndFile", "CYUV", "CTurboJPEG", "CSoxr", "CPNG", "CAVFormat",
-                           "CBatchIO"],
+                           "CCrypto", "CZlib", "CBatchIO"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(

@@ -96,14 +96,12 @@ extension STUNMessage: RTCPTests.WireFormat {}
 
     static let rfcVectors = [sampleRequest, sampleIPv4Response, sampleIPv6Response]
 
-    static func software(_ text: String) -> STUNMessage.Attribute { .unknown(type: 0x8022, value: Array(text.utf8)) }
+    static func software(_ text: String) -> STUNMessage.Attribute { .software(text) }
 
-    static func messageIntegrity(_ bytes: [UInt8]) -> STUNMessage.Attribute {
-        .unknown(type: STUNMessage.Attribute.messageIntegrityType, value: bytes)
-    }
+    static func messageIntegrity(_ bytes: [UInt8]) -> STUNMessage.Attribute { .messageIntegrity(bytes) }
 
     static func fingerprint(_ bytes: [UInt8]) -> STUNMessage.Attribute {
-        .unknown(type: STUNMessage.Attribute.fingerprintType, value: bytes)
+        .fingerprint(bytes.reduce(0) { $0 << 8 | UInt32($1) })
     }
 
     static func parse(_ bytes: [UInt8]) throws -> STUNMessage { try STUNMessage(parsing: bytes) }
@@ -137,7 +135,7 @@ extension STUNMessage: RTCPTests.WireFormat {}
         #expect(built == zeroPadded, sourceLocation: sourceLocation)
         // Any change to the attributes drops the received padding.
         var changed = parsed
-        changed.attributes.append(.unknown(type: 0x8022, value: []))
+        changed.attributes.append(.software(""))
         let changedBytes: [UInt8] = changed.serialized()
         #expect(Array(changedBytes[4...].dropLast(4)) == Array(zeroPadded[4...]), sourceLocation: sourceLocation)
     }
@@ -146,8 +144,8 @@ extension STUNMessage: RTCPTests.WireFormat {}
         let transactionID = try #require(STUNTransactionID(Self.rfcTransactionID))
         let expected = STUNMessage(type: .bindingRequest, transactionID: transactionID, attributes: [
             Self.software("STUN test client"),
-            .unknown(type: 0x0024, value: [0x6E, 0x00, 0x01, 0xFF]),
-            .unknown(type: 0x8029, value: [0x93, 0x2F, 0xF9, 0xB1, 0x51, 0x26, 0x3B, 0x36]),
+            .priority(0x6E00_01FF),
+            .iceControlled(0x932F_F9B1_5126_3B36),
             .username("evtj:h6vY"),
             Self.messageIntegrity(Array(Self.sampleRequest[80..<100])),
             Self.fingerprint([0xE5, 0x7A, 0x3B, 0xCF]),
@@ -274,7 +272,7 @@ extension STUNMessage: RTCPTests.WireFormat {}
             0xC0, 0x57, 0x00, 0x01,  // comprehension-optional 0xC057, length 1
             0x07, 0x00, 0x00, 0x00,  // 7, then 3 zero padding bytes
         ], STUNMessage(type: .bindingRequest, transactionID: countingID, attributes: [
-            .unknown(type: 0x0025, value: []), .unknown(type: 0xC057, value: [7]),
+            .useCandidate, .unknown(type: 0xC057, value: [7]),
         ])),
     ]
 
@@ -303,8 +301,7 @@ extension STUNMessage: RTCPTests.WireFormat {}
         var random = RTCPTests.SplitMix64(seed: 5)
         let id = STUNTransactionID.random(using: &random)
         let request = STUNMessage(type: .bindingRequest, transactionID: id, attributes: [
-            .username("remoteUfrag:localUfrag"), .unknown(type: 0x0024, value: [0x6E, 0x00, 0x01, 0xFF]),
-            .unknown(type: 0x0025, value: []),
+            .username("remoteUfrag:localUfrag"), .priority(0x6E00_01FF), .useCandidate,
         ])
         let requestAgain = try Self.parse(request.serialized())
         #expect(requestAgain == request)
@@ -463,7 +460,7 @@ extension STUNMessage: RTCPTests.WireFormat {}
 
         let many = STUNMessage(
             type: .bindingRequest, transactionID: Self.countingID,
-            attributes: Array(repeating: .unknown(type: 0x0025, value: []), count: 65)
+            attributes: Array(repeating: .useCandidate, count: 65)
         )
         var buffer = [UInt8](repeating: 0, count: 1_024)
         let error = #expect(throws: PacketError.self) { try buffer.withUnsafeMutableBytes { try many.serialize(into: $0) } }
@@ -471,7 +468,7 @@ extension STUNMessage: RTCPTests.WireFormat {}
 
         let huge = STUNMessage(
             type: .bindingRequest, transactionID: Self.countingID,
-            attributes: [.unknown(type: 0x8022, value: [UInt8](repeating: 0, count: 65_535))]
+            attributes: [.data([UInt8](repeating: 0, count: 65_535))]
         )
         var hugeBuffer = [UInt8](repeating: 0, count: 70_000)
         let hugeError = #expect(throws: PacketError.self) { try hugeBuffer.withUnsafeMutableBytes { try huge.serialize(into: $0) } }
