@@ -7,7 +7,7 @@
 /// section 7.6) that makes it at least as large as any answer: `request(padding:)` does.
 public enum STUNBinding {
     /// PADDING (RFC 5780 section 7.6): bytes a server ignores.
-    public static let paddingType: UInt16 = 0x0026
+    public static let paddingType = STUNMessage.Attribute.paddingType
 
     /// The size of a Binding success carrying only an XOR-MAPPED-ADDRESS: a 20-byte
     /// header, a 4-byte attribute header and 8 (IPv4) or 20 (IPv6) bytes of address.
@@ -21,7 +21,7 @@ public enum STUNBinding {
     ///   - transactionID: fresh for each request; keep it to match the answer.
     ///   - padding: the PADDING value's size; the default answers for IPv4 and IPv6.
     public static func request(transactionID: STUNTransactionID = .random(), padding: Int = defaultPadding) -> STUNMessage {
-        let attributes: [STUNMessage.Attribute] = padding > 0 ? [.unknown(type: paddingType, value: [UInt8](repeating: 0, count: padding))] : []
+        let attributes: [STUNMessage.Attribute] = padding > 0 ? [.padding([UInt8](repeating: 0, count: padding))] : []
         return STUNMessage(type: .bindingRequest, transactionID: transactionID, attributes: attributes)
     }
 

@@ -141,7 +141,7 @@ import Testing
     @Test func aRequestWithAnUnknownUsernameStaysAStrangers() {
         let router = ForwardingRouter()
         let request = STUNMessage(type: .bindingRequest, transactionID: .random(),
-                                  attributes: [.username("stale"), .unknown(type: STUNBinding.paddingType, value: [UInt8](repeating: 0, count: 40))])
+                                  attributes: [.username("stale"), .padding([UInt8](repeating: 0, count: 40))])
         #expect(send(request.serialized(), from: ipv4(4), to: router).isEmpty)
         #expect(router.counters.strangerDatagrams == 1)
         #expect(router.counters.bindingsAnswered == 0)
