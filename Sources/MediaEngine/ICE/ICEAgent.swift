@@ -1,0 +1,143 @@
+/// One side's ICE credentials (RFC 8445 §5.3): the username fragment and password that
+/// authenticate its connectivity checks (short-term credentials, RFC 8489 §9.1).
+public struct ICECredentials: Sendable, Hashable, CustomStringConvertible {
+    public var ufrag: String
+    /// Never printed.
+    public var password: String
+
+    public init(ufrag: String, password: String) {
+        self.ufrag = ufrag
+        self.password = password
+    }
+
+    /// Fresh credentials: an 8-character ufrag and a 24-character password of ice-chars
+    /// (RFC 8839 asks for at least 4 and 22: 128 bits of randomness in the password).
+    public static func random(using generator: inout some RandomNumberGenerator) -> ICECredentials {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+        func draw(_ count: Int) -> String { String((0..<count).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] }) }
+        return ICECredentials(ufrag: draw(8), password: draw(24))
+    }
+
+    public var description: String { "ICECredentials(ufrag \(ufrag), password redacted)" }
+}
+
+/// The ICE agent's wire side, sans-I/O: it turns `ICEChecklist`'s checks into STUN binding
+/// requests (USERNAME "theirs:ours", PRIORITY, ICE-CONTROLLING or -CONTROLLED with the
+/// tie-breaker, USE-CANDIDATE when nominating, MESSAGE-INTEGRITY with the peer's password,
+/// FINGERPRINT), answers the peer's checks (XOR-MAPPED-ADDRESS, integrity with our
+/// password) and feeds answers back. Anything that fails the fingerprint, the username or
+/// the integrity is counted and dropped, never answered.
+///
+/// Not yet: role conflicts (487) are counted, not resolved, so both sides must agree on
+/// who controls (the caller does, as in a call's offer and answer).
+public struct ICEAgent: Sendable {
+    public enum Output: Sendable, Hashable {
+        /// Send `bytes` from the local candidate at `from` (a host address, or a relayed
+        /// one to send through the TURN client) to `to`.
+        case send([UInt8], from: SocketAddress, to: SocketAddress)
+        case selected(ICECandidatePair)
+        case failed(String)
+    }
+
+    public struct Statistics: Sendable, Hashable {
+        public var requestsSent = 0
+        public var requestsAnswered = 0
+        public var responsesAccepted = 0
+        /// Bad fingerprint, unknown username, bad integrity, stray transaction.
+        public var dropped = 0
+        public var roleConflicts = 0
+    }
+
+    public private(set) var checklist: ICEChecklist
+    public let local: ICECredentials
+    public private(set) var remote: ICECredentials?
+    public let tieBreaker: UInt64
+    public private(set) var statistics = Statistics()
+
+    public init(local: ICECredentials, remote: ICECredentials?, configuration: ICEChecklist.Configuration, now: Duration,
+                seed: UInt64 = UInt64.random(in: .min ... .max)) {
+        var random = SeededRandom(seed: seed)
+        self.local = local
+        self.remote = remote
+        tieBreaker = random.next()
+        checklist = ICEChecklist(configuration: configuration, now: now, seed: random.next())
+    }
+
+    /// The peer's credentials, when they come after the agent started.
+    public mutating func setRemote(_ credentials: ICECredentials) { remote = credentials }
+    public mutating func addLocal(_ candidate: ICECandidate) { checklist.addLocal(candidate) }
+    public mutating func addRemote(_ candidate: ICECandidate) { checklist.addRemote(candidate) }
+    public mutating func remoteCandidatesComplete() { checklist.remoteCandidatesComplete() }
+    public var nextDeadline: Duration? { checklist.nextDeadline }
+
+    public mutating func poll(now: Duration) -> [Output] { translate(checklist.poll(now: now)) }
+
+    /// A STUN message that arrived at the local candidate `at` from `source`.
+    public mutating func receive(_ bytes: [UInt8], from source: SocketAddress, at local: SocketAddress, now: Duration) -> [Output] {
+        guard STUNMessage.verifyFingerprint(bytes), let message = try? STUNMessage(parsing: bytes) else {
+            statistics.dropped += 1
+            return []
+        }
+        switch message.type {
+        case .bindingRequest: return answer(message, bytes, from: source, at: local, now: now)
+        case .bindingSuccess, .bindingError: return accept(message, bytes, from: source, now: now)
+        default:
+            statistics.dropped += 1
+            return []
+        }
+    }
+
+    private mutating func answer(_ request: STUNMessage, _ bytes: [UInt8], from source: SocketAddress, at local: SocketAddress,
+                                 now: Duration) -> [Output] {
+        guard let username = request.username, username.hasPrefix(self.local.ufrag + ":"),
+              let key = try? STUNIntegrityKey.shortTerm(password: self.local.password), request.verifyIntegrity(key, in: bytes),
+              let priority = request.attributes.lazy.compactMap({ if case .priority(let value) = $0 { value } else { nil } }).first else {
+            statistics.dropped += 1
+            return []
+        }
+        let theyControl = request.attributes.contains { if case .iceControlling = $0 { true } else { false } }
+        if theyControl == checklist.configuration.controlling { statistics.roleConflicts += 1 }
+        let nominated = request.attributes.contains(.useCandidate)
+        statistics.requestsAnswered += 1
+        let response = STUNMessage(type: .bindingSuccess, transactionID: request.transactionID, attributes: [.xorMappedAddress(source)])
+        var outputs: [Output] = [.send(response.serialized(integrity: key, fingerprint: true), from: local, to: source)]
+        outputs += translate(checklist.received(from: source, at: local, priority: priority, useCandidate: nominated, now: now))
+        return outputs
+    }
+
+    private mutating func accept(_ response: STUNMessage, _ bytes: [UInt8], from source: SocketAddress, now: Duration) -> [Output] {
+        guard let remote, let key = try? STUNIntegrityKey.shortTerm(password: remote.password), response.verifyIntegrity(key, in: bytes) else {
+            statistics.dropped += 1
+            return []
+        }
+        if response.type == .bindingError {
+            if response.errorCode?.code == 487 { statistics.roleConflicts += 1 }
+            checklist.failed(response.transactionID)
+            return []
+        }
+        let outputs = checklist.succeeded(response.transactionID, from: source, now: now)
+        statistics.responsesAccepted += 1
+        return translate(outputs)
+    }
+
+    /// Checks become signed binding requests; the rest passes through.
+    private mutating func translate(_ actions: [ICEChecklist.Action]) -> [Output] {
+        actions.compactMap { action -> Output? in
+            switch action {
+            case .check(let pair, let id, let nominate):
+                guard let remote, let key = try? STUNIntegrityKey.shortTerm(password: remote.password) else { return nil }
+                // The priority a peer-reflexive candidate learned from this check would have.
+                let priority = ICECandidate.priority(.peerReflexive, localPreference: (pair.local.priority >> 8) & 0xFFFF,
+                                                     component: pair.local.component)
+                var attributes: [STUNMessage.Attribute] = [.username("\(remote.ufrag):\(local.ufrag)"), .priority(priority),
+                                                           checklist.configuration.controlling ? .iceControlling(tieBreaker) : .iceControlled(tieBreaker)]
+                if nominate { attributes.append(.useCandidate) }
+                statistics.requestsSent += 1
+                let request = STUNMessage(type: .bindingRequest, transactionID: id, attributes: attributes)
+                return .send(request.serialized(integrity: key, fingerprint: true), from: pair.local.address, to: pair.remote.address)
+            case .selected(let pair): return .selected(pair)
+            case .failed(let why): return .failed(why)
+            }
+        }
+    }
+}
