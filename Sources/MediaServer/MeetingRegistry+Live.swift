@@ -76,6 +76,9 @@ extension MeetingRegistry {
 
     /// Checks a join against the live-room rules before anything changes.
     func admitLive(_ meeting: Meeting, _ identity: Identity, _ request: Request.JoinMeeting) throws(SignalingError) {
+        if request.bypass != nil, !liveRoomsAvailable {
+            throw SignalingError(.serverUnavailable, "joinMeeting: this server runs no composer for live rooms")
+        }
         guard let bypass = request.bypass else {
             if meeting.live != nil {
                 throw SignalingError(.liveRoomMismatch, "joinMeeting: '\(meeting.name)' is a live room: join with bypass streaming enabled")
@@ -166,6 +169,7 @@ extension MeetingRegistry {
     /// The host's controls of a live room.
     mutating func handleLive(_ identity: Identity, _ connection: ConnectionID, _ requestID: UInt64, type: String,
                              message: Data) throws(SignalingError) -> [Output] {
+        guard liveRoomsAvailable else { throw SignalingError(.serverUnavailable, "\(type): this server runs no composer for live rooms") }
         switch type {
         case MessageType.switchBypassStreamingURL:
             let request = try Envelope.decodeBody(Request.SwitchBypassStreamingURL.self, from: message, messageType: type)

@@ -175,6 +175,9 @@ public struct MeetingRegistry: Sendable {
     public let configuration: Configuration
     /// Where participants send media: the server's UDP address(es), once bound.
     public var mediaCandidates: [MediaCandidate] = []
+    /// Whether a live plane runs the composers; without one, live joins and controls are
+    /// refused (`serverUnavailable`).
+    public var liveRoomsAvailable = false
     var meetings: [UInt64: Meeting] = [:]
     var byName: [String: UInt64] = [:]
     /// The meeting each account is in.

@@ -88,6 +88,7 @@ public actor SignalingHub {
     /// a push URL is refused.
     public func attach(livePlane: any LivePlane) {
         self.livePlane = livePlane
+        meetings.liveRoomsAvailable = true
     }
 
     /// Takes a report of the live plane: it goes to the room's host as an event.
@@ -157,11 +158,6 @@ public actor SignalingHub {
                 send(.text(TypedEnvelope(id: requestID, type: MessageType.error, body: ErrorBody(error)).encoded()), to: id)
                 return
             }
-            guard livePlane != nil || !(MessageType.liveRequests.contains(envelope.type) || Self.isLiveJoin(envelope.type, data)) else {
-                let error = SignalingError(.serverUnavailable, "\(envelope.type): this server runs no composer for live rooms")
-                send(.text(TypedEnvelope(id: requestID, type: MessageType.error, body: ErrorBody(error)).encoded()), to: id)
-                return
-            }
             let identity = MeetingRegistry.Identity(account: account, device: device, grants: connection.grants)
             await perform(meetings.handle(id, identity, requestID: requestID, type: envelope.type, message: data,
                                           credentials: Self.legCredentials(), at: now))
@@ -180,11 +176,6 @@ public actor SignalingHub {
                                            serverKey: SRTPKeyingMaterial.random(profile: .aeadAES128GCM).base64,
                                            checkToken: (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &random)) }.joined())
         return LegCredentials(srtpProfile: keying.profile.rawValue, srtpKey: keying.base64, checkToken: token, composer: composer)
-    }
-
-    /// Whether a message is a join of a live room (it needs the live plane).
-    static func isLiveJoin(_ type: String, _ data: Data) -> Bool {
-        type == MessageType.joinMeeting && (try? Envelope.decodeBody(Request.JoinMeeting.self, from: data, messageType: type))?.bypass != nil
     }
 
     private func login(_ data: Data, requestID: UInt64, from id: ConnectionID) async {

@@ -46,11 +46,6 @@ import TestSupport
         }
     }
 
-    /// How many times nginx saw `key` published since its last start.
-    static func publishes(_ nginx: NginxRTMP, _ key: String) -> Int {
-        nginx.log.components(separatedBy: "publish: name='\(key)'").count - 1
-    }
-
     /// Pulls `seconds` of `url`: the audio and the last pictures (64x36, rgb24).
     static func pull(_ url: String, seconds: Double, in directory: URL, readTimeout: Double = 5) throws -> (audio: [Int16], frames: [[UInt8]]) {
         let name = UUID().uuidString
@@ -151,9 +146,9 @@ import TestSupport
             try await Task.sleep(for: .milliseconds(500))
             let off = try Self.samplesOfIdle(nginx.url(key: "second"), seconds: 2, in: directory)
             #expect(off < 4_800, "nothing while off: \(off) samples")
-            let before = Self.publishes(nginx, "second")
+            let before = nginx.publishers(key: "second").published
             try await alice.manager.setBypassStreamingEnabled(true)
-            #expect(LivePort.poll(timeout: 5) { Self.publishes(nginx, "second") > before }, "published again")
+            #expect(LivePort.poll(timeout: 5) { nginx.publishers(key: "second").published > before }, "published again")
             let on = try Self.pull(nginx.url(key: "second"), seconds: 3, in: directory)
             #expect(Self.level(on.audio, 660) > 0.05, "the room again after bypass on")
 

@@ -72,6 +72,16 @@ import Testing
         #expect(try refused.body(ErrorBody.self).message.contains("holds its host and 3 co-hosts"))
     }
 
+    @Test func withoutALivePlaneLiveJoinsAndControlsAreRefused() throws {
+        var h = harness()
+        h.registry.liveRoomsAvailable = false
+        _ = h.reserve(1, "show")
+        #expect(h.code(join(&h, 1, ssrc: 100, bypass: BypassStreaming(url: Self.url))) == SignalingError.Code.serverUnavailable.rawValue)
+        #expect(h.code(h.request(1, MessageType.setBypassStreamingEnabled, Request.SetBypassStreamingEnabled(callID: 1, enabled: false)))
+            == SignalingError.Code.serverUnavailable.rawValue)
+        #expect(h.code(join(&h, 1, ssrc: 100, bypass: nil)) == nil, "a plain join still works")
+    }
+
     @Test func aCoHostCannotJoinBeforeTheHost() throws {
         var h = harness()
         _ = h.reserve(1, "show")

@@ -17,6 +17,7 @@ struct MeetingHarness {
     init(configuration: MeetingRegistry.Configuration = MeetingRegistry.Configuration()) {
         registry = MeetingRegistry(configuration: configuration)
         registry.mediaCandidates = [MediaCandidate(host: "127.0.0.1", port: 9_000)]
+        registry.liveRoomsAvailable = true
     }
 
     mutating func collect(_ outputs: [MeetingRegistry.Output]) {

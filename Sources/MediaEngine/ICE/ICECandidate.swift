@@ -137,7 +137,7 @@ extension ICECandidatePair {
     /// highest priority, sorted by priority, at most `limit` pairs (RFC 8445 §6.1.2.5
     /// suggests 100).
     public static func checklist(local: [ICECandidate], remote: [ICECandidate], controlling: Bool, limit: Int = 100) -> [ICECandidatePair] {
-        var best: [PairKey: ICECandidatePair] = [:]
+        var best: [Key: ICECandidatePair] = [:]
         for localCandidate in local {
             var sending = localCandidate
             if localCandidate.kind == .serverReflexive {
@@ -147,7 +147,7 @@ extension ICECandidatePair {
             }
             for remoteCandidate in remote where remoteCandidate.address.isIPv6 == sending.address.isIPv6 {
                 let pair = ICECandidatePair(local: sending, remote: remoteCandidate)
-                let key = PairKey(local: sending.address, remote: remoteCandidate.address)
+                let key = Key(pair)
                 if let existing = best[key], existing.priority(controlling: controlling) >= pair.priority(controlling: controlling) { continue }
                 best[key] = pair
             }
@@ -161,8 +161,13 @@ extension ICECandidatePair {
         return Array(sorted.prefix(max(0, limit)))
     }
 
-    private struct PairKey: Hashable {
+    /// A pair's identity: the addresses it goes from and to.
+    struct Key: Hashable, Sendable {
         var local: SocketAddress
         var remote: SocketAddress
+        init(_ pair: ICECandidatePair) {
+            local = pair.local.address
+            remote = pair.remote.address
+        }
     }
 }

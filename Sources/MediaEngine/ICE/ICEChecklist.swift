@@ -71,7 +71,7 @@ public struct ICEChecklist: Sendable {
     private(set) var local: [ICECandidate] = []
     private(set) var remote: [ICECandidate] = []
     /// Pairs owed a triggered check, in arrival order (keys: indices move as pairs come).
-    private var triggered: [PairKey] = []
+    private var triggered: [ICECandidatePair.Key] = []
     private var started: Duration
     private var nextPacing: Duration
     private var remoteComplete = false
@@ -114,18 +114,18 @@ public struct ICEChecklist: Sendable {
 
     /// Forms the pairs anew, keeping the states of those already there.
     private mutating func rebuild() {
-        let old = Dictionary(entries.map { (PairKey($0.pair), $0) }, uniquingKeysWith: { first, _ in first })
+        let old = Dictionary(entries.map { (ICECandidatePair.Key($0.pair), $0) }, uniquingKeysWith: { first, _ in first })
         let pairs = ICECandidatePair.checklist(local: local, remote: remote, controlling: configuration.controlling,
                                                limit: configuration.maximumPairs)
         var unfrozen = Set(old.values.filter { $0.state != .frozen }.map { $0.pair.local.foundation + "/" + $0.pair.remote.foundation })
         entries = pairs.map { pair in
-            if let existing = old[PairKey(pair)] { return existing }
+            if let existing = old[ICECandidatePair.Key(pair)] { return existing }
             // The first pair of each foundation starts waiting; the rest wait for it (§6.1.2.6).
             let foundation = pair.local.foundation + "/" + pair.remote.foundation
             let state: PairState = unfrozen.insert(foundation).inserted ? .waiting : .frozen
             return Entry(pair: pair, state: state)
         }
-        let present = Set(entries.map { PairKey($0.pair) })
+        let present = Set(entries.map { ICECandidatePair.Key($0.pair) })
         triggered = triggered.filter { present.contains($0) }
     }
 
@@ -168,7 +168,7 @@ public struct ICEChecklist: Sendable {
     private mutating func nextToCheck() -> Int? {
         while let key = triggered.first {
             triggered.removeFirst()
-            if let index = entries.firstIndex(where: { PairKey($0.pair) == key }),
+            if let index = entries.firstIndex(where: { ICECandidatePair.Key($0.pair) == key }),
                entries[index].state != .succeeded && entries[index].state != .inProgress { return index }
         }
         if let index = entries.indices.first(where: { entries[$0].state == .waiting }) { return index }
@@ -235,7 +235,7 @@ public struct ICEChecklist: Sendable {
             return []
         case .frozen, .waiting, .failed:
             entries[index].state = .waiting
-            let key = PairKey(entries[index].pair)
+            let key = ICECandidatePair.Key(entries[index].pair)
             if !triggered.contains(key) { triggered.append(key) }
             return []
         }
@@ -261,12 +261,4 @@ public struct ICEChecklist: Sendable {
         return [.selected(best)]
     }
 
-    struct PairKey: Hashable, Sendable {
-        var local: SocketAddress
-        var remote: SocketAddress
-        init(_ pair: ICECandidatePair) {
-            local = pair.local.address
-            remote = pair.remote.address
-        }
-    }
 }

@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Crypto
 import Foundation
 import MediaEngine
 
@@ -165,9 +164,8 @@ public final class Coturn {
 
     /// REST credentials for `account` expiring at `expiry` (Unix seconds) under `secret`.
     public static func credentials(secret: String, account: String, expiry: Int) -> (username: String, password: String) {
-        let username = "\(expiry):\(account)"
-        let code = HMAC<Insecure.SHA1>.authenticationCode(for: Data(username.utf8), using: SymmetricKey(data: Data(secret.utf8)))
-        return (username, Data(code).base64EncodedString())
+        let credentials = TURNCredentials.restAPI(secret: secret, account: account, expiresAt: expiry)
+        return (credentials.username, credentials.password)
     }
 
     /// Sends Binding requests from where the server runs until one is answered.
