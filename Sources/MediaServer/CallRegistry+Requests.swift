@@ -23,6 +23,8 @@ extension CallRegistry {
                 return try respond(key, connection, requestID, try Envelope.decodeBody(Request.Response.self, from: message, messageType: type), time)
             case MessageType.control:
                 return try control(key, connection, requestID, try Envelope.decodeBody(Request.Control.self, from: message, messageType: type))
+            case MessageType.candidates:
+                return try candidates(key, connection, requestID, try Envelope.decodeBody(Request.Candidates.self, from: message, messageType: type))
             case MessageType.hangup:
                 return try hangup(key, connection, requestID, try Envelope.decodeBody(Request.Hangup.self, from: message, messageType: type), time)
             case MessageType.mediaStatus:
@@ -128,6 +130,34 @@ extension CallRegistry {
         return outputs
     }
 
+    /// Trickled candidates go to the other side: from the caller to the answering device
+    /// (or, while it rings, to every invited one); from the callee to the caller. At most
+    /// `maximumTrickled` per call, each checked like the endpoint's.
+    private mutating func candidates(_ key: DeviceKey, _ connection: ConnectionID, _ requestID: UInt64,
+                                     _ request: Request.Candidates) throws(SignalingError) -> [Output] {
+        var call = try party(key, of: request.callID, in: "candidates")
+        guard key == call.caller || call.phase != .ringing else {
+            throw SignalingError(.invalidRequest, "candidates: call \(call.id) has not been answered by this device")
+        }
+        guard request.candidates.count <= 16 else {
+            throw SignalingError(.invalidRequest, "candidates: at most 16 at once, got \(request.candidates.count)")
+        }
+        guard call.trickled + request.candidates.count <= Self.maximumTrickled else {
+            throw SignalingError(.invalidRequest, "candidates: call \(call.id) already passed on its \(Self.maximumTrickled) candidates")
+        }
+        for candidate in request.candidates { try Self.check(candidate, in: "candidates") }
+        call.trickled += request.candidates.count
+        calls[call.id] = call
+        var outputs = [Self.okReply(connection, requestID, Reply.Empty())]
+        let event = Event.Candidates(callID: call.id, from: key.account, candidates: request.candidates, complete: request.complete)
+        if key == call.caller {
+            for device in call.answeredBy.map({ [$0] }) ?? call.invited { outputs += send(device, MessageType.candidates, event) }
+        } else {
+            outputs += send(call.caller, MessageType.candidates, event)
+        }
+        return outputs
+    }
+
     private mutating func hangup(_ key: DeviceKey, _ connection: ConnectionID, _ requestID: UInt64,
                                  _ request: Request.Hangup, _ time: ServerTime) throws(SignalingError) -> [Output] {
         var id = request.callID
@@ -197,13 +227,18 @@ extension CallRegistry {
         guard (1...16).contains(media.candidates.count) else {
             throw SignalingError(.invalidRequest, "\(request): media needs 1 to 16 candidates, got \(media.candidates.count)")
         }
-        for candidate in media.candidates {
-            guard (1...65_535).contains(candidate.port), !candidate.host.isEmpty, candidate.host.utf8.count <= 255 else {
-                throw SignalingError(.invalidRequest, "\(request): candidate port \(candidate.port) or host is invalid")
-            }
+        for candidate in media.candidates { try check(candidate, in: request) }
+        guard media.srtpKey.utf8.count <= 128, media.srtpProfile.utf8.count <= 64, (4...256).contains(media.iceUfrag.utf8.count),
+              (22...256).contains(media.icePassword.utf8.count) else {
+            throw SignalingError(.invalidRequest, "\(request): media key or profile is too long, or the ICE ufrag or password is not 4-256 and 22-256 characters")
         }
-        guard media.srtpKey.utf8.count <= 128, media.srtpProfile.utf8.count <= 64, media.checkToken.utf8.count <= 128 else {
-            throw SignalingError(.invalidRequest, "\(request): media key, profile or check token is too long")
+    }
+
+    /// Bounds on one candidate.
+    static func check(_ candidate: MediaCandidate, in request: String) throws(SignalingError) {
+        guard (1...65_535).contains(candidate.port), !candidate.host.isEmpty, candidate.host.utf8.count <= 255,
+              (candidate.type?.utf8.count ?? 0) <= 8, (candidate.foundation?.utf8.count ?? 0) <= 32 else {
+            throw SignalingError(.invalidRequest, "\(request): candidate port \(candidate.port), host, type or foundation is invalid")
         }
     }
 }

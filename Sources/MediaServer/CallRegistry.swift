@@ -94,7 +94,12 @@ public struct CallRegistry: Sendable {
         var phase: Phase
         var deadline: Duration?
         var startedAt: Int64
+        /// Trickled candidates passed on so far (both sides), against `maximumTrickled`.
+        var trickled = 0
     }
+
+    /// Trickled candidates one call may pass on, both sides together.
+    static let maximumTrickled = 64
 
     public let configuration: Configuration
     var devices: [DeviceKey: Device] = [:]

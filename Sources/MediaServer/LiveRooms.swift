@@ -191,9 +191,11 @@ public final class LiveRooms: LivePlane {
             controls.audioPaused = true
             controls.videoPaused = true
         }
-        let server = MediaSession.Endpoint(candidates: [try MediaEngine.SocketAddress(host: "127.0.0.1", port: configuration.mediaPort)],
+        let address = try MediaEngine.SocketAddress(host: "127.0.0.1", port: configuration.mediaPort)
+        let server = MediaSession.Endpoint(candidates: [ICECandidate.local(.host, address: address, localPreference: 65_535)],
                                            keying: try SRTPKeyingMaterial(profile: profile, base64: setup.credentials.serverKey),
-                                           audioSSRC: 0, videoSSRC: nil, checkToken: setup.credentials.checkToken)
+                                           audioSSRC: 0, videoSSRC: nil,
+                                           ice: ICECredentials(ufrag: setup.credentials.iceUfrag, password: setup.credentials.icePassword))
         try session.join(server: server, participants: setup.participants.map(Self.participant)) { _ in }
         streamer.addOutput(id: "push", target: try target(setup.url))
         if setup.serverRecording {

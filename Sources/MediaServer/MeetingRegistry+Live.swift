@@ -133,7 +133,7 @@ extension MeetingRegistry {
         var outputs: [Output] = [.mediaPlane(.addLeg(MediaLeg(id: live.composerLeg, meeting: id, account: "", publishing: false,
                                                              audioSSRC: ssrc, videoSSRC: nil, srtpProfile: credentials.srtpProfile,
                                                              inboundKey: composer.composerKey, outboundKey: composer.serverKey,
-                                                             checkToken: composer.checkToken)))]
+                                                             iceUfrag: composer.iceUfrag, icePassword: composer.icePassword)))]
         for other in live.accounts.compactMap({ meeting.members[$0] }) {
             outputs.append(.mediaPlane(.setForwarding(subscriber: live.composerLeg, publisher: other.leg, audio: true, video: true)))
         }

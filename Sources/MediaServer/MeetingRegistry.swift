@@ -23,7 +23,7 @@ public struct Grants: Sendable, Hashable, Codable {
 /// publishes, and what each subscriber gets. Commands of one meeting are ordered.
 public enum MediaPlaneCommand: Sendable, Hashable {
     /// Opens a participant's leg: media from the address that passes a connectivity check
-    /// with `checkToken` is unprotected with `inboundKey` (the participant's), what the
+    /// signed for the leg's ICE credentials is unprotected with `inboundKey` (the participant's), what the
     /// server forwards to it is protected with `outboundKey`.
     case addLeg(MediaLeg)
     /// Closes a leg: nothing is forwarded from or to it any more.
@@ -47,8 +47,10 @@ public struct MediaLeg: Sendable, Hashable, CustomStringConvertible {
     public var inboundKey: String
     /// The server's key for this leg's downlink.
     public var outboundKey: String
-    /// The server's side of the leg answers checks carrying this token.
-    public var checkToken: String
+    /// The server's ICE credentials for the leg (it is ICE-lite): it answers checks signed
+    /// with them.
+    public var iceUfrag: String
+    public var icePassword: String
 
     public var description: String { "MediaLeg(\(id), meeting \(meeting), \(account), keys redacted)" }
 }
@@ -58,14 +60,16 @@ public struct MediaLeg: Sendable, Hashable, CustomStringConvertible {
 public struct LegCredentials: Sendable, Hashable {
     public var srtpProfile: String
     public var srtpKey: String
-    public var checkToken: String
+    public var iceUfrag: String
+    public var icePassword: String
     /// Both halves of the composer's leg, used when this join starts a live room.
     public var composer: ComposerCredentials?
 
-    public init(srtpProfile: String, srtpKey: String, checkToken: String, composer: ComposerCredentials? = nil) {
+    public init(srtpProfile: String, srtpKey: String, iceUfrag: String, icePassword: String, composer: ComposerCredentials? = nil) {
         self.srtpProfile = srtpProfile
         self.srtpKey = srtpKey
-        self.checkToken = checkToken
+        self.iceUfrag = iceUfrag
+        self.icePassword = icePassword
         self.composer = composer
     }
 }
@@ -77,12 +81,15 @@ public struct ComposerCredentials: Sendable, Hashable {
     public var composerKey: String
     /// What the server protects the forwarded media with (the leg's outbound key).
     public var serverKey: String
-    public var checkToken: String
+    /// The server's ICE credentials for the composer's leg.
+    public var iceUfrag: String
+    public var icePassword: String
 
-    public init(composerKey: String, serverKey: String, checkToken: String) {
+    public init(composerKey: String, serverKey: String, iceUfrag: String, icePassword: String) {
         self.composerKey = composerKey
         self.serverKey = serverKey
-        self.checkToken = checkToken
+        self.iceUfrag = iceUfrag
+        self.icePassword = icePassword
     }
 }
 
@@ -310,8 +317,8 @@ public struct MeetingRegistry: Sendable {
         }
         let media = request.media
         guard media.candidates.count <= 16, media.srtpKey.utf8.count <= 128, media.srtpProfile == credentials.srtpProfile,
-              media.checkToken.utf8.count <= 128 else {
-            throw SignalingError(.invalidRequest, "joinMeeting: media must use \(credentials.srtpProfile) with a key and token of at most 128 bytes")
+              media.iceUfrag.utf8.count <= 256, media.icePassword.utf8.count <= 256 else {
+            throw SignalingError(.invalidRequest, "joinMeeting: media must use \(credentials.srtpProfile) with a key of at most 128 bytes and ICE credentials of at most 256")
         }
         guard (request.type == .video) == (media.videoSSRC != nil) else {
             throw SignalingError(.invalidRequest, "joinMeeting: a video participant needs a video SSRC, an audio one none")
@@ -338,12 +345,13 @@ public struct MeetingRegistry: Sendable {
         accountMeeting[identity.account] = id
 
         let server = MediaEndpoint(candidates: mediaCandidates, srtpProfile: credentials.srtpProfile,
-                                   srtpKey: credentials.srtpKey, audioSSRC: 0, videoSSRC: nil, checkToken: credentials.checkToken)
+                                   srtpKey: credentials.srtpKey, audioSSRC: 0, videoSSRC: nil,
+                                   iceUfrag: credentials.iceUfrag, icePassword: credentials.icePassword)
         var outputs = [Self.okReply(connection, requestID, Reply.JoinMeeting(callID: id, participants: others.map(\.participant), media: server))]
         outputs.append(.mediaPlane(.addLeg(MediaLeg(id: member.leg, meeting: id, account: identity.account, publishing: request.role == .actor,
                                                     audioSSRC: media.audioSSRC, videoSSRC: media.videoSSRC, srtpProfile: media.srtpProfile,
                                                     inboundKey: media.srtpKey, outboundKey: credentials.srtpKey,
-                                                    checkToken: credentials.checkToken))))
+                                                    iceUfrag: credentials.iceUfrag, icePassword: credentials.icePassword))))
         for other in others {
             outputs.append(.mediaPlane(.setForwarding(subscriber: other.leg, publisher: member.leg, audio: true, video: true)))
             outputs.append(.mediaPlane(.setForwarding(subscriber: member.leg, publisher: other.leg, audio: true, video: true)))

@@ -18,7 +18,8 @@ public final class SFUMediaPlane: MediaPlane {
                   let outbound = try? SRTPKeyingMaterial(profile: profile, base64: leg.outboundKey) else { return }
             server.apply(.addLeg(ForwardingRouter.LegSetup(id: leg.id, meeting: leg.meeting, account: leg.account, publishing: leg.publishing,
                                                            audioSSRC: leg.audioSSRC, videoSSRC: leg.videoSSRC, inboundKeying: inbound,
-                                                           outboundKeying: outbound, checkToken: leg.checkToken)))
+                                                           outboundKeying: outbound,
+                                                           ice: ICECredentials(ufrag: leg.iceUfrag, password: leg.icePassword))))
         case .removeLeg(let id):
             server.apply(.removeLeg(id))
         case .setPublishing(let leg, let publishing):

@@ -167,15 +167,17 @@ public actor SignalingHub {
     }
 
     /// The server's half of a new meeting leg: a fresh AEAD_AES_128_GCM key (the cheaper
-    /// profile with Debian's libsrtp2) and check token.
+    /// profile with Debian's libsrtp2) and ICE credentials.
     static func legCredentials() -> LegCredentials {
         let keying = SRTPKeyingMaterial.random(profile: .aeadAES128GCM)
         var random = SystemRandomNumberGenerator()
-        let token = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &random)) }.joined()
+        let ice = ICECredentials.random(using: &random)
+        let composerICE = ICECredentials.random(using: &random)
         let composer = ComposerCredentials(composerKey: SRTPKeyingMaterial.random(profile: .aeadAES128GCM).base64,
                                            serverKey: SRTPKeyingMaterial.random(profile: .aeadAES128GCM).base64,
-                                           checkToken: (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &random)) }.joined())
-        return LegCredentials(srtpProfile: keying.profile.rawValue, srtpKey: keying.base64, checkToken: token, composer: composer)
+                                           iceUfrag: composerICE.ufrag, icePassword: composerICE.password)
+        return LegCredentials(srtpProfile: keying.profile.rawValue, srtpKey: keying.base64, iceUfrag: ice.ufrag, icePassword: ice.password,
+                              composer: composer)
     }
 
     private func login(_ data: Data, requestID: UInt64, from id: ConnectionID) async {

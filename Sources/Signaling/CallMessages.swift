@@ -14,6 +14,8 @@ public enum MessageType {
     public static let hangup = "hangup"
     /// The client reports media connected or lost.
     public static let mediaStatus = "mediaStatus"
+    /// ICE candidates a side found after its `start` or `response` (trickle); also an event.
+    public static let candidates = "candidates"
     // Replies.
     public static let ok = "ok"
     public static let error = "error"
@@ -62,6 +64,21 @@ public enum Request {
             self.callID = callID
             self.accept = accept
             self.media = media
+        }
+    }
+
+    /// More of this side's ICE candidates (trickle, RFC 8838); `complete`: it has no more.
+    /// The server passes them to the other side of the call (before an answer, to every
+    /// device that rings).
+    public struct Candidates: Sendable, Hashable, Codable {
+        public var callID: UInt64
+        public var candidates: [MediaCandidate]
+        public var complete: Bool
+
+        public init(callID: UInt64, candidates: [MediaCandidate], complete: Bool) {
+            self.callID = callID
+            self.candidates = candidates
+            self.complete = complete
         }
     }
 
@@ -171,6 +188,21 @@ public enum Event {
         public init(callID: UInt64, accepted: Bool) {
             self.callID = callID
             self.accepted = accepted
+        }
+    }
+
+    /// The other side's trickled ICE candidates.
+    public struct Candidates: Sendable, Hashable, Codable {
+        public var callID: UInt64
+        public var from: String
+        public var candidates: [MediaCandidate]
+        public var complete: Bool
+
+        public init(callID: UInt64, from: String, candidates: [MediaCandidate], complete: Bool) {
+            self.callID = callID
+            self.from = from
+            self.candidates = candidates
+            self.complete = complete
         }
     }
 

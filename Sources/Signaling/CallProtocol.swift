@@ -100,21 +100,31 @@ public struct CallOption: Sendable, Hashable, Codable {
     }
 }
 
-/// One address a peer can receive media on.
+/// One ICE candidate of a side: an address it may receive media on, its kind and its
+/// priority (RFC 8445 §5.1.2). `type` and `priority` may be left out: a host candidate of
+/// host priority.
 public struct MediaCandidate: Sendable, Hashable, Codable {
     public var host: String
     public var port: Int
+    /// "host", "srflx", "prflx" or "relay".
+    public var type: String?
+    public var priority: UInt32?
+    public var foundation: String?
 
-    public init(host: String, port: Int) {
+    public init(host: String, port: Int, type: String? = nil, priority: UInt32? = nil, foundation: String? = nil) {
         self.host = host
         self.port = port
+        self.type = type
+        self.priority = priority
+        self.foundation = foundation
     }
 }
 
-/// What one side tells the other to send it media: where, under which SRTP key, which
-/// SSRCs it sends from, and the credential its connectivity checks carry.
+/// What one side tells the other to send it media: its ICE candidates (more may follow as
+/// `candidates` messages), its SRTP key, which SSRCs it sends from, and its ICE
+/// credentials (the connectivity checks to it are signed with them).
 ///
-/// Holds a key: never log or print it (its `description` redacts the key).
+/// Holds a key and a password: never log or print it (its `description` redacts both).
 public struct MediaEndpoint: Sendable, Hashable, Codable, CustomStringConvertible {
     public var candidates: [MediaCandidate]
     /// SRTP profile name, e.g. `AES_CM_128_HMAC_SHA1_80`.
@@ -123,21 +133,23 @@ public struct MediaEndpoint: Sendable, Hashable, Codable, CustomStringConvertibl
     public var srtpKey: String
     public var audioSSRC: UInt32
     public var videoSSRC: UInt32?
-    /// Connectivity-check credential: STUN binding requests to this side carry it as USERNAME.
-    public var checkToken: String
+    /// ICE username fragment and password (RFC 8445 §5.3; ice-chars, 4-256 and 22-256).
+    public var iceUfrag: String
+    public var icePassword: String
 
     public init(candidates: [MediaCandidate], srtpProfile: String, srtpKey: String, audioSSRC: UInt32, videoSSRC: UInt32?,
-                checkToken: String) {
+                iceUfrag: String, icePassword: String) {
         self.candidates = candidates
         self.srtpProfile = srtpProfile
         self.srtpKey = srtpKey
         self.audioSSRC = audioSSRC
         self.videoSSRC = videoSSRC
-        self.checkToken = checkToken
+        self.iceUfrag = iceUfrag
+        self.icePassword = icePassword
     }
 
     public var description: String {
-        "MediaEndpoint(candidates: \(candidates.map { "\($0.host):\($0.port)" }), \(srtpProfile), key redacted)"
+        "MediaEndpoint(candidates: \(candidates.map { "\($0.type ?? "host") \($0.host):\($0.port)" }), \(srtpProfile), key and password redacted)"
     }
 }
 

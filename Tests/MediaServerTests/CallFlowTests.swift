@@ -261,10 +261,10 @@ import TestSupport
             let answer = try await bob.request(MessageType.response, Request.Response(callID: id, accept: true, media: MediaEndpoint(media.local)),
                                                as: Reply.Response.self)
             var aliceEndpoint = try #require(answer.media).sessionEndpoint()
-            let proxy = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0), forward: aliceEndpoint.candidates[0],
+            let proxy = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0), forward: aliceEndpoint.candidates[0].address,
                                                settings: ImpairmentSettings())
             try proxy.start()
-            aliceEndpoint.candidates = [proxy.localAddress]
+            aliceEndpoint.candidates = [ICECandidate.local(.host, address: proxy.localAddress, localPreference: 65_535)]
             try media.start(remote: aliceEndpoint) { _ in }
             #expect(await alice.wait(for: Self.isConnected) != nil)
             try await Task.sleep(for: .milliseconds(500))

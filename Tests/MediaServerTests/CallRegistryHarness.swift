@@ -27,7 +27,7 @@ struct RegistryHarness {
 
     static func media(_ port: Int) -> MediaEndpoint {
         MediaEndpoint(candidates: [MediaCandidate(host: "127.0.0.1", port: port)], srtpProfile: "AES_CM_128_HMAC_SHA1_80",
-                      srtpKey: "a2V5", audioSSRC: UInt32(port), videoSSRC: nil, checkToken: "t\(port)")
+                      srtpKey: "a2V5", audioSSRC: UInt32(port), videoSSRC: nil, iceUfrag: "ufrag\(port)", icePassword: "password-of-twenty-two-chars")
     }
 
     mutating func collect(_ outputs: [CallRegistry.Output]) {

@@ -243,7 +243,7 @@ import Testing
         let unknown = h.request(1, "teleport", Reply.Empty())
         #expect(try unknown.body(ErrorBody.self).message == "unknown request type 'teleport'")
         let badMedia = h.request(1, MessageType.start, Request.Start(callee: "bob", type: .audio, media: MediaEndpoint(
-            candidates: [], srtpProfile: "AES_CM_128_HMAC_SHA1_80", srtpKey: "k", audioSSRC: 1, videoSSRC: nil, checkToken: "t")))
+            candidates: [], srtpProfile: "AES_CM_128_HMAC_SHA1_80", srtpKey: "k", audioSSRC: 1, videoSSRC: nil, iceUfrag: "ufrag", icePassword: "password-of-twenty-two-chars")))
         #expect(try badMedia.body(ErrorBody.self).message.contains("1 to 16 candidates"))
     }
 }

@@ -38,7 +38,7 @@ import Testing
             return
         }
         #expect(host.account == "alice" && composer.account == "" && !composer.publishing && composer.videoSSRC == nil)
-        #expect(composer.inboundKey == "composer2" && composer.outboundKey == "toComposer2" && composer.checkToken == "composerToken2",
+        #expect(composer.inboundKey == "composer2" && composer.outboundKey == "toComposer2" && composer.iceUfrag == "composerUfrag2",
                 "the join's (request 2) composer credentials")
         #expect(commands.contains(.setForwarding(subscriber: composer.id, publisher: host.id, audio: true, video: true)))
         guard case .start(let setup) = h.liveCommands.first else {

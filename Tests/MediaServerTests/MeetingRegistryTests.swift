@@ -46,9 +46,9 @@ struct MeetingHarness {
         let id = nextRequestID
         nextRequestID += 1
         let data = TypedEnvelope(id: id, type: type, body: body).encoded()
-        let credentials = LegCredentials(srtpProfile: "AEAD_AES_128_GCM", srtpKey: "server\(id)", checkToken: "token\(id)",
+        let credentials = LegCredentials(srtpProfile: "AEAD_AES_128_GCM", srtpKey: "server\(id)", iceUfrag: "ufrag\(id)", icePassword: "password\(id)",
                                          composer: ComposerCredentials(composerKey: "composer\(id)", serverKey: "toComposer\(id)",
-                                                                       checkToken: "composerToken\(id)"))
+                                                                       iceUfrag: "composerUfrag\(id)", icePassword: "composerPassword\(id)"))
         collect(registry.handle(ConnectionID(connection), identities[connection]!, requestID: id, type: type, message: data,
                                 credentials: credentials, at: time))
         let messages = inbox[ConnectionID(connection), default: []]
@@ -74,7 +74,7 @@ struct MeetingHarness {
 
     static func media(_ ssrc: UInt32, video: Bool = false) -> MediaEndpoint {
         MediaEndpoint(candidates: [], srtpProfile: "AEAD_AES_128_GCM", srtpKey: "key\(ssrc)", audioSSRC: ssrc,
-                      videoSSRC: video ? ssrc + 1 : nil, checkToken: "t\(ssrc)")
+                      videoSSRC: video ? ssrc + 1 : nil, iceUfrag: "ufrag\(ssrc)", icePassword: "password-of-twenty-two-chars")
     }
 
     mutating func reserve(_ connection: UInt64, _ name: String) -> RegistryHarness.Message {
@@ -186,7 +186,7 @@ struct MeetingHarness {
         _ = h.reserve(1, "m")
         let id = try h.join(1, "m", ssrc: 10).body(Reply.JoinMeeting.self).callID
         let aliceLeg = try #require(h.takeCommands().compactMap { if case .addLeg(let leg) = $0 { leg } else { nil } }.first)
-        #expect(aliceLeg.publishing && aliceLeg.inboundKey == "key10" && aliceLeg.checkToken.hasPrefix("token"))
+        #expect(aliceLeg.publishing && aliceLeg.inboundKey == "key10" && aliceLeg.iceUfrag.hasPrefix("ufrag"))
         _ = h.join(2, "m", role: .audience, ssrc: 20)
         let commands = h.takeCommands()
         guard case .addLeg(let bobLeg) = commands.first else { Issue.record("no leg for bob"); return }

@@ -9,7 +9,7 @@ import Testing
 @Suite(.serialized) struct SignalingServerCalls {
     static func media(_ port: Int) -> MediaEndpoint {
         MediaEndpoint(candidates: [MediaCandidate(host: "127.0.0.1", port: port)], srtpProfile: "AES_CM_128_HMAC_SHA1_80",
-                      srtpKey: "c2VjcmV0", audioSSRC: UInt32(port), videoSSRC: UInt32(port + 1), checkToken: "check\(port)")
+                      srtpKey: "c2VjcmV0", audioSSRC: UInt32(port), videoSSRC: UInt32(port + 1), iceUfrag: "check\(port)", icePassword: "password-of-twenty-two-chars")
     }
 
     @Test func callAcceptedOnOneOfTwoDevicesIsRecordedAndNotified() async throws {

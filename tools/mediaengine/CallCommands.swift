@@ -139,6 +139,9 @@ enum CallPrinter {
         case .response(let id, let from, let accepted): "response callID=\(id) from=\(from) accepted=\(accepted)"
         case .responsedByOther(let id, let accepted): "responsedByOther callID=\(id) accepted=\(accepted)"
         case .callStatus(let id, .connected): "callStatus callID=\(id) connected"
+        case .mediaPath(let id, let pair, let rtt):
+            "mediaPath callID=\(id) \(pair.pathKind) local=\(pair.local.kind):\(pair.local.address) remote=\(pair.remote.kind):\(pair.remote.address)"
+                + (rtt.map { " rtt=\(Int($0.rounded()))ms" } ?? "")
         case .callStatus(let id, .disconnected(let why)): "callStatus callID=\(id) disconnected: \(why)"
         case .control(let id, let from, let control): "control callID=\(id) from=\(from) \(control)"
         case .hangup(let id, let by, let reason): "hangup callID=\(id) by=\(by ?? "server") reason=\(reason.rawValue)"

@@ -279,7 +279,10 @@ final class SyntheticParticipant: @unchecked Sendable {
     let keying = SRTPKeyingMaterial.random(profile: .aeadAES128GCM)
     let audioSSRC = UInt32.random(in: 1 ... .max)
     let videoSSRC = UInt32.random(in: 1 ... .max)
-    let token = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+    let ice: ICECredentials = {
+        var random = SystemRandomNumberGenerator()
+        return ICECredentials.random(using: &random)
+    }()
     var audioOut: SendStreamID?
     var videoOut: SendStreamID?
     var receiveStreams: [ReceiveStreamID] = []
@@ -294,7 +297,6 @@ final class SyntheticParticipant: @unchecked Sendable {
         var settings = MediaCore.Configuration()
         settings.outboundKeying = keying
         core = try MediaCore(configuration: settings)
-        core.localToken = token
         if publishing {
             audioOut = try core.addSendStream(.opus(ssrc: audioSSRC))
             if video { videoOut = try core.addSendStream(.vp8(ssrc: videoSSRC)) }
@@ -303,14 +305,16 @@ final class SyntheticParticipant: @unchecked Sendable {
 
     var endpoint: MediaEndpoint {
         MediaEndpoint(candidates: [], srtpProfile: keying.profile.rawValue, srtpKey: keying.base64, audioSSRC: audioSSRC,
-                      videoSSRC: video ? videoSSRC : nil, checkToken: token)
+                      videoSSRC: video ? videoSSRC : nil, iceUfrag: ice.ufrag, icePassword: ice.password)
     }
 
     func connect(to server: MediaEndpoint, client: SignalingClient) throws {
         self.client = client
         let endpoint = try server.sessionEndpoint()
         try core.setInboundKeying(endpoint.keying)
-        core.startConnectivityCheck(candidates: endpoint.candidates, remoteToken: endpoint.checkToken, timeout: .seconds(10), now: .zero)
+        let host = ICECandidate.local(.host, address: socket.localAddress, localPreference: 65_535)
+        core.startICE(local: ice, controlling: true, hosts: [host], stunServers: [], timeout: .seconds(10), now: .zero)
+        core.setRemoteICE(endpoint.ice, candidates: endpoint.candidates, complete: true, now: .zero)
     }
 
     func subscribe(to sender: SyntheticParticipant) throws {

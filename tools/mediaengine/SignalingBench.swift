@@ -176,7 +176,8 @@ struct SignalingBench: AsyncParsableCommand {
     /// the setup time, or nil when a step failed.
     static func call(from caller: BenchClient, to callee: BenchClient, calleeAccount: String, index: Int) async -> Duration? {
         let media = MediaEndpoint(candidates: [MediaCandidate(host: "127.0.0.1", port: 10_000 + index)], srtpProfile: "AES_CM_128_HMAC_SHA1_80",
-                                  srtpKey: "AAAA", audioSSRC: UInt32(index + 1), videoSSRC: nil, checkToken: "t\(index)")
+                                  srtpKey: "AAAA", audioSSRC: UInt32(index + 1), videoSSRC: nil,
+                                  iceUfrag: "ufrag\(index)", icePassword: "bench-password-of-22-chars")
         do {
             let started = ContinuousClock.now
             let id = try await caller.client.request(MessageType.start, Request.Start(callee: calleeAccount, type: .audio, media: media),

@@ -49,7 +49,7 @@ public final class MediaCore {
         /// the same run in a simulation.
         public var seed = UInt64.random(in: 0 ... .max)
         /// ICE-lite, for a server's end of a leg: this side checks nothing; each binding
-        /// request carrying `localToken` selects and pins its source as the path.
+        /// request signed for `localICE` is answered and selects and pins its source as the path.
         public var learnsPathFromChecks = false
 
         public init() {}
@@ -57,10 +57,18 @@ public final class MediaCore {
 
     /// What happened that the caller acts on.
     public enum Event {
-        /// A connectivity check found the peer: the path is selected (and pinned).
-        case connected(remote: SocketAddress, roundTripTime: Duration, mappedAddress: SocketAddress?)
-        /// No candidate answered in time.
-        case connectFailed
+        /// ICE selected a pair: its remote address is the path (pinned); the round trip is
+        /// its check's.
+        case connected(pair: ICECandidatePair, roundTripTime: Duration)
+        /// ICE selected a better pair later (renomination): media moves to it.
+        case pathChanged(ICECandidatePair)
+        /// No pair worked in time (why).
+        case connectFailed(String)
+        /// Gathering found a server-reflexive candidate of this side (through `server`):
+        /// tell the peer (trickle).
+        case localCandidate(ICECandidate, server: SocketAddress)
+        /// Gathering ended: every STUN server answered or gave up.
+        case gatheringComplete
         /// The peer stopped answering consent checks (RFC 7675): it is gone.
         case consentExpired
         /// A video frame is complete and its references are decoded: decode it, then call
@@ -85,14 +93,15 @@ public final class MediaCore {
     public internal(set) var path: SocketAddress?
     /// Whether packets from other addresses are dropped.
     public internal(set) var isPathPinned = false
-    /// STUN binding requests whose USERNAME is this token are answered; nil answers none.
-    public var localToken: String?
+    /// This side's ICE credentials: binding requests signed for them are answered; nil
+    /// answers none.
+    public var localICE: ICECredentials?
     /// The key the peer protects with, for streams added without one of their own.
     public private(set) var inboundKeying: SRTPKeyingMaterial?
     /// The round-trip estimate in use.
     public internal(set) var roundTripTime: Duration
     /// When the peer last proved itself: an authenticated RTP or RTCP packet, or a check
-    /// with this side's token.
+    /// signed for this side's credentials.
     public internal(set) var lastAuthenticatedArrival: Duration?
     var counters = TransportStatistics()
     var random: SeededRandom
@@ -131,12 +140,15 @@ public final class MediaCore {
     var nextSynchronization: Duration?
 
     // Path.
-    /// Addresses the peer sent connectivity checks from (with this side's token).
+    /// Addresses the peer sent signed connectivity checks from.
     var checkedSources: [SocketAddress] = []
     static let maximumCheckedSources = 4
-    var connectivity: ConnectivityChecker?
+    var ice: ICEAgent?
+    /// This side's host candidates on socket 0 (a socket bound to every interface has several).
+    var iceHosts: [SocketAddress] = []
+    var gathering: ReflexiveGathering?
     var consent: ConsentFreshness?
-    var remoteToken: String?
+    var remoteICE: ICECredentials?
 
     /// Sees every Opus packet a jitter buffer accepts (stream, payload, RTP timestamp), as
     /// received: recordings tap here.
@@ -306,7 +318,8 @@ public final class MediaCore {
         consider(nextReceiverReport)
         consider(nextSynchronization)
         consider(feedback.nextFeedbackTime)
-        consider(connectivity?.nextTime)
+        consider(ice?.nextDeadline)
+        consider(gathering?.nextDeadline)
         consider(consent?.nextTime)
         for stream in receiveStreams {
             consider(stream.nextPull)

@@ -141,3 +141,47 @@ public struct ICEAgent: Sendable {
         }
     }
 }
+
+extension ICEAgent {
+    /// A consent-freshness request (RFC 7675 §5.1: an ICE binding request on the selected
+    /// pair) with transaction `id`, signed with the peer's password; nil before the peer's
+    /// credentials are known.
+    public func consentRequest(_ id: STUNTransactionID) -> [UInt8]? {
+        guard let remote, let key = try? STUNIntegrityKey.shortTerm(password: remote.password) else { return nil }
+        let role: STUNMessage.Attribute = checklist.configuration.controlling ? .iceControlling(tieBreaker) : .iceControlled(tieBreaker)
+        let priority = ICECandidate.priority(.peerReflexive, localPreference: 65_535)
+        let request = STUNMessage(type: .bindingRequest, transactionID: id,
+                                  attributes: [.username("\(remote.ufrag):\(local.ufrag)"), .priority(priority), role])
+        return request.serialized(integrity: key, fingerprint: true)
+    }
+
+    /// Whether `bytes` is a success response signed by the peer (its password) with a
+    /// valid fingerprint: a consent answer the caller then matches by transaction.
+    public func isSignedSuccess(_ message: STUNMessage, _ bytes: [UInt8]) -> Bool {
+        guard message.type == .bindingSuccess, STUNMessage.verifyFingerprint(bytes), let remote,
+              let key = try? STUNIntegrityKey.shortTerm(password: remote.password) else { return false }
+        return message.verifyIntegrity(key, in: bytes)
+    }
+
+    /// The round trip of the selected pair's last successful check, if measured.
+    public var selectedRoundTripTime: Duration? { checklist.selectedRoundTripTime }
+}
+
+/// ICE-lite's answering side (RFC 8445 §2.5), for a server's end of a leg: it checks
+/// nothing itself; it answers each binding request whose USERNAME starts with its ufrag
+/// and whose MESSAGE-INTEGRITY verifies with its password, signed, with the source as
+/// XOR-MAPPED-ADDRESS, never with more bytes than the request had.
+public enum ICELite {
+    /// The signed answer to `request` (whose wire form is `bytes`) from `source`, or nil
+    /// when it is not a valid check for `local` (fingerprint, username, integrity).
+    public static func answer(_ request: STUNMessage, _ bytes: UnsafeRawBufferPointer, from source: SocketAddress,
+                              local: ICECredentials) -> (answer: [UInt8], nominated: Bool)? {
+        guard request.type == .bindingRequest, STUNMessage.verifyFingerprint(bytes),
+              let username = request.username, username.hasPrefix(local.ufrag + ":"),
+              let key = try? STUNIntegrityKey.shortTerm(password: local.password), request.verifyIntegrity(key, in: bytes) else { return nil }
+        let answer = STUNMessage(type: .bindingSuccess, transactionID: request.transactionID, attributes: [.xorMappedAddress(source)])
+            .serialized(integrity: key, fingerprint: true)
+        guard answer.count <= bytes.count else { return nil }
+        return (answer, request.attributes.contains(.useCandidate))
+    }
+}

@@ -64,6 +64,9 @@ public struct ICEChecklist: Sendable {
         var rto: Duration = .zero
         var nominating = false
         var nominated = false
+        /// When the last check went out, and the round trip its answer measured.
+        var lastSent: Duration = .zero
+        var roundTripTime: Duration?
     }
 
     public let configuration: Configuration
@@ -129,9 +132,19 @@ public struct ICEChecklist: Sendable {
         triggered = triggered.filter { present.contains($0) }
     }
 
+    /// The round trip measured by the selected pair's last successful check.
+    public var selectedRoundTripTime: Duration? {
+        guard let selectedPair else { return nil }
+        return entries.first { $0.pair == selectedPair }?.roundTripTime
+    }
+
     /// When the agent next has work.
     public var nextDeadline: Duration? {
         guard !finished || selectedPair != nil else { return nil }
+        // Selected and nothing left to check: no timer until something arrives.
+        if selectedPair != nil, triggered.isEmpty, !entries.contains(where: { [.waiting, .frozen, .inProgress].contains($0.state) }) {
+            return nil
+        }
         var next = nextPacing
         for entry in entries where entry.state == .inProgress { next = min(next, entry.nextSend) }
         if selectedPair == nil { next = min(next, started + configuration.failAfter) }
@@ -187,6 +200,7 @@ public struct ICEChecklist: Sendable {
         if entries[index].sends > 0 { entries[index].rto = entries[index].rto * 2 }
         entries[index].sends += 1
         entries[index].nextSend = now + entries[index].rto
+        entries[index].lastSent = now
         return .check(entries[index].pair, entries[index].transaction!, nominate: entries[index].nominating)
     }
 
@@ -196,6 +210,7 @@ public struct ICEChecklist: Sendable {
         guard let index = entries.firstIndex(where: { $0.transaction == id }), entries[index].pair.remote.address == source else { return [] }
         entries[index].transaction = nil
         entries[index].state = .succeeded
+        entries[index].roundTripTime = now - entries[index].lastSent
         // Pairs of the same foundation are likely to work too: let them go (§7.2.5.3.3).
         let foundation = entries[index].pair.local.foundation + "/" + entries[index].pair.remote.foundation
         for other in entries.indices where entries[other].state == .frozen

@@ -9,7 +9,7 @@
 /// re-encode, no allocation.
 ///
 /// - Legs are found by source address; an address joins a leg only through a STUN check
-///   carrying the leg's token (ICE-lite). Anything else from a stranger is counted and
+///   signed for the leg's ICE credentials (ICE-lite). Anything else from a stranger is counted and
 ///   never answered; check answers are rate-limited per leg and never larger than the check.
 /// - A Binding request without a USERNAME (RFC 8489 section 3: a client learning its
 ///   server-reflexive address, `STUNBinding`) is answered with the source address, from
@@ -86,10 +86,12 @@ public final class ForwardingRouter {
         public var inboundKeying: SRTPKeyingMaterial
         /// The server's key for this leg (downlink).
         public var outboundKeying: SRTPKeyingMaterial
-        public var checkToken: String
+        /// The server's ICE credentials for this leg (ICE-lite): the participant's checks are
+        /// signed with them.
+        public var ice: ICECredentials
 
         public init(id: UInt64, meeting: UInt64, account: String, publishing: Bool, audioSSRC: UInt32, videoSSRC: UInt32?,
-                    inboundKeying: SRTPKeyingMaterial, outboundKeying: SRTPKeyingMaterial, checkToken: String) {
+                    inboundKeying: SRTPKeyingMaterial, outboundKeying: SRTPKeyingMaterial, ice: ICECredentials) {
             self.id = id
             self.meeting = meeting
             self.account = account
@@ -98,7 +100,7 @@ public final class ForwardingRouter {
             self.videoSSRC = videoSSRC
             self.inboundKeying = inboundKeying
             self.outboundKeying = outboundKeying
-            self.checkToken = checkToken
+            self.ice = ice
         }
 
         public var description: String { "LegSetup(\(id), meeting \(meeting), \(account), keys redacted)" }
@@ -217,7 +219,7 @@ public final class ForwardingRouter {
     public let configuration: Configuration
     public private(set) var counters = Counters()
     var legs: [UInt64: Leg] = [:]
-    var legByToken: [String: Leg] = [:]
+    var legByUfrag: [String: Leg] = [:]
     var legByAddress: [SocketAddress: Leg] = [:]
     var reports: [Report] = []
     var reportHead = 0
@@ -243,13 +245,13 @@ public final class ForwardingRouter {
 
     // MARK: Legs and forwarding
 
-    /// Opens a leg; it sends and receives once a check with its token arrives.
-    /// - Throws: `MediaCoreError` for a key libsrtp refuses, a leg ID or token already in
+    /// Opens a leg; it sends and receives once a check signed for its credentials arrives.
+    /// - Throws: `MediaCoreError` for a key libsrtp refuses, a leg ID or ufrag already in
     ///   use, or when `maximumLegs` are open.
     public func addLeg(_ setup: LegSetup, now: Duration) throws(MediaCoreError) {
-        guard legs[setup.id] == nil, legByToken[setup.checkToken] == nil, !setup.checkToken.isEmpty else {
+        guard legs[setup.id] == nil, legByUfrag[setup.ice.ufrag] == nil, !setup.ice.ufrag.isEmpty, !setup.ice.password.isEmpty else {
             counters.legsRefused += 1
-            throw MediaCoreError(.configuration, "leg \(setup.id): its ID or token is already in use")
+            throw MediaCoreError(.configuration, "leg \(setup.id): its ID or ICE ufrag is already in use")
         }
         guard legs.count < configuration.maximumLegs else {
             counters.legsRefused += 1
@@ -271,7 +273,7 @@ public final class ForwardingRouter {
         } catch {
             throw MediaCoreError(.srtp, "leg \(setup.id): \(error.message)")
         }
-        core.localToken = setup.checkToken
+        core.localICE = setup.ice
         let leg = Leg(setup: setup, core: core, checks: TokenBucket(rate: configuration.checkRate, burst: configuration.checkBurst), now: now)
         var audio = ReceiveStreamConfiguration.opus(ssrc: setup.audioSSRC)
         audio.forwarding = true
@@ -284,13 +286,13 @@ public final class ForwardingRouter {
             leg.video = Publication(kind: .video, receive: try core.addReceiveStream(video))
         }
         legs[setup.id] = leg
-        legByToken[setup.checkToken] = leg
+        legByUfrag[setup.ice.ufrag] = leg
     }
 
     /// Closes a leg: its streams end for every subscriber (BYE), and it gets nothing more.
     public func removeLeg(_ id: UInt64, now: Duration) {
         guard let leg = legs.removeValue(forKey: id) else { return }
-        legByToken[leg.setup.checkToken] = nil
+        legByUfrag[leg.setup.ice.ufrag] = nil
         for address in leg.addresses where legByAddress[address] === leg { legByAddress[address] = nil }
         for publication in [leg.audio, leg.video].compactMap({ $0 }) {
             for target in publication.targets { target.subscriber.core.removeSendStream(target.send, now: now) }
@@ -355,7 +357,7 @@ public final class ForwardingRouter {
     // MARK: Datagrams
 
     /// Takes one datagram that arrived on the server's port (net-detect probes are the
-    /// caller's): a check with a leg's token joins its source to the leg and is answered;
+    /// caller's): a check signed for a leg's credentials joins its source to the leg and is answered;
     /// a leg's media and RTCP go to its core, and media is forwarded. Decrypts in place.
     public func handleDatagram(_ datagram: UnsafeMutableRawBufferPointer, from source: SocketAddress, now: Duration) {
         let bytes = UnsafeRawBufferPointer(datagram)
@@ -399,7 +401,7 @@ public final class ForwardingRouter {
                 answerBinding(message, size: datagram.count, from: source, now: now)
                 return
             }
-            guard let owner = legByToken[username] else {
+            guard let ufrag = username.split(separator: ":", maxSplits: 1).first, let owner = legByUfrag[String(ufrag)] else {
                 counters.strangerDatagrams += 1
                 return
             }
@@ -415,7 +417,8 @@ public final class ForwardingRouter {
             return
         }
         leg.core.handleDatagram(datagram, from: source, now: now)
-        guard message.type == .bindingRequest, !leg.addresses.contains(source) else { return }
+        // Only a check the leg's core verified (signed for its credentials) made the source its path.
+        guard message.type == .bindingRequest, leg.core.path == source, !leg.addresses.contains(source) else { return }
         if let previous = legByAddress[source], previous !== leg {
             previous.addresses.removeAll { $0 == source }
         }

@@ -150,12 +150,6 @@ public final class MediaReceiver {
         transport = PeerTransport(core: core, sockets: sockets)
     }
 
-    /// When set, STUN binding requests whose USERNAME is this token are answered (the
-    /// peer's connectivity check, which also measures its RTT); others are counted and dropped.
-    public var connectivityToken: String? {
-        get { transport.withCore { core, _ in core.localToken } }
-        set { transport.withCore { core, _ in core.localToken = newValue } }
-    }
     /// Sees every Opus packet the jitter buffer accepts and every VP8 frame that decodes,
     /// as received (for recordings), on the receive thread.
     public var encodedMedia: ((EncodedMedia) -> Void)?

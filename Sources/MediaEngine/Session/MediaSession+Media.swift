@@ -161,16 +161,19 @@ extension MediaSession {
         let configuration = parts.configuration
         let stopped = stopping.load(ordering: .relaxed)
         switch notice {
-        case .core(.connected(let remote, let roundTripTime, let mapped)):
-            state.withLock { $0.summary.connectivity = ConnectivityResult(remote: remote, roundTripTime: roundTripTime, mappedAddress: mapped) }
+        case .core(.connected(let pair, let roundTripTime)):
+            state.withLock { $0.summary.connectivity = ConnectivityResult(pair: pair, roundTripTime: roundTripTime) }
             connected.store(true, ordering: .relaxed)
-            emit(.connected(remote: remote, roundTripTime: roundTripTime))
-        case .core(.connectFailed):
-            let candidates = state.withLock { $0.remote?.candidates ?? [] }
-            if !stopped {
-                emit(.connectFailed("no answer from \(candidates.map(\.description).joined(separator: ", ")) "
-                    + "within \(configuration.connectTimeout)"))
-            }
+            emit(.connected(pair, roundTripTime: roundTripTime))
+        case .core(.pathChanged(let pair)):
+            state.withLock { $0.summary.connectivity?.pair = pair }
+            emit(.pathChanged(pair))
+        case .core(.localCandidate(let candidate, _)):
+            emit(.localCandidate(candidate))
+        case .core(.gatheringComplete):
+            emit(.gatheringComplete)
+        case .core(.connectFailed(let why)):
+            if !stopped { emit(.connectFailed("ICE found no path within \(configuration.connectTimeout): \(why)")) }
             stopping.store(true, ordering: .relaxed)
         case .core(.consentExpired):
             if !stopped { emit(.disconnected("the peer stopped answering consent checks (RFC 7675) for \(configuration.consent.timeout)")) }

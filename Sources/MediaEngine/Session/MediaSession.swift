@@ -14,24 +14,26 @@ import Synchronization
 /// participant's audio into the one playback; the sending thread captures, encodes and
 /// sends. Events come from both threads through the handler; keep it short.
 public final class MediaSession: Sendable {
-    /// What one side announces: where it receives, its SRTP key, the SSRCs it sends
-    /// from, and the token its receiver answers STUN checks for. Holds a key: never print.
+    /// What one side announces: its ICE candidates (where it may receive; more may trickle
+    /// later), its SRTP key, the SSRCs it sends from, and its ICE credentials (its
+    /// connectivity checks and consent are signed with them). Holds a key and a password:
+    /// never print (`description` redacts both).
     public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
-        public var candidates: [SocketAddress]
+        public var candidates: [ICECandidate]
         public var keying: SRTPKeyingMaterial
         public var audioSSRC: UInt32
         public var videoSSRC: UInt32?
-        public var checkToken: String
+        public var ice: ICECredentials
 
-        public init(candidates: [SocketAddress], keying: SRTPKeyingMaterial, audioSSRC: UInt32, videoSSRC: UInt32?, checkToken: String) {
+        public init(candidates: [ICECandidate], keying: SRTPKeyingMaterial, audioSSRC: UInt32, videoSSRC: UInt32?, ice: ICECredentials) {
             self.candidates = candidates
             self.keying = keying
             self.audioSSRC = audioSSRC
             self.videoSSRC = videoSSRC
-            self.checkToken = checkToken
+            self.ice = ice
         }
 
-        public var description: String { "Endpoint(\(candidates), key redacted)" }
+        public var description: String { "Endpoint(\(candidates.map(\.description)), ufrag \(ice.ufrag), key and password redacted)" }
     }
 
     /// A remote participant whose media arrives over this session's transport: the peer
@@ -62,8 +64,14 @@ public final class MediaSession: Sendable {
         /// VP8 temporal layers (1 to 3); a meeting's forwarding server thins them per
         /// subscriber, so meeting legs send 3.
         public var temporalLayers = 1
-        /// Longest wait for a STUN answer from the peer.
+        /// Longest wait for ICE to select a pair.
         public var connectTimeout: Duration = .seconds(10)
+        /// STUN servers this side learns its server-reflexive candidates from (a signaling
+        /// server's media port answers Binding requests).
+        public var stunServers: [SocketAddress] = []
+        /// Whether this side is ICE's controlling agent (it nominates): the caller and a
+        /// meeting participant are; the callee is not.
+        public var iceControlling = true
         /// No media from the peer for this long: `disconnected`.
         public var mediaTimeout: Duration = .seconds(10)
         /// Consent checks on the selected path (RFC 7675: every 5 s, expiry after 30 s).
@@ -91,9 +99,16 @@ public final class MediaSession: Sendable {
     }
 
     public enum Event: Sendable {
-        /// The peer answered a connectivity check; media flows.
-        case connected(remote: SocketAddress, roundTripTime: Duration)
-        /// No candidate answered within `connectTimeout`.
+        /// ICE selected a pair (host, srflx, prflx or relay); media flows over it. The round
+        /// trip is its check's.
+        case connected(ICECandidatePair, roundTripTime: Duration)
+        /// ICE moved the media to a better pair that succeeded later.
+        case pathChanged(ICECandidatePair)
+        /// Gathering found another candidate of this side: send it to the peer (trickle).
+        case localCandidate(ICECandidate)
+        /// Gathering ended: tell the peer this side has no more candidates.
+        case gatheringComplete
+        /// No pair worked within `connectTimeout`.
         case connectFailed(String)
         /// The peer's media ended (BYE), stopped for `mediaTimeout`, or the peer stopped
         /// answering consent checks.
@@ -161,13 +176,12 @@ public final class MediaSession: Sendable {
         public var failure: String?
     }
 
-    /// The path a connectivity check selected.
+    /// The pair ICE selected (the last one, after any change).
     public struct ConnectivityResult: Sendable, Hashable {
-        /// The candidate that answered.
-        public var remote: SocketAddress
+        public var pair: ICECandidatePair
+        /// The peer's address media goes to.
+        public var remote: SocketAddress { pair.remote.address }
         public var roundTripTime: Duration
-        /// Our address as the peer saw it (XOR-MAPPED-ADDRESS).
-        public var mappedAddress: SocketAddress?
     }
 
     /// What to announce to the peer.
@@ -199,6 +213,7 @@ public final class MediaSession: Sendable {
 
     struct State {
         var started = false
+        var gathering = false
         var remote: Endpoint?
         var summary = Summary()
         var threads = 0
@@ -237,12 +252,9 @@ public final class MediaSession: Sendable {
         let port = socket.localAddress.port
         let hosts = configuration.host == "0.0.0.0" ? LocalAddresses.ipv4() : [socket.localAddress.host]
         var random = SystemRandomNumberGenerator()
-        // 32 hex digits, always: a check carrying it is long enough that the answer, even
+        // ufrag and password: checks carrying them are long enough that an answer, even
         // with an IPv6 address, is never larger than the request.
-        let token = (0..<16).map { _ in
-            let byte = UInt8.random(in: 0...255, using: &random)
-            return (byte < 16 ? "0" : "") + String(byte, radix: 16)
-        }.joined()
+        let credentials = ICECredentials.random(using: &random)
         let keying = configuration.localKeying ?? SRTPKeyingMaterial.random(profile: configuration.profile)
         var settings = MediaCore.Configuration()
         settings.outboundKeying = keying
@@ -253,7 +265,7 @@ public final class MediaSession: Sendable {
             startBitrate: configuration.audioBitrate + videoRate,
             minimumBitrate: configuration.audioBitrate + (videoRate > 0 ? 50_000 : 0), maximumBitrate: configuration.audioBitrate + videoRate)
         let core = try MediaCore(configuration: settings)
-        core.localToken = token
+        core.localICE = credentials
         func draw() -> UInt32 {
             var ssrc: UInt32
             repeat { ssrc = UInt32.random(in: 1 ... .max, using: &random) } while ssrc == settings.rtcpSSRC
@@ -261,9 +273,9 @@ public final class MediaSession: Sendable {
         }
         audioStream = try core.addSendStream(.opus(ssrc: configuration.localAudioSSRC ?? draw()))
         videoStream = configuration.video == nil ? nil : try core.addSendStream(.vp8(ssrc: draw()))
-        local = Endpoint(candidates: try hosts.map { try SocketAddress(host: $0, port: port) }, keying: keying,
+        local = Endpoint(candidates: try Self.hostCandidates(hosts, port: port), keying: keying,
                          audioSSRC: core.statistics(of: audioStream)!.ssrc,
-                         videoSSRC: videoStream.flatMap { core.statistics(of: $0)?.ssrc }, checkToken: token)
+                         videoSSRC: videoStream.flatMap { core.statistics(of: $0)?.ssrc }, ice: credentials)
         transport = PeerTransport(core: core, sockets: [socket])
     }
 
@@ -303,6 +315,61 @@ public final class MediaSession: Sendable {
         try begin(remote: server, participants: participants, events: events)
     }
 
+    /// This side's host candidates: every address but loopback, unless loopback is all
+    /// there is (a session bound to 127.0.0.1), in the order given.
+    static func hostCandidates(_ hosts: [String], port: Int) throws(TransportError) -> [ICECandidate] {
+        var addresses: [SocketAddress] = []
+        for host in hosts { addresses.append(try SocketAddress(host: host, port: port)) }
+        let routable = addresses.filter { !$0.isLoopback }
+        return (routable.isEmpty ? addresses : routable).enumerated().map { index, address in
+            ICECandidate.local(.host, address: address, localPreference: ICECandidate.localPreference(for: address, index: index))
+        }
+    }
+
+    /// Starts ICE before the peer is known: the receiving thread runs (it answers checks)
+    /// and server-reflexive candidates are gathered from `stunServers`, each reported as
+    /// `localCandidate`, then `gatheringComplete`, to trickle to the peer. `start` or
+    /// `join` follows with the peer's endpoint. Call at most once; `start` calls it when
+    /// the app did not.
+    ///
+    /// - Parameter events: Gets every event from now on, on the session's threads.
+    public func gather(events: @escaping @Sendable (Event) -> Void) {
+        let already = state.withLock { state in
+            defer { state.gathering = true }
+            return state.gathering
+        }
+        guard !already else { return }
+        eventHandler.withLock { $0 = events }
+        let configuration = parts.configuration
+        let hosts = local.candidates
+        transport.withCore { core, now in
+            core.startICE(local: local.ice, controlling: configuration.iceControlling, hosts: hosts,
+                          stunServers: configuration.stunServers, timeout: configuration.connectTimeout, now: now)
+        }
+        state.withLock { $0.threads += 1 }
+        Thread.detachNewThread { [self] in
+            receive()
+            threadEnded()
+        }
+    }
+
+    /// More of the peer's candidates (trickled through signaling); `complete`: the peer
+    /// has no more. Candidates no one should send to (loopback unless this side is on
+    /// loopback too, unspecified, multicast, link-local, the STUN servers themselves) are
+    /// ignored.
+    public func addRemoteCandidates(_ candidates: [ICECandidate], complete: Bool) {
+        let usable = usableRemote(candidates)
+        transport.withCore { core, now in core.addRemoteCandidates(usable, complete: complete, now: now) }
+    }
+
+    private func usableRemote(_ candidates: [ICECandidate]) -> [ICECandidate] {
+        let excluded = Set(parts.configuration.stunServers)
+        let onLoopback = local.candidates.allSatisfy { $0.address.isLoopback }
+        return candidates.filter { candidate in
+            candidate.isUsable(excluding: excluded) || (onLoopback && candidate.address.isLoopback && !excluded.contains(candidate.address))
+        }
+    }
+
     private func begin(remote: Endpoint, participants: [Participant], events: @escaping @Sendable (Event) -> Void) throws {
         let alreadyStarted = state.withLock { state in
             defer {
@@ -312,18 +379,15 @@ public final class MediaSession: Sendable {
             return state.started
         }
         guard !alreadyStarted else { return }
-        eventHandler.withLock { $0 = events }
+        gather(events: events)
+        eventHandler.withLock { $0 = events }  // replaces the gathering handler, if the app gathered first
+        let candidates = usableRemote(remote.candidates)
         try transport.withCore { core, now in
             try core.setInboundKeying(remote.keying)
-            core.startConnectivityCheck(candidates: remote.candidates, remoteToken: remote.checkToken,
-                                        timeout: parts.configuration.connectTimeout, now: now)
+            core.setRemoteICE(remote.ice, candidates: candidates, complete: false, now: now)
         }
         for participant in participants { try addParticipant(participant) }
-        state.withLock { $0.threads = 2 }
-        Thread.detachNewThread { [self] in
-            receive()
-            threadEnded()
-        }
+        state.withLock { $0.threads += 1 }
         Thread.detachNewThread { [self] in
             send()
             threadEnded()
@@ -394,7 +458,7 @@ public final class MediaSession: Sendable {
     @discardableResult
     public func stop() -> Summary {
         stopping.store(true, ordering: .relaxed)
-        let running = state.withLock { $0.started && $0.threads > 0 }
+        let running = state.withLock { ($0.started || $0.gathering) && $0.threads > 0 }
         if running {
             finished.wait()
             finished.signal()
@@ -406,7 +470,7 @@ public final class MediaSession: Sendable {
     /// Waits until both directions have ended on their own (a source ran out, or the
     /// connectivity check failed), without stopping them.
     public func wait() -> Summary {
-        let running = state.withLock { $0.started && $0.threads > 0 }
+        let running = state.withLock { ($0.started || $0.gathering) && $0.threads > 0 }
         if running {
             finished.wait()
             finished.signal()

@@ -127,6 +127,12 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     static let unspecified = SocketAddress(addressBytes: [0, 0, 0, 0], port: 0)!
 
     /// The same host with another port.
+    /// 127.0.0.0/8 or ::1.
+    public var isLoopback: Bool {
+        let bytes = addressBytes
+        return isIPv6 ? bytes.dropLast().allSatisfy { $0 == 0 } && bytes.last == 1 : bytes.first == 127
+    }
+
     public func with(port: Int) -> SocketAddress {
         switch storage {
         case .v4(var address):

@@ -217,9 +217,14 @@ extension NetCallManager {
         do {
             try session.join(server: endpoint, participants: members) { [weak self] event in
                 switch event {
-                case .connected(_, let roundTripTime):
+                case .connected(let pair, let roundTripTime):
                     status.setFirstRoundTrip(roundTripTime)
+                    emit.yield(.mediaPath(callID: callID, pair, roundTripMilliseconds: roundTripTime / .milliseconds(1)))
                     emit.yield(.meetingStatus(callID: callID, .connected))
+                case .pathChanged(let pair):
+                    emit.yield(.mediaPath(callID: callID, pair, roundTripMilliseconds: nil))
+                case .localCandidate, .gatheringComplete:
+                    break  // the server is ICE-lite: it learns this side's address from the checks
                 case .connectFailed(let why), .disconnected(let why):
                     emit.yield(.meetingStatus(callID: callID, .disconnected(why)))
                     Task { await self?.meetingLegLost(callID: callID, why) }

@@ -49,7 +49,16 @@ public actor NetCallManager {
         var hangupRequested = false
         /// The V4L2 camera `switchCamera` moved to, if any.
         var camera: String?
+        /// This side's trickled candidates not sent yet (the call's ID is not known yet).
+        var unsentCandidates: [MediaCandidate] = []
+        var gatheringComplete = false
+        /// Whether the media started (the peer's endpoint is known): trickled candidates
+        /// from the peer go straight to the session from then on.
+        var mediaStarted = false
     }
+
+    /// Candidates the caller trickled while an invitation rings here, for when it is answered.
+    private var earlyCandidates: [UInt64: (candidates: [MediaCandidate], complete: Bool)] = [:]
 
     public let configuration: Configuration
     /// Every event, in order, none dropped; one reader.
@@ -155,6 +164,7 @@ public actor NetCallManager {
         guard call == nil else { throw SignalingError(.busy, "start: already in call \(call!.id)") }
         let session = try makeSession(type: type, quality: option.videoQuality)
         call = Call(id: 0, peer: callee, type: type, session: session)
+        session.gather(events: gatheringEvents(of: session))
         let reply: Reply.Start
         do {
             reply = try await request(MessageType.start, Request.Start(callee: callee, type: type, option: option,
@@ -164,7 +174,10 @@ public actor NetCallManager {
             await stop(session)
             throw error
         }
-        if call?.session === session { call?.id = reply.callID }
+        if call?.session === session {
+            call?.id = reply.callID
+            await sendCandidates(of: session)
+        }
         return reply.callID
     }
 
@@ -179,14 +192,19 @@ public actor NetCallManager {
             return
         }
         guard call == nil else { throw SignalingError(.busy, "response: already in call \(call!.id)") }
-        let session = try makeSession(type: invitation.type, quality: invitation.option.videoQuality)
+        let session = try makeSession(type: invitation.type, quality: invitation.option.videoQuality, controlling: false)
         call = Call(id: callID, peer: invitation.from, type: invitation.type, session: session)
+        session.gather(events: gatheringEvents(of: session))
         do throws(SignalingError) {
             let reply = try await request(MessageType.response, Request.Response(callID: callID, accept: true, media: MediaEndpoint(session.local)),
                                           as: Reply.Response.self)
             invitations[callID] = nil
             guard let media = reply.media else { throw SignalingError(.invalidRequest, "response: the server sent no caller media") }
             try startMedia(session, remote: media, callID: callID, peer: invitation.from)
+            if let early = earlyCandidates.removeValue(forKey: callID) {
+                session.addRemoteCandidates(Self.usable(early.candidates, logger: logger), complete: early.complete)
+            }
+            await sendCandidates(of: session)
         } catch {
             if call?.session === session { call = nil }
             await stop(session)
@@ -417,13 +435,25 @@ public actor NetCallManager {
             case MessageType.responsedByOther:
                 let body = try event.body(Event.ResponsedByOther.self)
                 invitations[body.callID] = nil
+                earlyCandidates[body.callID] = nil
                 emit.yield(.responsedByOther(callID: body.callID, accepted: body.accepted))
             case MessageType.control:
                 let body = try event.body(Event.Control.self)
                 emit.yield(.control(callID: body.callID, from: body.from, body.control))
+            case MessageType.candidates:
+                let body = try event.body(Event.Candidates.self)
+                if let call, call.id == body.callID, call.mediaStarted {
+                    call.session.addRemoteCandidates(Self.usable(body.candidates, logger: logger), complete: body.complete)
+                } else if invitations[body.callID] != nil {
+                    var early = earlyCandidates[body.callID] ?? ([], false)
+                    early.candidates += body.candidates.prefix(max(0, 32 - early.candidates.count))
+                    early.complete = early.complete || body.complete
+                    earlyCandidates[body.callID] = early
+                }
             case MessageType.hangup:
                 let body = try event.body(Event.Hangup.self)
                 invitations[body.callID] = nil
+                earlyCandidates[body.callID] = nil
                 if let call, call.id == body.callID || call.id == 0 { await stopMedia() }
                 emit.yield(.hangup(callID: body.callID, by: body.by, reason: body.reason))
             case MessageType.callRecord:
@@ -445,10 +475,11 @@ public actor NetCallManager {
     /// (paused), so `switchType(.video)` can start it; the encoder's ceiling is the
     /// highest preset's bitrate, so `switchVideoQuality` can go up, and the preset's
     /// bitrate is the live target.
-    func makeSession(type: CallType, quality: CallVideoQuality, meeting: Bool = false) throws(SignalingError) -> MediaSession {
+    func makeSession(type: CallType, quality: CallVideoQuality, meeting: Bool = false, controlling: Bool = true) throws(SignalingError) -> MediaSession {
         do {
             var settings = try configuration.media(type, quality)
             settings.captureHooks = settings.captureHooks ?? captureHooks
+            settings.iceControlling = controlling
             if meeting {
                 // Meeting legs: the forwarding server's profile, and layers it can thin.
                 settings.profile = .aeadAES128GCM
@@ -478,13 +509,24 @@ public actor NetCallManager {
         let status = NetStatusMeter()
         let threshold = configuration.speakingThreshold
         let me = account ?? ""
+        let logger = logger
+        if call?.session === session { call?.mediaStarted = true }
         do {
             try session.start(remote: remote) { [weak self] event in
                 switch event {
-                case .connected(_, let roundTripTime):
+                case .connected(let pair, let roundTripTime):
                     status.setFirstRoundTrip(roundTripTime)
+                    logger.info("call \(callID): media connected over \(pair)")
+                    emit.yield(.mediaPath(callID: callID, pair, roundTripMilliseconds: roundTripTime / .milliseconds(1)))
                     emit.yield(.callStatus(callID: callID, .connected))
                     Task { await self?.reportMedia(callID: callID, connected: true) }
+                case .pathChanged(let pair):
+                    logger.info("call \(callID): media moved to \(pair)")
+                    emit.yield(.mediaPath(callID: callID, pair, roundTripMilliseconds: nil))
+                case .localCandidate(let candidate):
+                    Task { await self?.trickle(from: session, candidate) }
+                case .gatheringComplete:
+                    Task { await self?.trickle(from: session, nil) }
                 case .connectFailed(let why), .disconnected(let why):
                     emit.yield(.callStatus(callID: callID, .disconnected(why)))
                     Task { await self?.reportMedia(callID: callID, connected: false) }
@@ -519,6 +561,56 @@ public actor NetCallManager {
             }
         } catch {
             throw SignalingError(.operationFailed, "media: \(error)")
+        }
+    }
+
+    /// The events a session sends while it gathers, before the peer is known: its
+    /// candidates, to trickle.
+    private func gatheringEvents(of session: MediaSession) -> @Sendable (MediaSession.Event) -> Void {
+        { [weak self] event in
+            switch event {
+            case .localCandidate(let candidate): Task { await self?.trickle(from: session, candidate) }
+            case .gatheringComplete: Task { await self?.trickle(from: session, nil) }
+            default: break
+            }
+        }
+    }
+
+    /// Queues one of this side's candidates (nil: gathering is complete) for the peer,
+    /// and sends what is queued once the call has its ID.
+    private func trickle(from session: MediaSession, _ candidate: ICECandidate?) async {
+        guard call?.session === session else { return }
+        if let candidate { call?.unsentCandidates.append(MediaCandidate(candidate)) } else { call?.gatheringComplete = true }
+        await sendCandidates(of: session)
+    }
+
+    /// Sends the call's queued candidates (and the end of them) to the peer through the
+    /// server, once the call has an ID. A refusal is logged: the call may still connect
+    /// on the candidates already known.
+    private func sendCandidates(of session: MediaSession) async {
+        guard let current = call, current.session === session, current.id != 0,
+              !current.unsentCandidates.isEmpty || current.gatheringComplete else { return }
+        let batch = current.unsentCandidates
+        let complete = current.gatheringComplete
+        call?.unsentCandidates = []
+        call?.gatheringComplete = false
+        do {
+            _ = try await request(MessageType.candidates, Request.Candidates(callID: current.id, candidates: batch, complete: complete),
+                                  as: Reply.Empty.self)
+        } catch {
+            logger.notice("call \(current.id): candidates not passed on: \(error.message)")
+        }
+    }
+
+    /// The peer's candidates that parse; the rest are logged and left out.
+    static func usable(_ candidates: [MediaCandidate], logger: Logger) -> [ICECandidate] {
+        candidates.compactMap { candidate in
+            do throws(SignalingError) {
+                return try candidate.iceCandidate()
+            } catch {
+                logger.notice("ignored a candidate: \(error.message)")
+                return nil
+            }
         }
     }
 

@@ -44,6 +44,9 @@ public enum NetCallEvent: Sendable {
     /// Another device of this account answered the invitation.
     case responsedByOther(callID: UInt64, accepted: Bool)
     case callStatus(callID: UInt64, CallStatus)
+    /// The pair ICE chose for the media of a call or meeting leg (host, srflx, prflx or
+    /// relay at each end), when media connects and again when it moves to a better pair.
+    case mediaPath(callID: UInt64, ICECandidatePair, roundTripMilliseconds: Double?)
     case control(callID: UInt64, from: String, CallControl)
     /// The call ended: hung up by `by`, or by the server for `reason`.
     case hangup(callID: UInt64, by: String?, reason: CallEndReason)
@@ -105,16 +108,53 @@ public enum NetCallMediaUpdate: Sendable {
 /// a call of this type and quality (devices, files, synthetic), and where remote audio plays.
 public typealias MediaSessionFactory = @Sendable (_ type: CallType, _ quality: CallVideoQuality) throws -> MediaSession.Configuration
 
+extension MediaCandidate {
+    /// The signaling form of an ICE candidate.
+    public init(_ candidate: ICECandidate) {
+        self.init(host: candidate.address.host, port: candidate.address.port, type: candidate.kind.rawValue,
+                  priority: candidate.priority, foundation: candidate.foundation)
+    }
+
+    /// The engine form, checked: a literal IP address, a port, a known type, a foundation
+    /// of at most 32 ice-chars.
+    /// - Throws: `SignalingError` `.invalidRequest` naming what is wrong.
+    public func iceCandidate() throws(SignalingError) -> ICECandidate {
+        let address: SocketAddress
+        do {
+            address = try SocketAddress(host: host, port: port)
+        } catch {
+            throw SignalingError(.invalidRequest, "media: candidate \(host):\(port) is not an address")
+        }
+        guard let kind = ICECandidate.Kind(rawValue: type ?? "host") else {
+            throw SignalingError(.invalidRequest, "media: candidate type '\(type ?? "")' is not host, srflx, prflx or relay")
+        }
+        var candidate = ICECandidate.local(kind, address: address, localPreference: 65_535)
+        if let priority {
+            guard priority > 0 else { throw SignalingError(.invalidRequest, "media: candidate priority must be positive") }
+            candidate.priority = priority
+        }
+        if let foundation {
+            let iceChars = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+            guard (1...32).contains(foundation.count), foundation.allSatisfy(iceChars.contains) else {
+                throw SignalingError(.invalidRequest, "media: candidate foundation must be 1 to 32 ice-chars")
+            }
+            candidate.foundation = foundation
+        }
+        return candidate
+    }
+}
+
 extension MediaEndpoint {
     /// The signaling form of a session's endpoint.
     public init(_ endpoint: MediaSession.Endpoint) {
-        self.init(candidates: endpoint.candidates.map { MediaCandidate(host: $0.host, port: $0.port) },
-                  srtpProfile: endpoint.keying.profile.rawValue, srtpKey: endpoint.keying.base64,
-                  audioSSRC: endpoint.audioSSRC, videoSSRC: endpoint.videoSSRC, checkToken: endpoint.checkToken)
+        self.init(candidates: endpoint.candidates.map(MediaCandidate.init), srtpProfile: endpoint.keying.profile.rawValue,
+                  srtpKey: endpoint.keying.base64, audioSSRC: endpoint.audioSSRC, videoSSRC: endpoint.videoSSRC,
+                  iceUfrag: endpoint.ice.ufrag, icePassword: endpoint.ice.password)
     }
 
     /// The engine form, checked.
-    /// - Throws: `SignalingError` `.invalidRequest` for an unknown profile, a bad key or address.
+    /// - Throws: `SignalingError` `.invalidRequest` for an unknown profile, a bad key,
+    ///   address or candidate.
     public func sessionEndpoint() throws(SignalingError) -> MediaSession.Endpoint {
         guard let profile = SRTPProfile(rawValue: srtpProfile) else {
             throw SignalingError(.invalidRequest, "media: unknown SRTP profile '\(srtpProfile)'")
@@ -125,15 +165,9 @@ extension MediaEndpoint {
         } catch {
             throw SignalingError(.invalidRequest, "media: \(error.message)")
         }
-        var addresses: [SocketAddress] = []
-        for candidate in candidates {
-            do {
-                addresses.append(try SocketAddress(host: candidate.host, port: candidate.port))
-            } catch {
-                throw SignalingError(.invalidRequest, "media: candidate \(candidate.host):\(candidate.port) is not an address")
-            }
-        }
-        return MediaSession.Endpoint(candidates: addresses, keying: keying, audioSSRC: audioSSRC, videoSSRC: videoSSRC,
-                                     checkToken: checkToken)
+        var converted: [ICECandidate] = []
+        for candidate in candidates { converted.append(try candidate.iceCandidate()) }
+        return MediaSession.Endpoint(candidates: converted, keying: keying, audioSSRC: audioSSRC, videoSSRC: videoSSRC,
+                                     ice: ICECredentials(ufrag: iceUfrag, password: icePassword))
     }
 }

@@ -80,7 +80,7 @@ struct CoreCallHarness {
                     }
                 case .goodbye(let id): goodbyes.append(id)
                 case .consentExpired: consentExpired = true
-                case .connected(let remote, _, _): connected = remote
+                case .connected(let pair, _): connected = pair.remote.address
                 default: break
                 }
             }
@@ -104,6 +104,8 @@ struct CoreCallHarness {
 
     static let keyA = try! SRTPKeyingMaterial(profile: .aesCM128HMACSHA1_80, bytes: (0..<30).map { UInt8($0) })
     static let keyB = try! SRTPKeyingMaterial(profile: .aesCM128HMACSHA1_80, bytes: (0..<30).map { UInt8(100 + $0) })
+    static let aliceICE = ICECredentials(ufrag: "alice", password: "alice-password-0123456789")
+    static let bobICE = ICECredentials(ufrag: "bobby", password: "bobby-password-0123456789")
 
     /// Two cores keyed as a call keys them (each protects with its own key, reads the
     /// other's), each receiving the other's streams by SSRC.
@@ -125,16 +127,16 @@ struct CoreCallHarness {
         var back = settings
         back.seed = settings.seed &+ 1
         link = try VirtualLink(a: try MediaCore(configuration: a), b: try MediaCore(configuration: b), forward: settings, backward: back)
-        link.a.localToken = "alice-token-0123"
-        link.b.localToken = "bob-token-456789"
+        link.a.localICE = Self.aliceICE
+        link.b.localICE = Self.bobICE
         alice = try Side(core: link.a, frequency: 440, video: video)
         bob = try Side(core: link.b, frequency: 660, video: video)
         for (side, peer) in [(alice, bob), (bob, alice)] {
             side.audioIn = try side.core.addReceiveStream(.opus(ssrc: peer.core.configuration.rtcpSSRC &+ 1))
             if video { side.videoIn = try side.core.addReceiveStream(.vp8(ssrc: peer.core.configuration.rtcpSSRC &+ 2)) }
         }
-        link.a.selectPath(link.addressB, pinned: pinned, remoteToken: "bob-token-456789", now: .zero)
-        link.b.selectPath(link.addressA, pinned: pinned, remoteToken: "alice-token-0123", now: .zero)
+        link.a.selectPath(link.addressB, pinned: pinned, remoteICE: Self.bobICE, controlling: true, now: .zero)
+        link.b.selectPath(link.addressA, pinned: pinned, remoteICE: Self.aliceICE, controlling: false, now: .zero)
     }
 
     /// Runs the call until `end`.

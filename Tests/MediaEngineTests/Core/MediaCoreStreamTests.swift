@@ -125,27 +125,33 @@ import TestSupport
     }
 }
 
-/// Connectivity checks the core answers: only its own token, never with more bytes than
-/// the request.
+/// Connectivity checks the core answers: only those signed for its ICE credentials,
+/// never with more bytes than the request.
 @Suite struct MediaCoreChecks {
-    func answers(token: String, from source: SocketAddress) throws -> [Transmit.Kind] {
+    static let ours = ICECredentials(ufrag: "ours", password: "our-password-0123456789ab")
+
+    func answers(username: String, password: String, from source: SocketAddress) throws -> [Transmit.Kind] {
         let core = try MediaCore(configuration: MediaCore.Configuration())
-        core.localToken = "0123456789abcdef0123456789abcdef"
-        var request = STUNMessage(type: .bindingRequest, transactionID: .random(), attributes: [.username(token)]).serialized()
-        request.withUnsafeMutableBytes { core.handleDatagram($0, from: source, now: .zero) }
+        let host = ICECandidate.local(.host, address: SocketAddress(addressBytes: [192, 0, 2, 1], port: 5_000)!, localPreference: 65_535)
+        core.startICE(local: Self.ours, controlling: false, hosts: [host], stunServers: [], timeout: .seconds(5), now: .zero)
+        let request = STUNMessage(type: .bindingRequest, transactionID: .random(),
+                                  attributes: [.username(username), .priority(1_000), .iceControlling(7)])
+        var bytes = request.serialized(integrity: try .shortTerm(password: password), fingerprint: true)
+        bytes.withUnsafeMutableBytes { core.handleDatagram($0, from: source, now: .zero) }
         var kinds: [Transmit.Kind] = []
         while let transmit = core.pollTransmit() {
-            #expect(transmit.bytes.count <= request.count, "an answer is never larger than its request")
-            kinds.append(transmit.kind)
+            #expect(transmit.bytes.count <= bytes.count, "an answer is never larger than its request")
+            if transmit.destination == source { kinds.append(transmit.kind) }
         }
         return kinds
     }
 
-    @Test func aCheckWithTheTokenIsAnsweredOverIPv4AndIPv6AndOthersAreNot() throws {
+    @Test func aSignedCheckIsAnsweredOverIPv4AndIPv6AndOthersAreNot() throws {
         let v4 = SocketAddress(addressBytes: [198, 51, 100, 7], port: 4_000)!
         let v6 = SocketAddress(addressBytes: [0x20, 0x01, 0x0D, 0xB8] + [UInt8](repeating: 0, count: 11) + [1], port: 4_000)!
-        #expect(try answers(token: "0123456789abcdef0123456789abcdef", from: v4) == [.stun])
-        #expect(try answers(token: "0123456789abcdef0123456789abcdef", from: v6) == [.stun])
-        #expect(try answers(token: "someone else's token", from: v4).isEmpty)
+        #expect(try answers(username: "ours:theirs", password: Self.ours.password, from: v4).first == .stun)
+        #expect(try answers(username: "ours:theirs", password: Self.ours.password, from: v6).first == .stun)
+        #expect(try answers(username: "someone:theirs", password: Self.ours.password, from: v4).isEmpty, "another ufrag")
+        #expect(try answers(username: "ours:theirs", password: "a-wrong-password-0123456", from: v4).isEmpty, "a wrong password")
     }
 }

@@ -212,13 +212,24 @@ import Testing
         let decodedBefore = dave.framesDecoded
         let othersBefore = people[0].framesDecoded
         let concealedBefore = dave.audioFrom.keys.map { dave.core.statistics(of: $0)?.concealedSamples ?? 0 }.reduce(0, +)
-        try meeting.run(until: .seconds(22))
-
-        let estimate = try #require(meeting.router.estimatedBitrate(ofLeg: dave.leg))
-        #expect(estimate < kbps * 1_000, "dave's estimate settles below his \(kbps) kb/s link: \(estimate)")
-        let layers = people.dropLast().map { meeting.router.forwardedLayer(to: dave.leg, from: $0.leg) }
+        // The estimate follows a sawtooth around the link rate (it probes up until the queue
+        // shows, then backs off): its mean over the last 10 s is what settles below the link.
+        // The layers follow it: judged on what dave gets most of the time, not at one instant.
+        var estimates: [Int] = []
+        var layerSamples: [[Int]] = []
+        for step in 1...40 {
+            try meeting.run(until: .seconds(12) + .milliseconds(250) * step)
+            estimates.append(try #require(meeting.router.estimatedBitrate(ofLeg: dave.leg)))
+            layerSamples.append(people.dropLast().map { meeting.router.forwardedLayer(to: dave.leg, from: $0.leg) })
+        }
+        let mean = estimates.reduce(0, +) / estimates.count
+        #expect(mean < kbps * 1_000, "dave's estimate settles below his \(kbps) kb/s link: mean \(mean) of \(estimates)")
+        #expect(estimates.max()! < kbps * 1_000 * 5 / 4, "its peaks stay within 25 % of the link: \(estimates)")
+        // At 600 kb/s a first layer fits beside three base layers and the audio at the
+        // sawtooth's peaks: base layers only is what dave gets at least half the time.
+        func mostly(_ condition: ([Int]) -> Bool) -> Bool { layerSamples.filter(condition).count * 2 >= layerSamples.count }
         let full = people.dropLast().map { meeting.router.forwardedLayer(to: people[0].leg, from: $0.leg) }
-        #expect(layers.reduce(0) { $0 + $1 + 1 } < 9, "dave gets fewer layers or videos: \(layers)")
+        #expect(layerSamples.allSatisfy { $0.reduce(0) { $0 + $1 + 1 } < 9 }, "dave never gets every layer: \(layerSamples)")
         #expect(full.dropFirst().allSatisfy { $0 == 2 }, "alice gets every layer: \(full)")
 
         // Audio: every tone arrived whole in the last 10 s.
@@ -230,10 +241,10 @@ import Testing
         let daveFrames = people.dropLast().map { (dave.framesDecoded[$0.name] ?? 0) - (decodedBefore[$0.name] ?? 0) }
         #expect(decodedBefore.values.allSatisfy { $0 > 0 }, "dave saw everyone before his estimate came down")
         if kbps >= 600 {
-            #expect(layers.allSatisfy { $0 <= 0 }, "base layers only, while any video pauses: \(layers)")
+            #expect(mostly { $0.allSatisfy { $0 <= 0 } }, "base layers only, while any video pauses, half the time or more: \(layerSamples)")
             #expect(daveFrames.filter { $0 >= 70 }.count >= 2, "at least the base layer's 7.5 fps of two: \(daveFrames)")
         } else {
-            #expect(layers.allSatisfy { $0 < 0 }, "paused beside the audio: \(layers)")
+            #expect(mostly { $0.allSatisfy { $0 < 0 } }, "paused beside the audio, half the time or more: \(layerSamples)")
         }
         for sender in people.dropFirst() {
             let frames = (people[0].framesDecoded[sender.name] ?? 0) - (othersBefore[sender.name] ?? 0)

@@ -163,11 +163,15 @@ final class MeetingCoreHarness {
         let participant = try Participant(name: name, index: index, core: try MediaCore(configuration: settings), leg: leg,
                                           frequency: frequency, video: video, temporalLayers: temporalLayers, uplink: up, downlink: down)
         participant.sends = publishing
-        let token = "leg-token-\(leg)-0123456789abcdef"
+        let serverICE = ICECredentials(ufrag: "leg\(leg)", password: "leg-password-\(leg)-0123456789ab")
+        let clientICE = ICECredentials(ufrag: "client\(leg)", password: "client-password-\(leg)-012345")
         try router.addLeg(ForwardingRouter.LegSetup(id: leg, meeting: meeting, account: name, publishing: publishing,
                                                     audioSSRC: participant.audioSSRC, videoSSRC: participant.videoSSRC,
-                                                    inboundKeying: clientKey, outboundKeying: serverKey, checkToken: token), now: now)
-        participant.core.startConnectivityCheck(candidates: [serverAddress], remoteToken: token, timeout: .seconds(5), now: now)
+                                                    inboundKeying: clientKey, outboundKeying: serverKey, ice: serverICE), now: now)
+        let host = ICECandidate.local(.host, address: participant.address, localPreference: 65_535)
+        participant.core.startICE(local: clientICE, controlling: true, hosts: [host], stunServers: [], timeout: .seconds(5), now: now)
+        participant.core.setRemoteICE(serverICE, candidates: [ICECandidate.local(.host, address: serverAddress, localPreference: 65_535)],
+                                      complete: true, now: now)
         for other in participants {
             router.setForwarding(subscriber: other.leg, publisher: leg, audio: true, video: true, now: now)
             router.setForwarding(subscriber: leg, publisher: other.leg, audio: true, video: true, now: now)

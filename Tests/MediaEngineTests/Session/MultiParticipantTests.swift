@@ -25,7 +25,7 @@ import TestSupport
             var legSettings = MediaCore.Configuration()
             legSettings.outboundKeying = legKey
             let legCore = try MediaCore(configuration: legSettings)
-            legCore.localToken = "leg-0123456789abcdef"
+            let legICE = ICECredentials(ufrag: "legs", password: "leg-password-0123456789ab")
             let streams = try tones.map { try legCore.addSendStream(.opus(ssrc: $0.ssrc)) }
             let leg = PeerTransport(core: legCore, sockets: [try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))])
             defer { leg.close() }
@@ -39,11 +39,13 @@ import TestSupport
             let session = try MediaSession(configuration: configuration)
             try leg.withCore { core, now in
                 try core.setInboundKeying(session.local.keying)
-                core.startConnectivityCheck(candidates: session.local.candidates, remoteToken: session.local.checkToken,
-                                            timeout: .seconds(5), now: now)
+                let host = ICECandidate.local(.host, address: leg.sockets[0].localAddress, localPreference: 65_535)
+                core.startICE(local: legICE, controlling: false, hosts: [host], stunServers: [], timeout: .seconds(5), now: now)
+                core.setRemoteICE(session.local.ice, candidates: session.local.candidates, complete: true, now: now)
             }
-            try session.start(remote: MediaSession.Endpoint(candidates: leg.sockets.map(\.localAddress), keying: legKey, audioSSRC: tones[0].ssrc,
-                                                            videoSSRC: nil, checkToken: "leg-0123456789abcdef")) { event in
+            let legCandidates = leg.sockets.map { ICECandidate.local(.host, address: $0.localAddress, localPreference: 65_535) }
+            try session.start(remote: MediaSession.Endpoint(candidates: legCandidates, keying: legKey, audioSSRC: tones[0].ssrc,
+                                                            videoSSRC: nil, ice: legICE)) { event in
                 if case .speakingUsers(let users) = event {
                 heard.speaking.withLock { $0.formUnion(users.keys) }
                 heard.speakingLevels.withLock { $0.merge(users) { max($0, $1) } }

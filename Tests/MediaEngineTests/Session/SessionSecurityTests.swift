@@ -64,8 +64,8 @@ import TestSupport
             var sent = 0
             for _ in 0..<(seconds * 10) {
                 for bytes in forged {
-                    try bytes.withUnsafeBytes { try stranger.send($0, to: caller.local.candidates[0]) }
-                    try bytes.withUnsafeBytes { try stranger.send($0, to: callee.local.candidates[0]) }
+                    try bytes.withUnsafeBytes { try stranger.send($0, to: caller.local.candidates[0].address) }
+                    try bytes.withUnsafeBytes { try stranger.send($0, to: callee.local.candidates[0].address) }
                     sent += 1
                 }
                 try await Task.sleep(for: .milliseconds(100))
