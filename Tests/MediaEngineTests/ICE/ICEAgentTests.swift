@@ -13,6 +13,8 @@ struct WiredAgents {
     var failed: [Bool] = [false, false]
     var inFlight: [(at: Duration, to: Int, bytes: [UInt8], from: SocketAddress, landing: SocketAddress)] = []
     var tamper: ([UInt8]) -> [UInt8] = { $0 }
+    /// Per side: the agent is not polled before this time (it starts checking late).
+    var startsAt: [Duration] = [.zero, .zero]
     let addresses = [address("10.0.0.1:5000"), address("10.0.0.2:6000")]
 
     init(credentials: [ICECredentials], told: [ICECredentials], controlling: [Bool] = [true, false], seeds: [UInt64] = [7, 8]) {
@@ -41,7 +43,7 @@ struct WiredAgents {
     mutating func run(for duration: Duration) {
         let end = now + duration
         while now < end {
-            for side in 0...1 { handle(side, agents[side].poll(now: now)) }
+            for side in 0...1 where now >= startsAt[side] { handle(side, agents[side].poll(now: now)) }
             let due = inFlight.filter { $0.at <= now }
             inFlight.removeAll { $0.at <= now }
             for packet in due { handle(packet.to, agents[packet.to].receive(packet.bytes, from: packet.from, at: packet.landing, now: now)) }

@@ -27,11 +27,35 @@ private func address(_ text: String) -> SocketAddress { try! SocketAddress(parsi
             #expect(wire.selected[0].first?.local.address == wire.selected[1].first?.remote.address
                     && wire.selected[0].first?.remote.address == wire.selected[1].first?.local.address, "the same pair on both sides")
             #expect(!wire.failed[0] && !wire.failed[1])
-            // The agent that keeps its role answers one 487; the other yields on the peer's check.
-            #expect(wire.agents.map(\.statistics.roleConflicts).reduce(0, +) >= 2, "\(wire.agents.map(\.statistics))")
+            // Both checks cross: the agent asked by the winner's check yields on it (the loser
+            // when both control, the winner itself when both are controlled), the other answers
+            // a 487, which finds the role its check carried already given up: one round, no flapping.
+            let conflicts = wire.agents.map(\.statistics.roleConflicts)
+            #expect(conflicts[larger] == (bothControlling ? 1 : 2) && conflicts[1 - larger] == (bothControlling ? 2 : 1),
+                    "\(wire.agents.map(\.statistics))")
             #expect(wire.agents.allSatisfy { $0.statistics.dropped == 0 })
         }
         #expect(winners == [0, 1])
+    }
+
+    /// The agent whose role stands (the larger tie-breaker when both control, the smaller
+    /// when both are controlled) starts checking 100 ms late, so the other learns of the
+    /// conflict only from the 487 to its own check, and switches on it.
+    @Test(arguments: [true, false])
+    func theAgentThatYieldsOnA487AgreesWithThePeer(bothControlling: Bool) {
+        for seeds: [UInt64] in [[7, 8], [8, 7]] {
+            var wire = WiredAgents(credentials: [Self.alice, Self.bob], told: [Self.bob, Self.alice],
+                                   controlling: [bothControlling, bothControlling], seeds: seeds)
+            let larger = wire.agents[0].tieBreaker > wire.agents[1].tieBreaker ? 0 : 1
+            wire.startsAt[bothControlling ? larger : 1 - larger] = wire.now + .milliseconds(100)
+            wire.run(for: .milliseconds(500))
+            let roles = wire.agents.map(\.checklist.controlling)
+            #expect(roles[larger] && !roles[1 - larger], "\(roles), seeds \(seeds)")
+            #expect(wire.agents.map(\.statistics.roleConflicts) == [1, 1], "one 487 sent, one honoured: \(wire.agents.map(\.statistics))")
+            #expect(wire.selected[0].count == 1 && wire.selected[1].count == 1, "\(wire.selected)")
+            #expect(wire.selected[0].first?.local.address == wire.selected[1].first?.remote.address
+                    && wire.selected[0].first?.remote.address == wire.selected[1].first?.local.address, "the same pair on both sides")
+        }
     }
 
     /// One agent, one pair to Bob's host address, its first check in hand.
