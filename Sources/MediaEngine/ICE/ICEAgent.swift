@@ -28,8 +28,11 @@ public struct ICECredentials: Sendable, Hashable, CustomStringConvertible {
 /// password) and feeds answers back. Anything that fails the fingerprint, the username or
 /// the integrity is counted and dropped, never answered.
 ///
-/// Not yet: role conflicts (487) are counted, not resolved, so both sides must agree on
-/// who controls (the caller does, as in a call's offer and answer).
+/// Role conflicts (both agents controlling, or both controlled) are resolved as RFC 8445
+/// §7.3.1.1 and §7.2.5.1 say: the larger tie-breaker controls. The agent that keeps its
+/// role answers the peer's check with a signed 487 (Role Conflict), never larger than the
+/// check; the agent that yields switches (`checklist.controlling`) and checks the pair
+/// again with its new role. The tie-breaker never changes.
 public struct ICEAgent: Sendable {
     public enum Output: Sendable, Hashable {
         /// Send `bytes` from the local candidate at `from` (a host address, or a relayed
@@ -45,14 +48,20 @@ public struct ICEAgent: Sendable {
         public var responsesAccepted = 0
         /// Bad fingerprint, unknown username, bad integrity, stray transaction.
         public var dropped = 0
+        /// Checks that carried our own role, and signed 487 answers to our checks.
         public var roleConflicts = 0
     }
+
+    /// The role attribute a check of ours carried: a 487 answer says that role must yield.
+    private enum SentRole: Sendable { case controlling, controlled, both }
 
     public private(set) var checklist: ICEChecklist
     public let local: ICECredentials
     public private(set) var remote: ICECredentials?
     public let tieBreaker: UInt64
     public private(set) var statistics = Statistics()
+    /// The role each check in flight carried (retransmissions across a switch carry both).
+    private var sentRoles: [STUNTransactionID: SentRole] = [:]
 
     public init(local: ICECredentials, remote: ICECredentials?, configuration: ICEChecklist.Configuration, now: Duration,
                 seed: UInt64 = UInt64.random(in: .min ... .max)) {
@@ -95,8 +104,24 @@ public struct ICEAgent: Sendable {
             statistics.dropped += 1
             return []
         }
-        let theyControl = request.attributes.contains { if case .iceControlling = $0 { true } else { false } }
-        if theyControl == checklist.configuration.controlling { statistics.roleConflicts += 1 }
+        let roles = request.attributes.compactMap { attribute -> (controlling: Bool, tieBreaker: UInt64)? in
+            switch attribute {
+            case .iceControlling(let value): (true, value)
+            case .iceControlled(let value): (false, value)
+            default: nil
+            }
+        }
+        guard roles.count <= 1 else {
+            statistics.dropped += 1
+            return []
+        }
+        if let theirs = roles.first, theirs.controlling == checklist.controlling {
+            statistics.roleConflicts += 1
+            // §7.3.1.1: the larger tie-breaker controls; on a tie, the agent asked does.
+            let ourRoleStands = checklist.controlling == (tieBreaker >= theirs.tieBreaker)
+            if ourRoleStands { return roleConflict(request, bytes, key: key, from: source, at: local) }
+            checklist.switchRole()
+        }
         let nominated = request.attributes.contains(.useCandidate)
         statistics.requestsAnswered += 1
         let response = STUNMessage(type: .bindingSuccess, transactionID: request.transactionID, attributes: [.xorMappedAddress(source)])
@@ -105,14 +130,51 @@ public struct ICEAgent: Sendable {
         return outputs
     }
 
+    /// The 487 answer: we keep our role and the request is not a check. 76 bytes (ERROR-CODE
+    /// with "Role Conflict", MESSAGE-INTEGRITY, FINGERPRINT), while a signed check with
+    /// USERNAME, PRIORITY and a role attribute has at least 80: checked anyway, so that an
+    /// answer can never amplify.
+    private mutating func roleConflict(_ request: STUNMessage, _ bytes: [UInt8], key: STUNIntegrityKey, from source: SocketAddress,
+                                       at local: SocketAddress) -> [Output] {
+        let response = STUNMessage(type: .bindingError, transactionID: request.transactionID,
+                                   attributes: [.errorCode(code: 487, reason: "Role Conflict")])
+        let answer = response.serialized(integrity: key, fingerprint: true)
+        guard answer.count <= bytes.count else {
+            statistics.dropped += 1
+            return []
+        }
+        return [.send(answer, from: local, to: source)]
+    }
+
+    /// Notes the role a check carried; forgets checks that ended once there are more notes
+    /// than pairs (so at most about `maximumPairs` are kept).
+    private mutating func remember(_ role: SentRole, for id: STUNTransactionID) {
+        let earlier = sentRoles[id]
+        sentRoles[id] = earlier == nil || earlier == role ? role : .both
+        guard sentRoles.count > checklist.entries.count else { return }
+        let live = Set(checklist.entries.compactMap(\.transaction))
+        sentRoles = sentRoles.filter { live.contains($0.key) }
+    }
+
     private mutating func accept(_ response: STUNMessage, _ bytes: [UInt8], from source: SocketAddress, now: Duration) -> [Output] {
         guard let remote, let key = try? STUNIntegrityKey.shortTerm(password: remote.password), response.verifyIntegrity(key, in: bytes) else {
             statistics.dropped += 1
             return []
         }
         if response.type == .bindingError {
-            if response.errorCode?.code == 487 { statistics.roleConflicts += 1 }
-            checklist.failed(response.transactionID)
+            guard response.errorCode?.code == 487 else {
+                checklist.failed(response.transactionID)
+                return []
+            }
+            // §7.2.5.1: the role our check carried yields, if it is still ours; either way the
+            // pair is checked again, with the role we have then.
+            guard let sent = sentRoles[response.transactionID], checklist.conflicted(response.transactionID, from: source) else {
+                statistics.dropped += 1
+                return []
+            }
+            sentRoles[response.transactionID] = nil
+            statistics.roleConflicts += 1
+            if sent == (checklist.controlling ? .controlling : .controlled) { checklist.switchRole() }
             return []
         }
         let outputs = checklist.succeeded(response.transactionID, from: source, now: now)
@@ -129,10 +191,12 @@ public struct ICEAgent: Sendable {
                 // The priority a peer-reflexive candidate learned from this check would have.
                 let priority = ICECandidate.priority(.peerReflexive, localPreference: (pair.local.priority >> 8) & 0xFFFF,
                                                      component: pair.local.component)
+                let controlling = checklist.controlling
                 var attributes: [STUNMessage.Attribute] = [.username("\(remote.ufrag):\(local.ufrag)"), .priority(priority),
-                                                           checklist.configuration.controlling ? .iceControlling(tieBreaker) : .iceControlled(tieBreaker)]
+                                                           controlling ? .iceControlling(tieBreaker) : .iceControlled(tieBreaker)]
                 if nominate { attributes.append(.useCandidate) }
                 statistics.requestsSent += 1
+                remember(controlling ? .controlling : .controlled, for: id)
                 let request = STUNMessage(type: .bindingRequest, transactionID: id, attributes: attributes)
                 return .send(request.serialized(integrity: key, fingerprint: true), from: pair.local.address, to: pair.remote.address)
             case .selected(let pair): return .selected(pair)

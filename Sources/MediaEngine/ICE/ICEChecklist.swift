@@ -14,10 +14,16 @@
 /// selected `failAfter` after the start, or every pair failed once the peer said it has
 /// no more candidates, the agent fails.
 ///
+/// Roles: the agent starts in `configuration.controlling`'s role and may switch once a
+/// role conflict is resolved (RFC 8445 §7.3.1.1, §7.2.5.1; the caller decides, with the
+/// tie-breakers): `switchRole()` reorders the pairs by their priorities in the new role
+/// and keeps their states.
+///
 /// Memory: at most `maximumPairs` pairs and `maximumRemoteCandidates` remote candidates
 /// (a stranger's flood of checks from new addresses cannot grow it).
 public struct ICEChecklist: Sendable {
     public struct Configuration: Sendable, Hashable {
+        /// The role the agent starts in; `ICEChecklist.controlling` is the one it has now.
         public var controlling: Bool
         public var pacing: Duration = .milliseconds(50)
         public var initialRTO: Duration = .milliseconds(250)
@@ -70,6 +76,8 @@ public struct ICEChecklist: Sendable {
     }
 
     public let configuration: Configuration
+    /// Whether the agent controls now (it starts as `configuration` says; see `switchRole()`).
+    public private(set) var controlling: Bool
     private(set) var entries: [Entry] = []
     private(set) var local: [ICECandidate] = []
     private(set) var remote: [ICECandidate] = []
@@ -85,6 +93,7 @@ public struct ICEChecklist: Sendable {
     /// - Parameter seed: Draws transaction IDs (a test's fixed seed, or a random one).
     public init(configuration: Configuration, now: Duration, seed: UInt64 = UInt64.random(in: .min ... .max)) {
         self.configuration = configuration
+        controlling = configuration.controlling
         started = now
         nextPacing = now
         random = SeededRandom(seed: seed)
@@ -118,7 +127,7 @@ public struct ICEChecklist: Sendable {
     /// Forms the pairs anew, keeping the states of those already there.
     private mutating func rebuild() {
         let old = Dictionary(entries.map { (ICECandidatePair.Key($0.pair), $0) }, uniquingKeysWith: { first, _ in first })
-        let pairs = ICECandidatePair.checklist(local: local, remote: remote, controlling: configuration.controlling,
+        let pairs = ICECandidatePair.checklist(local: local, remote: remote, controlling: controlling,
                                                limit: configuration.maximumPairs)
         var unfrozen = Set(old.values.filter { $0.state != .frozen }.map { $0.pair.local.foundation + "/" + $0.pair.remote.foundation })
         entries = pairs.map { pair in
@@ -242,7 +251,7 @@ public struct ICEChecklist: Sendable {
                                    address: source, kind: .peerReflexive))
         }
         guard let index = entries.firstIndex(where: { $0.pair.local.address == local && $0.pair.remote.address == source }) else { return [] }
-        if useCandidate && !configuration.controlling { entries[index].nominated = true }
+        if useCandidate && !controlling { entries[index].nominated = true }
         switch entries[index].state {
         case .succeeded:
             return select()
@@ -256,10 +265,38 @@ public struct ICEChecklist: Sendable {
         }
     }
 
+    /// Takes the other role (a role conflict resolved, RFC 8445 §7.3.1.1): pair priorities
+    /// depend on the role (§6.1.2.3), so the pairs are reordered, their states kept. A
+    /// nomination belongs to the role that made or received it, so nominations in progress
+    /// or not yet selected are forgotten (a nominating check goes on as an ordinary one);
+    /// a selection stands. The tie-breaker stays as it is.
+    public mutating func switchRole() {
+        controlling.toggle()
+        rebuild()
+        for index in entries.indices {
+            entries[index].nominating = false
+            if entries[index].pair != selectedPair { entries[index].nominated = false }
+        }
+    }
+
+    /// A role-conflict answer (487) to transaction `id`, from `source` (the address the
+    /// check went to): the pair waits for a triggered check, which carries the role the
+    /// agent has then (§7.2.5.1). Whether to switch is the caller's call: it knows which
+    /// role the check carried. Returns false for a transaction or address not ours.
+    @discardableResult
+    public mutating func conflicted(_ id: STUNTransactionID, from source: SocketAddress) -> Bool {
+        guard let index = entries.firstIndex(where: { $0.transaction == id }), entries[index].pair.remote.address == source else { return false }
+        entries[index].transaction = nil
+        entries[index].state = .waiting
+        let key = ICECandidatePair.Key(entries[index].pair)
+        if !triggered.contains(key) { triggered.append(key) }
+        return true
+    }
+
     /// The controlling agent's regular nomination: the best succeeded pair once its type's
     /// wait has passed, again whenever a better one succeeds.
     private mutating func nominate(now: Duration) -> [Action] {
-        guard configuration.controlling,
+        guard controlling,
               let best = entries.indices.first(where: { entries[$0].state == .succeeded }),
               !entries[best].nominated, !entries[best].nominating,
               now >= started + configuration.nominationWait(entries[best].pair.pathKind) else { return [] }

@@ -4,20 +4,23 @@ import Testing
 private func address(_ text: String) -> SocketAddress { try! SocketAddress(parsing: text) }
 
 /// Two agents exchanging real STUN bytes on a virtual LAN (every send arrives from its own
-/// address, 10 ms later).
-private struct WiredAgents {
+/// address, 10 ms later). Side 0 controls unless `controlling` says otherwise; `seeds` fix
+/// the tie-breakers.
+struct WiredAgents {
     var agents: [ICEAgent]
     var now = Duration.seconds(10)
     var selected: [[ICECandidatePair]] = [[], []]
     var failed: [Bool] = [false, false]
     var inFlight: [(at: Duration, to: Int, bytes: [UInt8], from: SocketAddress, landing: SocketAddress)] = []
     var tamper: ([UInt8]) -> [UInt8] = { $0 }
+    /// Per side: the agent is not polled before this time (it starts checking late).
+    var startsAt: [Duration] = [.zero, .zero]
     let addresses = [address("10.0.0.1:5000"), address("10.0.0.2:6000")]
 
-    init(credentials: [ICECredentials], told: [ICECredentials]) {
+    init(credentials: [ICECredentials], told: [ICECredentials], controlling: [Bool] = [true, false], seeds: [UInt64] = [7, 8]) {
         agents = (0...1).map { side in
-            ICEAgent(local: credentials[side], remote: told[side], configuration: .init(controlling: side == 0), now: .seconds(10),
-                     seed: UInt64(side + 7))
+            ICEAgent(local: credentials[side], remote: told[side], configuration: .init(controlling: controlling[side]), now: .seconds(10),
+                     seed: seeds[side])
         }
         for side in 0...1 {
             agents[side].addLocal(.local(.host, address: addresses[side], localPreference: 30_000))
@@ -40,7 +43,7 @@ private struct WiredAgents {
     mutating func run(for duration: Duration) {
         let end = now + duration
         while now < end {
-            for side in 0...1 { handle(side, agents[side].poll(now: now)) }
+            for side in 0...1 where now >= startsAt[side] { handle(side, agents[side].poll(now: now)) }
             let due = inFlight.filter { $0.at <= now }
             inFlight.removeAll { $0.at <= now }
             for packet in due { handle(packet.to, agents[packet.to].receive(packet.bytes, from: packet.from, at: packet.landing, now: now)) }
