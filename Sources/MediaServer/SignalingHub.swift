@@ -42,6 +42,8 @@ public actor SignalingHub {
     private let logger: Logger
     /// The UDP echo port announced to logged-in clients (net-detect), if one runs.
     private var echoPort: Int?
+    /// The TURN server whose credentials logins get, if any.
+    private let turn: TURNRelay?
 
     func setEchoPort(_ port: Int?) { echoPort = port }
 
@@ -50,8 +52,10 @@ public actor SignalingHub {
     private var unsavedMeetings: [MeetingRecord] = []
 
     public init(authority: TokenAuthority, store: any CallStore, limits: ConnectionGuard.Limits = .init(),
-                registry: CallRegistry.Configuration = .init(), meetings: MeetingRegistry.Configuration = .init(), logger: Logger) {
+                registry: CallRegistry.Configuration = .init(), meetings: MeetingRegistry.Configuration = .init(),
+                turn: TURNRelay? = nil, logger: Logger) {
         self.authority = authority
+        self.turn = turn
         self.store = store
         self.limits = limits
         self.registry = CallRegistry(configuration: registry)
@@ -209,6 +213,7 @@ public actor SignalingHub {
             logger.info("login", metadata: ["connection": "\(id)", "account": "\(account)", "device": "\(device)"])
             var announced = reply
             announced.echoPort = echoPort
+            announced.iceServers = iceServers(for: account)
             await perform([CallRegistry.okReply(id, requestID, announced)] + outputs)
             do {
                 try await store.deviceLoggedIn(account: account, device: device, epochMilliseconds: now.epochMilliseconds)
@@ -219,6 +224,15 @@ public actor SignalingHub {
             _ = apply(connection.guardian.login(succeeded: false, error: error, now: now.monotonic), id, &connection,
                       requestID: requestID)
         }
+    }
+
+    /// What a login of `account` gathers candidates with: a STUN entry per address of the
+    /// media port (`ForwardingRouter` answers binding requests there), then the TURN
+    /// server with fresh credentials for the account.
+    func iceServers(for account: String) -> [ICEServer] {
+        var servers = meetings.mediaCandidates.map { ICEServer(urls: [ICEServerURL(scheme: .stun, host: $0.host, port: $0.port).description]) }
+        if let turn { servers.append(turn.iceServer(for: account)) }
+        return servers
     }
 
     /// Carries out a guard verdict; returns true to go on with the message.

@@ -52,6 +52,10 @@ public final class SignalingServer: Sendable {
         public var liveRecordingDirectory = "recordings"
         /// How pushes retry a target that fails.
         public var liveRetry = LiveRetryPolicy.default
+        /// A TURN server (coturn with `use-auth-secret`) whose credentials each login gets
+        /// in its `iceServers`; nil: logins get the media port's STUN entries only. Holds
+        /// the shared secret (redacted when printed).
+        public var turn: TURNRelay?
 
         public init() {}
     }
@@ -68,7 +72,7 @@ public final class SignalingServer: Sendable {
         self.configuration = configuration
         self.logger = logger
         hub = SignalingHub(authority: authority, store: store, limits: configuration.limits, registry: configuration.calls,
-                           meetings: configuration.meetings,
+                           meetings: configuration.meetings, turn: configuration.turn,
                            logger: logger)
     }
 

@@ -120,12 +120,29 @@ public enum Reply {
         public var activeCalls: [UInt64]
         /// The server's UDP echo port for net-detect, when it runs one.
         public var echoPort: Int?
+        /// What this device gathers ICE candidates with: a `stun:` entry per address of the
+        /// server's media port (it answers binding requests), and a `turn:` entry with
+        /// credentials for this account when the server has a TURN server. Holds a
+        /// credential: never log it (`ICEServer` redacts it). Empty in replies of servers
+        /// that predate it.
+        public var iceServers: [ICEServer]
 
-        public init(account: String, device: String, activeCalls: [UInt64], echoPort: Int? = nil) {
+        public init(account: String, device: String, activeCalls: [UInt64], echoPort: Int? = nil, iceServers: [ICEServer] = []) {
             self.account = account
             self.device = device
             self.activeCalls = activeCalls
             self.echoPort = echoPort
+            self.iceServers = iceServers
+        }
+
+        /// Decodes a reply; a missing `iceServers` (an older server) is none.
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            account = try container.decode(String.self, forKey: .account)
+            device = try container.decode(String.self, forKey: .device)
+            activeCalls = try container.decode([UInt64].self, forKey: .activeCalls)
+            echoPort = try container.decodeIfPresent(Int.self, forKey: .echoPort)
+            iceServers = try container.decodeIfPresent([ICEServer].self, forKey: .iceServers) ?? []
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import MediaEngine
 import Signaling
 import TestSupport
 import Testing
@@ -59,6 +60,88 @@ import Testing
             let run = try CLI.run(["token", "--account", "alice", "--secret-file", secret])
             #expect(run.status != 0)
             #expect(run.stderr.contains("has 9 bytes, needs at least 32"), "\(run.stderr)")
+        }
+    }
+
+    @Test func badTURNOptionsStopTheServerBeforeItListensAndNeverPrintTheSecret() async throws {
+        try await Heavy.run {
+            let directory = try temporaryDirectory("turn-options")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let secretText = "turn-secret-\(UUID().uuidString)"
+            let good = directory.appendingPathComponent("turn.secret").path
+            try Data("\(secretText)\n".utf8).write(to: URL(fileURLWithPath: good))
+            let empty = directory.appendingPathComponent("empty.secret").path
+            try Data("\n".utf8).write(to: URL(fileURLWithPath: empty))
+            let missing = directory.appendingPathComponent("missing.secret").path
+            let serverSecret = directory.appendingPathComponent("server.secret").path
+            let base = ["server", "--port", "0", "--db", directory.appendingPathComponent("calls.sqlite").path,
+                        "--secret-file", serverSecret, "--duration", "5"]
+            let rows: [([String], String)] = [
+                (["--turn-url", "turn:127.0.0.1:3478"], "--turn-url needs --turn-secret-file"),
+                (["--turn-secret-file", good], "--turn-secret-file needs --turn-url"),
+                (["--turn-credential-lifetime", "600"], "--turn-credential-lifetime needs --turn-url and --turn-secret-file"),
+                (["--turn-url", "turn:127.0.0.1:3478", "--turn-secret-file", missing],
+                 "--turn-secret-file: \(missing): cannot read the TURN secret file"),
+                (["--turn-url", "turn:127.0.0.1:3478", "--turn-secret-file", directory.path],
+                 "--turn-secret-file: \(directory.path): cannot read the TURN secret file"),
+                (["--turn-url", "turn:127.0.0.1:3478", "--turn-secret-file", empty], "--turn-secret-file: \(empty): the TURN secret file is empty"),
+                (["--turn-url", "http://127.0.0.1:3478", "--turn-secret-file", good], "--turn-url: 'http://127.0.0.1:3478': not a stun:"),
+                (["--turn-url", "turn:127.0.0.1:99999", "--turn-secret-file", good], "--turn-url: 'turn:127.0.0.1:99999': port '99999'"),
+                (["--turn-url", "stun:127.0.0.1:3478", "--turn-secret-file", good],
+                 "--turn-url: 'stun:127.0.0.1:3478': not a TURN server over UDP"),
+                (["--turn-url", "turn:127.0.0.1:3478?transport=tcp", "--turn-secret-file", good], "not a TURN server over UDP"),
+                (["--turn-url", "turn:127.0.0.1:3478", "--turn-secret-file", good, "--turn-credential-lifetime", "10"],
+                 "--turn-credential-lifetime 10 must be within 60...2592000 s"),
+            ]
+            for (options, message) in rows {
+                let run = try CLI.run(base + options)
+                #expect(run.status != 0, "\(options)")
+                #expect(run.stderr.contains(message), "\(options): \(run.stderr)")
+                #expect(!run.stdout.contains("listening on"), "\(options): \(run.stdout)")
+                #expect(!run.stdout.contains(secretText) && !run.stderr.contains(secretText), "\(options): the secret is never printed")
+                #expect(!FileManager.default.fileExists(atPath: serverSecret), "\(options): nothing was set up")
+            }
+        }
+    }
+
+    @Test func aLoginGetsTURNCredentialsCoturnTakesAndTheServerNeverPrintsThem() async throws {
+        try await Heavy.run {
+            let coturn = try Coturn(loopbackRealm: "media.test")
+            try coturn.start()
+            let directory = try temporaryDirectory("turn-server")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let turnSecret = directory.appendingPathComponent("turn.secret").path
+            try Data("\(coturn.secret)\n".utf8).write(to: URL(fileURLWithPath: turnSecret))
+            let secret = directory.appendingPathComponent("secret").path
+            let server = try CLI.start(["server", "--port", "0", "--db", directory.appendingPathComponent("calls.sqlite").path,
+                                        "--secret-file", secret, "--duration", "60",
+                                        "--turn-url", "turn:127.0.0.1:\(coturn.port)", "--turn-secret-file", turnSecret,
+                                        "--turn-credential-lifetime", "3600"])
+            #expect(server.waitForOutput(containing: "listening on ws://", timeout: 20), "\(server.stderr)")
+            let line = try #require(server.stdout.split(separator: "\n").first { $0.hasPrefix("listening on ") })
+            let url = String(line.dropFirst("listening on ".count))
+            let minted = try CLI.run(["token", "--account", "alice", "--secret-file", secret, "--ttl", "60"])
+            let token = minted.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            let client = try await SignalingClient.connect(url: url)
+            let before = Int(Date().timeIntervalSince1970)
+            let reply = try await client.request(MessageType.login, Request.Login(token: token, device: "cli"), as: Reply.Login.self)
+            await client.close()
+
+            let turn = try #require(reply.iceServers.first { $0.urls.contains("turn:127.0.0.1:\(coturn.port)") }, "\(reply.iceServers)")
+            let expiry = try #require(turn.username.flatMap { Int($0.split(separator: ":")[0]) })
+            #expect((before + 3_600...before + 3_610).contains(expiry), "--turn-credential-lifetime 3600")
+            let credential = try #require(turn.credential)
+            let configuration = try #require(try ICEGatheringServers(reply.iceServers).turn.first)
+            #expect(throws: Never.self) { try TURNProbe.allocate(on: configuration.server, credentials: configuration.credentials).get() }
+
+            server.interrupt()
+            let stopped = try server.wait(timeout: 20)
+            #expect(stopped.status == 0, "\(stopped.stderr)")
+            for text in [stopped.stdout, stopped.stderr] {
+                #expect(!text.contains(coturn.secret), "the TURN secret is never printed: \(text)")
+                #expect(!text.contains(credential), "a login's TURN credential is never printed: \(text)")
+            }
+            withExtendedLifetime(coturn) {}
         }
     }
 }

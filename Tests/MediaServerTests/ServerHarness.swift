@@ -12,14 +12,18 @@ struct TestServer {
 
     static let secret = try! ServerSecret(bytes: Array("0123456789abcdef0123456789abcdef-test-secret".utf8))
 
-    static func start(path: String? = nil, configure: (inout SignalingServer.Configuration) -> Void = { _ in })
+    /// - Parameter logger: Where the server logs; nil: nowhere below critical.
+    static func start(path: String? = nil, logger: Logger? = nil, configure: (inout SignalingServer.Configuration) -> Void = { _ in })
         async throws -> TestServer {
         var configuration = SignalingServer.Configuration()
         configure(&configuration)
         let authority = await TokenAuthority(secret: secret)
         let store = try SQLiteCallStore(path: path)
-        var logger = Logger(label: "test.server")
-        logger.logLevel = .critical
+        let logger = logger ?? {
+            var quiet = Logger(label: "test.server")
+            quiet.logLevel = .critical
+            return quiet
+        }()
         let server = SignalingServer(configuration: configuration, authority: authority, store: store, logger: logger)
         let port = try await server.start()
         return TestServer(server: server, port: port, authority: authority, store: store)

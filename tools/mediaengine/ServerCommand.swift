@@ -12,7 +12,8 @@ struct ServerCommand: AsyncParsableCommand {
         discussion: """
         Clients connect to ws://HOST:PORT/ and log in with a token from `mediaengine token` (same secret file). \
         The database is created on first start and migrated on every start. SIGINT or SIGTERM ends live calls \
-        (the parties are told, the records stored) and stops the server.
+        (the parties are told, the records stored) and stops the server. Logins get the media port as a STUN server \
+        and, with --turn-url and --turn-secret-file, credentials for a coturn sharing the secret (docs/turnserver.conf).
         """
     )
 
@@ -67,6 +68,19 @@ struct ServerCommand: AsyncParsableCommand {
     @Flag(help: "Run no live-room composers (joins with a push URL are refused).")
     var noLive = false
 
+    @Option(name: .customLong("turn-url"),
+            help: "A TURN server sharing --turn-secret-file's secret (coturn's use-auth-secret): turn:HOST:PORT, optionally ?transport=udp.")
+    var turnURL: String?
+
+    @Option(help: "File holding the TURN server's static-auth-secret (with --turn-url).")
+    var turnSecretFile: String?
+
+    @Option(help: "Seconds the TURN credentials of a login work (default 86400; coturn ends allocations with them).")
+    var turnCredentialLifetime: Int?
+
+    /// --turn-credential-lifetime's bounds: a minute to 30 days.
+    static let turnCredentialLifetimes = 60...2_592_000
+
     /// --live-size and --live-bitrate as a stream format.
     func liveFormat() throws -> LiveStreamFormat {
         let parts = liveSize.split(whereSeparator: { $0 == "x" || $0 == "@" }).compactMap { Int($0) }
@@ -94,11 +108,44 @@ struct ServerCommand: AsyncParsableCommand {
         guard (0...65_535).contains(port) else { throw ValidationError("--port \(port) is not a port number") }
         guard ringTimeout > 0 && ringTimeout <= 3_600 else { throw ValidationError("--ring-timeout \(ringTimeout) must be within 0...3600 s") }
         if let duration, !(duration > 0) { throw ValidationError("--duration \(duration) must be more than 0") }
+        try validateTURN()
+    }
+
+    /// Both TURN options or neither, a lifetime in range. The URL and the secret file are
+    /// checked by `turnRelay()`, first thing in `run`.
+    func validateTURN() throws {
+        switch (turnURL, turnSecretFile) {
+        case (nil, nil):
+            if turnCredentialLifetime != nil {
+                throw ValidationError("--turn-credential-lifetime needs --turn-url and --turn-secret-file")
+            }
+            return
+        case (_?, nil): throw ValidationError("--turn-url needs --turn-secret-file (the secret shared with the TURN server)")
+        case (nil, _?): throw ValidationError("--turn-secret-file needs --turn-url (the TURN server sharing the secret)")
+        case (_?, _?):
+            if let lifetime = turnCredentialLifetime, !Self.turnCredentialLifetimes.contains(lifetime) {
+                throw ValidationError("--turn-credential-lifetime \(lifetime) must be within "
+                    + "\(Self.turnCredentialLifetimes.lowerBound)...\(Self.turnCredentialLifetimes.upperBound) s")
+            }
+        }
+    }
+
+    /// The TURN relay of --turn-url and --turn-secret-file, nil without them.
+    func turnRelay() throws -> TURNRelay? {
+        guard let turnURL, let turnSecretFile else { return nil }
+        do {
+            let lifetime = turnCredentialLifetime.map { Duration.seconds($0) } ?? TURNRelay.defaultCredentialLifetime
+            return try TURNRelay.load(url: turnURL, secretFile: turnSecretFile, credentialLifetime: lifetime)
+        } catch {
+            throw ValidationError("\(error.code == .badURL ? "--turn-url" : "--turn-secret-file"): \(error.message)")
+        }
     }
 
     func run() async throws {
         let secret: ServerSecret
         let store: SQLiteCallStore
+        // Before the database or the secret file is touched: a bad TURN setting changes nothing.
+        let turn = try turnRelay()
         do {
             secret = try ServerSecret.load(path: secretFile, create: true)
             store = try SQLiteCallStore(path: db)
@@ -122,6 +169,7 @@ struct ServerCommand: AsyncParsableCommand {
         configuration.publicHost = publicHost
         configuration.live = noLive ? nil : try liveFormat()
         configuration.liveRecordingDirectory = liveRecordingDirectory
+        configuration.turn = turn
         configuration.meetings.maximumParticipants = meetingParticipants
         configuration.meetings.maximumMeetings = maximumMeetings
         configuration.forwarding.legTimeout = .milliseconds(Int64(legTimeout * 1_000))

@@ -81,6 +81,10 @@ public actor NetCallManager {
     let logger = Logger(label: "mediaengine.netcall")
     /// The account the token logged in as.
     public private(set) var account: String?
+    /// The ICE servers of the last login (the server's STUN entries, TURN with fresh
+    /// credentials): `ICEGatheringServers(iceServers)` makes them engine types. Holds
+    /// TURN credentials: never log them.
+    public private(set) var iceServers: [ICEServer] = []
     private var stopping: Task<MediaSession.Summary, Never>?
     /// Both directions' figures of the last call whose media ended.
     public private(set) var lastCallSummary: MediaSession.Summary?
@@ -114,6 +118,7 @@ public actor NetCallManager {
             throw error
         }
         account = reply.account
+        iceServers = reply.iceServers
         self.client = client
         Task { await self.pump(client) }
         return reply

@@ -1,8 +1,8 @@
 import Foundation
 
 /// A TURN server's long-term credentials (RFC 8656 section 3.2). Holds a secret: never
-/// print the password.
-public struct TURNCredentials: Sendable, Hashable {
+/// print the password (`description` redacts it).
+public struct TURNCredentials: Sendable, Hashable, CustomStringConvertible {
     /// The username, sent in the clear in USERNAME.
     public let username: String
     /// The password, used only to derive the MESSAGE-INTEGRITY key.
@@ -28,4 +28,6 @@ public struct TURNCredentials: Sendable, Hashable {
         let mac = STUNCrypto.hmac(.sha1, key: Array(secret.utf8), data: Array(username.utf8))
         return TURNCredentials(username: username, password: Data(mac).base64EncodedString())
     }
+
+    public var description: String { "TURNCredentials(username: \(username), password redacted)" }
 }
