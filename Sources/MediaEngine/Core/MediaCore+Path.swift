@@ -130,7 +130,9 @@ extension MediaCore {
             return
         }
         if var gathering, gathering.owns(message, from: source) {
-            if let mapped = gathering.receive(message, from: source), let base = iceHosts.first(where: { $0.isIPv6 == mapped.isIPv6 }) {
+            // A mapped address that is a host candidate already (no NAT between) adds nothing.
+            if let mapped = gathering.receive(message, from: source), !iceHosts.contains(mapped),
+               let base = iceHosts.first(where: { $0.isIPv6 == mapped.isIPv6 }) {
                 let candidate = ICECandidate.local(.serverReflexive, address: mapped, base: base, localPreference: 65_535, server: source)
                 ice?.addLocal(candidate)
                 emit(.localCandidate(candidate, server: source))

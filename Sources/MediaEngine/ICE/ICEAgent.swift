@@ -212,7 +212,7 @@ extension ICEAgent {
     /// credentials are known.
     public func consentRequest(_ id: STUNTransactionID) -> [UInt8]? {
         guard let remote, let key = try? STUNIntegrityKey.shortTerm(password: remote.password) else { return nil }
-        let role: STUNMessage.Attribute = checklist.configuration.controlling ? .iceControlling(tieBreaker) : .iceControlled(tieBreaker)
+        let role: STUNMessage.Attribute = checklist.controlling ? .iceControlling(tieBreaker) : .iceControlled(tieBreaker)
         let priority = ICECandidate.priority(.peerReflexive, localPreference: 65_535)
         let request = STUNMessage(type: .bindingRequest, transactionID: id,
                                   attributes: [.username("\(remote.ufrag):\(local.ufrag)"), .priority(priority), role])

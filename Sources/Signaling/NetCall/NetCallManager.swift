@@ -485,6 +485,15 @@ public actor NetCallManager {
             var settings = try configuration.media(type, quality)
             settings.captureHooks = settings.captureHooks ?? captureHooks
             settings.iceControlling = controlling
+            if !meeting && settings.stunServers.isEmpty {
+                // A call's own candidates come from the login's ICE servers; a meeting leg needs
+                // none (the server is ICE-lite and learns this side's address from its checks).
+                do throws(ICEServerError) {
+                    settings.stunServers = try ICEGatheringServers(iceServers).stun
+                } catch {
+                    logger.notice("the login's ICE servers are unusable: \(error.message)")
+                }
+            }
             if meeting {
                 // Meeting legs: the forwarding server's profile, and layers it can thin.
                 settings.profile = .aeadAES128GCM
