@@ -44,6 +44,47 @@ import Testing
         #expect(bad.status != 0 && bad.stderr.contains("--participants 5"), "\(bad.stderr)")
     }
 
+    /// `bench relay` through a real coturn on loopback: both paths carry packets of both
+    /// sizes, the relay's frames are ChannelData-sized, every round trip comes back, and
+    /// coturn is gone afterwards. The figures themselves are the benchmark's, not a test's.
+    @Test func relayBenchMeasuresDirectAndRelayedPathsThroughCoturn() async throws {
+        try await Heavy.run {
+            let run = try CLI.run(["bench", "relay", "--seconds", "1", "--packets", "200", "--json"])
+            #expect(run.status == 0, "\(run.stderr)")
+            struct Path: Decodable { var packets: Int; var packetsPerSecond: Double; var datagramBytes: Int }
+            struct Size: Decodable { var rtpBytes: Int; var direct: Path; var relay: Path; var ratio: Double }
+            struct Spread: Decodable { var count: Int; var p50: Double; var p99: Double }
+            struct RoundTrips: Decodable { var direct: Spread; var relay: Spread; var directLost: Int; var relayLost: Int }
+            struct Report: Decodable { var server: String; var channel: Int; var throughput: [Size]; var roundTrips: RoundTrips }
+            let report = try JSONDecoder().decode(Report.self, from: Data(run.stdout.utf8))
+            #expect(report.throughput.map(\.rtpBytes) == [172, 1_200])
+            for size in report.throughput {
+                #expect(size.direct.packets > 0 && size.direct.packetsPerSecond > 0, "\(size)")
+                #expect(size.relay.packets > 0 && size.relay.packetsPerSecond > 0, "\(size)")
+                #expect(size.ratio > 0)
+                // SRTP adds the 80-bit tag; the relay adds ChannelData's header and padding.
+                #expect(size.direct.datagramBytes == size.rtpBytes + 10)
+                #expect(size.relay.datagramBytes == TURNChannelData.size(payloadSize: size.direct.datagramBytes))
+            }
+            #expect(TURNChannelData.channelNumbers.contains(UInt16(report.channel)))
+            let trips = report.roundTrips
+            #expect(trips.direct.count == 200 && trips.relay.count == 200, "\(trips)")
+            #expect(trips.directLost == 0 && trips.relayLost == 0, "\(trips)")
+            #expect(trips.direct.p50 > 0 && trips.relay.p50 > 0 && trips.relay.p99 >= trips.relay.p50, "\(trips)")
+            // coturn was stopped: its port is free again.
+            let server = try SocketAddress(parsing: report.server)
+            let socket = try UDPSocket(bindTo: server)
+            socket.close()
+
+            let text = try CLI.run(["bench", "relay", "--seconds", "0.1", "--packets", "10"])
+            #expect(text.status == 0, "\(text.stderr)")
+            #expect(text.stdout.components(separatedBy: "(relay / direct)").count == 3, "\(text.stdout)")
+            #expect(text.stdout.contains("added by the relay: p50 "), "\(text.stdout)")
+        }
+        let bad = try CLI.run(["bench", "relay", "--seconds", "0"])
+        #expect(bad.status != 0 && bad.stderr.contains("--seconds 0.0 must be within 0.1...60"), "\(bad.stderr)")
+    }
+
     @Test func opusCaseAsCSVHasOneRowPerCase() async throws {
         try await Heavy.run {
             let run = try CLI.run(["bench", "--codec", "opus", "--opus-bitrates", "32k,64000", "--complexities", "5",

@@ -1,7 +1,7 @@
 // MediaEngine's wire layer: RTP parsing and serializing on its own (Swift only; the goal
-// is no allocation per packet), and SRTPContext against the same libsrtp2 calls made
-// from C (the SRTPBaseline target), in one run, on identical inputs prepared before
-// measuring.
+// is no allocation per packet), SRTPContext against the same libsrtp2 calls made from C
+// (the SRTPBaseline target), and the same SRTP round trips through a TURN client's
+// ChannelData framing, in one run, on identical inputs prepared before measuring.
 //
 // One benchmark iteration is one packet: one parse + serialize, or one protect +
 // unprotect pair. Each sample runs 1000 of them (scalingFactor .kilo); the table shows
@@ -49,6 +49,26 @@ let benchmarks: @Sendable () -> Void = {
                 try checkSRTPAgreement(profile: profile, size: size)
                 return try BaselineSRTPRoundTrip(profile: profile, size: size)
             }
+
+            // The same packets through a TURN relay's client side (issue 16): against the
+            // Swift pair above, what ChannelData framing and unwrapping add.
+            Benchmark("Relay \(name) (Swift)", configuration: srtp) { (benchmark: Benchmark, fixture: RelayedSRTPRoundTrip) throws in
+                try measure(benchmark) { try fixture.roundTripNext() }
+            } setup: {
+                try checkRelayedRoundTrip(profile: profile, size: size)
+                return try RelayedSRTPRoundTrip(profile: profile, size: size)
+            }
+        }
+    }
+
+    // MARK: TURN ChannelData alone: frame + unwrap of an SRTP-sized payload (no allocation)
+
+    for size in WireSettings.srtpPacketSizes {
+        let payloadSize = size + SRTPProfile.aesCM128HMACSHA1_80.rtpOverhead
+        Benchmark("TURN ChannelData \(payloadSize) B (Swift)", configuration: rtp) { (benchmark: Benchmark, fixture: ChannelDataRoundTrip) throws in
+            try measure(benchmark) { try fixture.roundTripNext() }
+        } setup: {
+            try ChannelDataRoundTrip(size: payloadSize)
         }
     }
 }

@@ -86,6 +86,12 @@ public final class SwiftSRTPRoundTrip {
         try inbound.unprotect(workload.work, length: length)
     }
 
+    /// Unprotects a packet in another buffer (a relayed copy, inside a TURN frame).
+    @inline(__always)
+    public func unprotect(_ buffer: UnsafeMutableRawBufferPointer, length: Int) throws(SRTPError) -> Int {
+        try inbound.unprotect(buffer, length: length)
+    }
+
     /// One iteration: protect the next packet, then unprotect it; returns the RTP length.
     @inline(__always)
     public func roundTripNext() throws(SRTPError) -> Int {

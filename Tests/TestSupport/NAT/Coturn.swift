@@ -51,7 +51,7 @@ public final class Coturn {
         self.port = port
         self.realm = realm
         self.options = options
-        secret = Self.randomSecret()
+        secret = CoturnConfiguration.randomSecret()
         directory = try temporaryDirectory("coturn")
     }
 
@@ -65,7 +65,7 @@ public final class Coturn {
         port = 0
         self.realm = realm
         self.options = options
-        secret = Self.randomSecret()
+        secret = CoturnConfiguration.randomSecret()
         directory = try temporaryDirectory("coturn")
     }
 
@@ -77,7 +77,7 @@ public final class Coturn {
     /// Where clients send to.
     public var serverAddress: SocketAddress { (try? SocketAddress(host: address, port: port))! }
 
-    private var logURL: URL { directory.appendingPathComponent("turnserver.log") }
+    private var logURL: URL { URL(fileURLWithPath: configuration.logPath) }
 
     /// What coturn logged since it was last started, and what it printed before it opened
     /// its log.
@@ -87,24 +87,21 @@ public final class Coturn {
 
     public var isRunning: Bool { process?.isRunning ?? false }
 
-    /// The command line's arguments (after the program's name).
-    public var arguments: [String] {
-        var arguments = [
-            "-c", "/dev/null", "-n",
-            "--listening-ip=\(address)", "--relay-ip=\(address)", "--listening-port=\(port)",
-            "--min-port=\(options.relayPorts.lowerBound)", "--max-port=\(options.relayPorts.upperBound)",
-            "--use-auth-secret", "--static-auth-secret=\(secret)", "--realm=\(realm)",
-            "--no-tls", "--no-dtls", "--no-cli",
-            "--log-file=\(logURL.path)", "--simple-log",
-            "--pidfile=\(directory.appendingPathComponent("turnserver.pid").path)",
-            "--userdb=\(directory.appendingPathComponent("turndb").path)",
-        ]
-        if options.verbose { arguments.append("-v") }
-        if let quota = options.userQuota { arguments.append("--user-quota=\(quota)") }
-        if let quota = options.totalQuota { arguments.append("--total-quota=\(quota)") }
-        if lab == nil { arguments.append("--allow-loopback-peers") }
-        return arguments + options.extraArguments
+    /// The command line, from the engine's `CoturnConfiguration` (which the relay bench
+    /// starts coturn with too).
+    public var configuration: CoturnConfiguration {
+        var configuration = CoturnConfiguration(address: address, port: port, realm: realm, secret: secret, directory: directory.path)
+        configuration.relayPorts = options.relayPorts
+        configuration.userQuota = options.userQuota
+        configuration.totalQuota = options.totalQuota
+        configuration.verbose = options.verbose
+        configuration.allowsLoopbackPeers = lab == nil
+        configuration.extraArguments = options.extraArguments
+        return configuration
     }
+
+    /// The command line's arguments (after the program's name).
+    public var arguments: [String] { configuration.arguments }
 
     /// Starts turnserver and waits until it answers a STUN Binding request.
     /// - Throws: `ToolFailure` with the log when it is not installed, exits, or does not
@@ -183,9 +180,5 @@ public final class Coturn {
             if answered { return true }
         }
         return false
-    }
-
-    private static func randomSecret() -> String {
-        (0..<16).map { _ in String(UInt8.random(in: 0 ... .max), radix: 16) }.joined()
     }
 }

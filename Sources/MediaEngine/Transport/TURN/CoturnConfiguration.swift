@@ -1,0 +1,72 @@
+/// The command line that runs coturn's `turnserver` as the TURN server these clients
+/// expect: long-term credentials from its REST API (`use-auth-secret`, the form
+/// `TURNCredentials.restAPI` makes), UDP and TCP, no TLS or DTLS, no telnet CLI, and no
+/// config file read, so nothing on the host changes what it does. The tests' coturn and
+/// `mediaengine bench relay` both start it from here.
+///
+/// The arguments hold the shared secret: pass them to the process, never print them.
+public struct CoturnConfiguration: Sendable, Hashable {
+    /// The address it listens on and relays from (`--listening-ip`, `--relay-ip`).
+    public var address: String
+    /// The listening port, a real one: given 0, coturn binds ports it never reports.
+    public var port: Int
+    /// `--realm`; clients learn it from the 401 challenge.
+    public var realm: String
+    /// `--static-auth-secret`, shared with whoever makes the REST credentials.
+    public var secret: String
+    /// Where the log (`turnserver.log`), pid file and user database go.
+    public var directory: String
+    /// Relay ports (`--min-port`/`--max-port`).
+    public var relayPorts: ClosedRange<Int> = 49_152...49_999
+    /// Allocations per user (`--user-quota`; nil: coturn's default, unlimited).
+    public var userQuota: Int?
+    /// Allocations in all (`--total-quota`; nil: unlimited).
+    public var totalQuota: Int?
+    /// `-v`: a line per session and allocation in the log.
+    public var verbose = true
+    /// `--allow-loopback-peers`: relay to 127.0.0.0/8 and ::1, which coturn otherwise
+    /// refuses (RFC 8656's advice against relaying to the server's own host). Only for a
+    /// server on loopback that tests or benchmarks talk to.
+    public var allowsLoopbackPeers = false
+    /// Anything else, appended as is.
+    public var extraArguments: [String] = []
+
+    /// A configuration with the defaults above.
+    public init(address: String, port: Int, realm: String, secret: String, directory: String) {
+        self.address = address
+        self.port = port
+        self.realm = realm
+        self.secret = secret
+        self.directory = directory
+    }
+
+    /// The log coturn writes (`--simple-log`: no date in the file name).
+    public var logPath: String { directory + "/turnserver.log" }
+
+    /// The arguments after the program's name.
+    public var arguments: [String] {
+        var arguments = [
+            "-c", "/dev/null", "-n",
+            "--listening-ip=\(address)", "--relay-ip=\(address)", "--listening-port=\(port)",
+            "--min-port=\(relayPorts.lowerBound)", "--max-port=\(relayPorts.upperBound)",
+            "--use-auth-secret", "--static-auth-secret=\(secret)", "--realm=\(realm)",
+            "--no-tls", "--no-dtls", "--no-cli",
+            "--log-file=\(logPath)", "--simple-log",
+            "--pidfile=\(directory)/turnserver.pid",
+            "--userdb=\(directory)/turndb",
+        ]
+        if verbose { arguments.append("-v") }
+        if let userQuota { arguments.append("--user-quota=\(userQuota)") }
+        if let totalQuota { arguments.append("--total-quota=\(totalQuota)") }
+        if allowsLoopbackPeers { arguments.append("--allow-loopback-peers") }
+        return arguments + extraArguments
+    }
+
+    /// A fresh random secret: 16 bytes as hex.
+    public static func randomSecret() -> String {
+        (0..<16).map { _ in
+            let byte = UInt8.random(in: 0 ... .max)
+            return (byte < 16 ? "0" : "") + String(byte, radix: 16)
+        }.joined()
+    }
+}
