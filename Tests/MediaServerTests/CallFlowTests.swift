@@ -258,7 +258,13 @@ import TestSupport
             var configuration = MediaSession.Configuration(audio: try MediaSources.audio("sine:660"), video: nil)
             configuration.host = "127.0.0.1"
             let media = try MediaSession(configuration: configuration)
-            let answer = try await bob.request(MessageType.response, Request.Response(callID: id, accept: true, media: MediaEndpoint(media.local)),
+            // Alice sees bob only through a proxy too, so ICE finds no direct pair around them.
+            let toBob = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0), forward: media.local.candidates[0].address,
+                                               settings: ImpairmentSettings())
+            try toBob.start()
+            var announced = media.local
+            announced.candidates = [ICECandidate.local(.host, address: toBob.localAddress, localPreference: 65_535)]
+            let answer = try await bob.request(MessageType.response, Request.Response(callID: id, accept: true, media: MediaEndpoint(announced)),
                                                as: Reply.Response.self)
             var aliceEndpoint = try #require(answer.media).sessionEndpoint()
             let proxy = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0), forward: aliceEndpoint.candidates[0].address,
@@ -270,6 +276,7 @@ import TestSupport
             try await Task.sleep(for: .milliseconds(500))
 
             proxy.stop()
+            toBob.stop()
             await bob.close()
             let lost = await alice.wait { if case .callStatus(_, .disconnected) = $0 { true } else { false } }
             #expect(lost != nil, "alice notices the media stopped")

@@ -1,13 +1,14 @@
 extension MediaCore {
     /// Starts ICE as a full agent (RFC 8445) on socket 0: `hosts` are this side's host
     /// candidates there (sharing the socket); server-reflexive candidates are gathered
-    /// from `stunServers` (each reported as `localCandidate`, then `gatheringComplete`).
+    /// from `stunServers` and a relayed one allocated on `turnServer` (each reported as
+    /// `localCandidate`, then `gatheringComplete`).
     /// Checks start once the peer's credentials and candidates come (`setRemoteICE`,
     /// `addRemoteCandidates`); the selected pair becomes the pinned path (`connected`), a
     /// better one later replaces it (`pathChanged`), and none within `timeout` is
     /// `connectFailed`. Consent checks keep the selected pair alive (RFC 7675).
     public func startICE(local: ICECredentials, controlling: Bool, hosts: [ICECandidate], stunServers: [SocketAddress],
-                         timeout: Duration, now: Duration) {
+                         turnServer: TURNClient.Configuration? = nil, timeout: Duration, now: Duration) {
         localICE = local
         var settings = ICEChecklist.Configuration(controlling: controlling)
         settings.failAfter = timeout
@@ -18,7 +19,8 @@ extension MediaCore {
         iceHosts = hosts.map(\.address)
         ice = agent
         gathering = ReflexiveGathering(servers: stunServers, now: now, random: &random)
-        if stunServers.isEmpty { emit(.gatheringComplete) }
+        if let turnServer { startRelay(turnServer, now: now) }
+        reportGatheringIfDone()
         runPathChecks(now: now)
     }
 
@@ -31,7 +33,10 @@ extension MediaCore {
 
     /// More of the peer's candidates (trickled); `complete`: it has no more.
     public func addRemoteCandidates(_ candidates: [ICECandidate], complete: Bool, now: Duration) {
-        for candidate in candidates { ice?.addRemote(candidate) }
+        for candidate in candidates {
+            ice?.addRemote(candidate)
+            openRelay(to: candidate.address, now: now)
+        }
         if complete { ice?.remoteCandidatesComplete() }
         runPathChecks(now: now)
     }
@@ -70,7 +75,11 @@ extension MediaCore {
         if var gathering, !gathering.isComplete {
             for (server, bytes) in gathering.poll(now: now) { queueSTUN(bytes, to: server) }
             self.gathering = gathering
-            if gathering.isComplete { emit(.gatheringComplete) }
+            reportGatheringIfDone()
+        }
+        if let relay, let deadline = relay.client.nextDeadline, now >= deadline {
+            relay.client.update(now: now)
+            drainRelay(now: now)
         }
         if var agent = ice, let deadline = agent.nextDeadline, now >= deadline {
             let outputs = agent.poll(now: now)
@@ -93,8 +102,12 @@ extension MediaCore {
     private func act(on outputs: [ICEAgent.Output], now: Duration) {
         for output in outputs {
             switch output {
-            case .send(let bytes, _, let destination):
-                queueSTUN(bytes, to: destination)
+            case .send(let bytes, let local, let destination):
+                if let relayed = relay?.relayed, local == relayed {
+                    sendThroughRelay(bytes, to: destination)
+                } else {
+                    queueSTUN(bytes, to: destination)
+                }
             case .selected(let pair):
                 let first = consent == nil
                 path = pair.remote.address
@@ -138,7 +151,7 @@ extension MediaCore {
                 emit(.localCandidate(candidate, server: source))
             }
             self.gathering = gathering
-            if gathering.isComplete { emit(.gatheringComplete) }
+            reportGatheringIfDone()
             return
         }
         if configuration.learnsPathFromChecks {
@@ -156,8 +169,8 @@ extension MediaCore {
             counters.consentAnswersReceived += 1
             return
         }
-        let local = iceHosts.first { agent.checklist.state(from: $0, to: source) != nil }
-            ?? iceHosts.first { $0.isIPv6 == source.isIPv6 } ?? source
+        let local = arrivingViaRelay ? (relay?.relayed ?? source)
+            : iceHosts.first { agent.checklist.state(from: $0, to: source) != nil } ?? iceHosts.first { $0.isIPv6 == source.isIPv6 } ?? source
         let before = agent.statistics
         let outputs = agent.receive(wire, from: source, at: local, now: now)
         ice = agent

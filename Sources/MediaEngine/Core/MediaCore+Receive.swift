@@ -8,6 +8,7 @@ extension MediaCore {
     @discardableResult
     public func handleDatagram(_ datagram: UnsafeMutableRawBufferPointer, from source: SocketAddress, socket: Int = 0,
                                now: Duration) -> ForwardedPacket? {
+        if relay != nil, handleFromRelay(datagram, from: source, socket: socket, now: now) { return nil }
         let bytes = UnsafeRawBufferPointer(datagram)
         switch DatagramKind(bytes) {
         case .stun:

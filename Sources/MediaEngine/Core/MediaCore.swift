@@ -67,8 +67,11 @@ public final class MediaCore {
         /// Gathering found a server-reflexive candidate of this side (through `server`):
         /// tell the peer (trickle).
         case localCandidate(ICECandidate, server: SocketAddress)
-        /// Gathering ended: every STUN server answered or gave up.
+        /// Gathering ended: every STUN server answered or gave up, and the TURN allocation
+        /// succeeded or failed.
         case gatheringComplete
+        /// The TURN allocation failed or was lost (why): no relayed candidate.
+        case relayFailed(String)
         /// The peer stopped answering consent checks (RFC 7675): it is gone.
         case consentExpired
         /// A video frame is complete and its references are decoded: decode it, then call
@@ -147,6 +150,10 @@ public final class MediaCore {
     /// This side's host candidates on socket 0 (a socket bound to every interface has several).
     var iceHosts: [SocketAddress] = []
     var gathering: ReflexiveGathering?
+    var gatheringReported = false
+    var relay: RelayState?
+    /// True while a datagram the relay delivered is handled (its local candidate is the relayed one).
+    var arrivingViaRelay = false
     var consent: ConsentFreshness?
     var remoteICE: ICECredentials?
 
@@ -286,7 +293,8 @@ public final class MediaCore {
 
     /// The next datagram to send, or nil; its bytes stay valid until the next call into the core.
     public func pollTransmit() -> Transmit? {
-        guard let transmit = transmits.dequeue() else { return nil }
+        guard var transmit = transmits.dequeue() else { return nil }
+        if relay != nil { transmit = relayed(transmit) }
         counters.datagramsSent += 1
         counters.bytesSent += transmit.bytes.count
         return transmit
@@ -320,6 +328,7 @@ public final class MediaCore {
         consider(feedback.nextFeedbackTime)
         consider(ice?.nextDeadline)
         consider(gathering?.nextDeadline)
+        consider(relay?.client.nextDeadline)
         consider(consent?.nextTime)
         for stream in receiveStreams {
             consider(stream.nextPull)

@@ -147,6 +147,9 @@ public struct ICEChecklist: Sendable {
         return entries.first { $0.pair == selectedPair }?.roundTripTime
     }
 
+    /// The peer's candidates known so far (signaled and peer-reflexive).
+    public var remoteCandidates: [ICECandidate] { remote }
+
     /// When the agent next has work.
     public var nextDeadline: Duration? {
         guard !finished || selectedPair != nil else { return nil }

@@ -172,6 +172,8 @@ extension MediaSession {
             emit(.localCandidate(candidate))
         case .core(.gatheringComplete):
             emit(.gatheringComplete)
+        case .core(.relayFailed(let why)):
+            state.withLock { $0.summary.relayFailure = why }
         case .core(.connectFailed(let why)):
             if !stopped { emit(.connectFailed("ICE found no path within \(configuration.connectTimeout): \(why)")) }
             stopping.store(true, ordering: .relaxed)

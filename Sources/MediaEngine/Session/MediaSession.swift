@@ -69,6 +69,9 @@ public final class MediaSession: Sendable {
         /// STUN servers this side learns its server-reflexive candidates from (a signaling
         /// server's media port answers Binding requests).
         public var stunServers: [SocketAddress] = []
+        /// A TURN server (with credentials) this side allocates a relayed candidate on, for
+        /// when no direct path works (a symmetric NAT).
+        public var turnServer: TURNClient.Configuration?
         /// Whether this side is ICE's controlling agent (it nominates): the caller and a
         /// meeting participant are; the callee is not.
         public var iceControlling = true
@@ -172,6 +175,8 @@ public final class MediaSession: Sendable {
         public var sent: MediaSender.Statistics?
         public var received: MediaReceiver.Statistics?
         public var connectivity: ConnectivityResult?
+        /// Why the TURN allocation failed, if it did (the call may still connect directly).
+        public var relayFailure: String?
         /// Why a direction stopped early, if one did.
         public var failure: String?
     }
@@ -344,7 +349,8 @@ public final class MediaSession: Sendable {
         let hosts = local.candidates
         transport.withCore { core, now in
             core.startICE(local: local.ice, controlling: configuration.iceControlling, hosts: hosts,
-                          stunServers: configuration.stunServers, timeout: configuration.connectTimeout, now: now)
+                          stunServers: configuration.stunServers, turnServer: configuration.turnServer,
+                          timeout: configuration.connectTimeout, now: now)
         }
         state.withLock { $0.threads += 1 }
         Thread.detachNewThread { [self] in
@@ -363,8 +369,17 @@ public final class MediaSession: Sendable {
     }
 
     private func usableRemote(_ candidates: [ICECandidate]) -> [ICECandidate] {
-        let excluded = Set(parts.configuration.stunServers)
-        let onLoopback = local.candidates.allSatisfy { $0.address.isLoopback }
+        let configuration = parts.configuration
+        return Self.usable(candidates, localHosts: local.candidates,
+                           servers: configuration.stunServers + (configuration.turnServer.map { [$0.server] } ?? []))
+    }
+
+    /// The peer's candidates worth checking: not loopback (unless this side's hosts are
+    /// all loopback: a session bound to 127.0.0.1), unspecified, link-local or multicast,
+    /// and never one of the STUN or TURN servers (checks there would reflect off them).
+    static func usable(_ candidates: [ICECandidate], localHosts: [ICECandidate], servers: [SocketAddress]) -> [ICECandidate] {
+        let excluded = Set(servers)
+        let onLoopback = !localHosts.isEmpty && localHosts.allSatisfy { $0.address.isLoopback }
         return candidates.filter { candidate in
             candidate.isUsable(excluding: excluded) || (onLoopback && candidate.address.isLoopback && !excluded.contains(candidate.address))
         }

@@ -489,7 +489,9 @@ public actor NetCallManager {
                 // A call's own candidates come from the login's ICE servers; a meeting leg needs
                 // none (the server is ICE-lite and learns this side's address from its checks).
                 do throws(ICEServerError) {
-                    settings.stunServers = try ICEGatheringServers(iceServers).stun
+                    let servers = try ICEGatheringServers(iceServers)
+                    settings.stunServers = servers.stun
+                    settings.turnServer = settings.turnServer ?? servers.turn.first
                 } catch {
                     logger.notice("the login's ICE servers are unusable: \(error.message)")
                 }

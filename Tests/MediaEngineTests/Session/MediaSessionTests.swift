@@ -149,18 +149,25 @@ import TestSupport
             let atB = Collected()
             let a = try session(audio: "sine:440", video: nil, collected: atA) { $0.mediaTimeout = .seconds(1) }
             let b = try session(audio: "sine:660", video: nil, collected: atB)
-            // B reaches A through a proxy; stopping the proxy cuts B's media off without a BYE,
-            // as a crashed peer or a dead network would.
-            let proxy = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0), forward: a.local.candidates[0].address,
-                                               settings: ImpairmentSettings())
-            try proxy.start()
-            var throughProxy = a.local
-            throughProxy.candidates = [ICECandidate.local(.host, address: proxy.localAddress, localPreference: 65_535)]
-            try b.start(remote: throughProxy) { atB.handle($0) }
-            try a.start(remote: b.local) { atA.handle($0) }
+            // Each reaches the other only through a proxy (neither ever sees the other's own
+            // address, so ICE finds no direct pair); stopping the proxies cuts B's media off
+            // without a BYE, as a crashed peer or a dead network would.
+            let toA = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0), forward: a.local.candidates[0].address,
+                                             settings: ImpairmentSettings())
+            let toB = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0), forward: b.local.candidates[0].address,
+                                             settings: ImpairmentSettings())
+            try toA.start()
+            try toB.start()
+            var aThroughProxy = a.local
+            aThroughProxy.candidates = [ICECandidate.local(.host, address: toA.localAddress, localPreference: 65_535)]
+            var bThroughProxy = b.local
+            bThroughProxy.candidates = [ICECandidate.local(.host, address: toB.localAddress, localPreference: 65_535)]
+            try b.start(remote: aThroughProxy) { atB.handle($0) }
+            try a.start(remote: bThroughProxy) { atA.handle($0) }
             try await Task.sleep(for: .milliseconds(1000))
             #expect(atB.snapshot.connected != nil, "connectivity checks pass through the proxy")
-            proxy.stop()
+            toA.stop()
+            toB.stop()
             let cut = Date()
             while atA.snapshot.disconnected.isEmpty && Date() < cut.addingTimeInterval(5) { try await Task.sleep(for: .milliseconds(50)) }
             let waited = Date().timeIntervalSince(cut)

@@ -160,10 +160,11 @@ public final class NetworkLab {
         return Namespace(name: name, address: address)
     }
 
-    /// Starts `program` (found on PATH) inside `namespace`, through `ip netns exec`. The
+    /// Starts `program` (found on PATH, or an absolute path) inside `namespace`, through `ip netns exec`. The
     /// lab kills it on `close()` if it still runs.
     public func run(in namespace: Namespace, _ program: String, _ arguments: [String]) throws -> BackgroundProcess {
-        guard let executable = LivePort.executable(program) else { throw ToolFailure("\(program) is not installed") }
+        let found = program.hasPrefix("/") ? URL(fileURLWithPath: program) : LivePort.executable(program)
+        guard let executable = found else { throw ToolFailure("\(program) is not installed") }
         let process = try BackgroundProcess(executable: try Self.tool("ip"),
                                             arguments: ["netns", "exec", namespace.name, executable.path] + arguments)
         processes.append(process)

@@ -1,0 +1,115 @@
+import Foundation
+@testable import MediaEngine
+import Synchronization
+import TestSupport
+import Testing
+
+/// ICE as a session runs it: which of the peer's candidates are checked at all, and the
+/// relayed candidate from a real coturn (on loopback).
+@Suite(.serialized) struct ICESessionTests {
+    static func candidate(_ host: String, _ port: Int, _ kind: ICECandidate.Kind = .host) throws -> ICECandidate {
+        ICECandidate.local(kind, address: try SocketAddress(host: host, port: port), localPreference: 65_535)
+    }
+
+    @Test func candidatesAtLoopbackUnspecifiedOrTheServersAreIgnored() throws {
+        let stun = try SocketAddress(host: "203.0.113.9", port: 3_478)
+        let turn = try SocketAddress(host: "203.0.113.10", port: 3_478)
+        let offered = [try Self.candidate("127.0.0.1", 5_000), try Self.candidate("0.0.0.0", 5_001), try Self.candidate("169.254.1.1", 5_002),
+                       try Self.candidate("224.0.0.1", 5_003), try Self.candidate("203.0.113.9", 3_478, .serverReflexive),
+                       try Self.candidate("203.0.113.10", 3_478, .relayed), try Self.candidate("::1", 5_004),
+                       try Self.candidate("198.51.100.7", 5_005), try Self.candidate("203.0.113.9", 40_000, .serverReflexive)]
+        let routable = [try Self.candidate("192.0.2.1", 6_000)]
+        let kept = MediaSession.usable(offered, localHosts: routable, servers: [stun, turn]).map(\.address.description)
+        #expect(kept == ["198.51.100.7:5005", "203.0.113.9:40000"], "only real peers: \(kept)")
+        // A session bound to loopback talks to loopback peers, still never to the servers.
+        let loopback = [try Self.candidate("127.0.0.1", 6_000)]
+        let local = MediaSession.usable(offered + [try Self.candidate("127.0.0.1", 3_478)], localHosts: loopback,
+                                        servers: [stun, turn, try SocketAddress(host: "127.0.0.1", port: 3_478)])
+        #expect(local.map(\.address.description).contains("127.0.0.1:5000"))
+        #expect(!local.map(\.address.description).contains("127.0.0.1:3478"), "the server's own address")
+    }
+
+    /// What one session saw.
+    final class Seen: Sendable {
+        let events = Mutex<[String]>([])
+        let candidates = Mutex<[ICECandidate]>([])
+        let pair = Mutex<ICECandidatePair?>(nil)
+        func handle(_ event: MediaSession.Event) {
+            switch event {
+            case .localCandidate(let candidate): candidates.withLock { $0.append(candidate) }
+            case .gatheringComplete: events.withLock { $0.append("gatheringComplete") }
+            case .connected(let pair, _): self.pair.withLock { $0 = pair }
+            case .connectFailed(let why): events.withLock { $0.append("connectFailed \(why)") }
+            default: break
+            }
+        }
+    }
+
+    static func session(turn: TURNClient.Configuration?) throws -> MediaSession {
+        var configuration = MediaSession.Configuration(audio: try MediaSources.audio("sine:440"), video: nil)
+        configuration.host = "127.0.0.1"
+        configuration.turnServer = turn
+        return try MediaSession(configuration: configuration)
+    }
+
+    static func waitFor(_ seconds: Double, _ condition: () -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + .seconds(seconds)
+        while !condition() && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        return condition()
+    }
+
+    /// With a TURN server the session offers a relayed candidate (coturn allocates it) and
+    /// completes gathering; the call still takes the better host pair.
+    @Test func aTURNServerAddsARelayedCandidateAndTheHostPairStillWins() async throws {
+        try await Heavy.run {
+            let coturn = try Coturn(loopbackRealm: "ice.test")
+            try coturn.start()
+            defer { coturn.stop() }
+            let (username, password) = coturn.credentials(account: "alice")
+            let alice = try Self.session(turn: TURNClient.Configuration(server: coturn.serverAddress,
+                                                                        credentials: TURNCredentials(username: username, password: password)))
+            let bob = try Self.session(turn: nil)
+            let atAlice = Seen()
+            alice.gather { atAlice.handle($0) }
+            #expect(try await Self.waitFor(5) { atAlice.events.withLock { $0.contains("gatheringComplete") } })
+            let relayed = atAlice.candidates.withLock { $0 }.filter { $0.kind == .relayed }
+            #expect(relayed.count == 1 && relayed.first?.address.isLoopback == true, "\(atAlice.candidates.withLock { $0 })")
+            #expect(coturn.log.contains("ALLOCATE processed, success"), "\(coturn.log.suffix(1_000))")
+            let atBob = Seen()
+            var announced = alice.local
+            announced.candidates += relayed
+            try bob.start(remote: announced) { atBob.handle($0) }
+            try alice.start(remote: bob.local) { atAlice.handle($0) }
+            #expect(try await Self.waitFor(5) { atAlice.pair.withLock { $0 } != nil && atBob.pair.withLock { $0 } != nil })
+            #expect(atAlice.pair.withLock { $0 }?.pathKind == .host)
+            alice.stop()
+            bob.stop()
+            #expect(alice.stop().relayFailure == nil)
+        }
+    }
+
+    /// Wrong TURN credentials: the allocation fails with a typed reason kept in the
+    /// summary, gathering still completes, and the call connects without a relay.
+    @Test func wrongTURNCredentialsLeaveNoRelayButTheCallConnects() async throws {
+        try await Heavy.run {
+            let coturn = try Coturn(loopbackRealm: "ice.test")
+            try coturn.start()
+            defer { coturn.stop() }
+            let alice = try Self.session(turn: TURNClient.Configuration(server: coturn.serverAddress,
+                                                                        credentials: TURNCredentials(username: "1:alice", password: "not-the-password-7Qz")))
+            let bob = try Self.session(turn: nil)
+            let atAlice = Seen()
+            let atBob = Seen()
+            alice.gather { atAlice.handle($0) }
+            #expect(try await Self.waitFor(10) { atAlice.events.withLock { $0.contains("gatheringComplete") } })
+            #expect(atAlice.candidates.withLock { $0 }.allSatisfy { $0.kind != .relayed })
+            try bob.start(remote: alice.local) { atBob.handle($0) }
+            try alice.start(remote: bob.local) { atAlice.handle($0) }
+            #expect(try await Self.waitFor(5) { atAlice.pair.withLock { $0 } != nil })
+            bob.stop()
+            let summary = alice.stop()
+            #expect(summary.relayFailure?.isEmpty == false, "the reason is kept: \(summary.relayFailure ?? "none")")
+            #expect(summary.relayFailure?.contains("not-the-password-7Qz") == false, "never the password")
+        }
+    }
+}
