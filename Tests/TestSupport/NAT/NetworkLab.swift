@@ -105,7 +105,8 @@ public final class NetworkLab {
     }
 
     /// Adds a router with a WAN veth on the public bridge and a LAN bridge 10.N.0.0/24,
-    /// forwarding between them, NATing onto the WAN as `nat` says.
+    /// forwarding between them, NATing onto the WAN as `nat` says, and (with NAT) dropping
+    /// what comes in on the WAN unasked, as a home router's firewall does.
     public func addRouter(nat: NAT) throws -> Router {
         routers += 1
         let index = routers
@@ -119,11 +120,22 @@ public final class NetworkLab {
         try ip("-n", name, "link", "set", lan, "up")
         try execute(in: name, "sysctl", "-qw", "net.ipv4.ip_forward=1")
         if nat != .none {
+            // The firewall every home router has: what comes in on the WAN unasked (no flow it
+            // answers) is dropped, before conntrack confirms an entry for it. Without this, a
+            // peer's check that arrives first leaves an unreplied entry whose tuple then
+            // clashes with the local host's own flow to that peer, and masquerade moves the
+            // host's flow to another port: hole punching (ICE) could never meet.
             let rules = """
                 table ip nat {
                     chain postrouting {
                         type nat hook postrouting priority srcnat; policy accept;
                         oifname "\(wan)" \(nat == .symmetric ? "masquerade random" : "masquerade")
+                    }
+                }
+                table ip firewall {
+                    chain prerouting {
+                        type filter hook prerouting priority -150; policy accept;
+                        iifname "\(wan)" ct state new drop
                     }
                 }
 
