@@ -198,6 +198,14 @@ enum CallPrinter {
             }
             if let rtt = received.roundTripTime { parts.append("rtt=\(String(format: "%.1f", rtt * 1_000))ms") }
         }
+        if let ice = summary.ice {
+            parts.append("ice checks sent=\(ice.requestsSent) answered=\(ice.requestsAnswered) accepted=\(ice.responsesAccepted) "
+                + "dropped=\(ice.dropped)")
+        }
+        if let relay = summary.relay {
+            parts.append("relay packets sent=\(relay.packetsSent) received=\(relay.packetsReceived) ignored=\(relay.ignoredDatagrams) requests=\(relay.requestsSent) errors=\(relay.errorsByCode)")
+        }
+        if let failure = summary.relayFailure { parts.append("relay failed: \(failure)") }
         if let failure = summary.failure { parts.append("failure: \(failure)") }
         return "media: " + (parts.isEmpty ? "none" : parts.joined(separator: "; "))
     }

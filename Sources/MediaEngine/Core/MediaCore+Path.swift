@@ -33,10 +33,13 @@ extension MediaCore {
 
     /// More of the peer's candidates (trickled); `complete`: it has no more.
     public func addRemoteCandidates(_ candidates: [ICECandidate], complete: Bool, now: Duration) {
+        let selected = ice?.checklist.selectedPair
         for candidate in candidates {
             ice?.addRemote(candidate)
             openRelay(to: candidate.address, now: now)
         }
+        // A peer-reflexive remote of the selected pair that signaling named after all.
+        if let selected, let now = ice?.checklist.selectedPair, now != selected { emit(.pathChanged(now)) }
         if complete { ice?.remoteCandidatesComplete() }
         runPathChecks(now: now)
     }

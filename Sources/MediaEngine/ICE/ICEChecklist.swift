@@ -116,7 +116,20 @@ public struct ICEChecklist: Sendable {
 
     /// A remote candidate trickled over signaling; unusable ones are for the caller to drop.
     public mutating func addRemote(_ candidate: ICECandidate) {
-        guard remote.count < configuration.maximumRemoteCandidates, !remote.contains(where: { $0.address == candidate.address }) else { return }
+        if let known = remote.firstIndex(where: { $0.address == candidate.address }) {
+            // A check got here before the signaling (trickle): the peer-reflexive candidate
+            // learned from it becomes the signaled one, its pairs keeping their states
+            // (RFC 8838 §11).
+            guard remote[known].kind == .peerReflexive, candidate.kind != .peerReflexive else { return }
+            remote[known] = candidate
+            for index in entries.indices where entries[index].pair.remote.address == candidate.address {
+                entries[index].pair.remote = candidate
+            }
+            if selectedPair?.remote.address == candidate.address { selectedPair?.remote = candidate }
+            rebuild()
+            return
+        }
+        guard remote.count < configuration.maximumRemoteCandidates else { return }
         remote.append(candidate)
         rebuild()
     }

@@ -138,8 +138,12 @@ extension MediaSession {
         } catch {
             state.withLock { $0.summary.failure = "receive: \(error)" }
         }
-        let statistics = transport.withCore { core, _ in sessionStatistics(core) }
-        state.withLock { $0.summary.received = statistics }
+        let (statistics, ice, relay) = transport.withCore { core, _ in (sessionStatistics(core), core.iceStatistics, core.relayStatistics) }
+        state.withLock {
+            $0.summary.received = statistics
+            $0.summary.ice = ice
+            $0.summary.relay = relay
+        }
     }
 
     /// Hands a decoded picture to the app: its YUV callback, then the event.

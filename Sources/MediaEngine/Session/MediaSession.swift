@@ -177,6 +177,9 @@ public final class MediaSession: Sendable {
         public var connectivity: ConnectivityResult?
         /// Why the TURN allocation failed, if it did (the call may still connect directly).
         public var relayFailure: String?
+        /// ICE's checks and the relay's traffic, for telling why a path was or was not found.
+        public var ice: ICEAgent.Statistics?
+        public var relay: TURNStatistics?
         /// Why a direction stopped early, if one did.
         public var failure: String?
     }

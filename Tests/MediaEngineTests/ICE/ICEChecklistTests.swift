@@ -205,6 +205,25 @@ private struct TwoAgents {
         #expect(agent.remote.count == agent.configuration.maximumRemoteCandidates && agent.entries.count <= agent.configuration.maximumPairs)
     }
 
+    /// A check that beats the signaling makes its source peer-reflexive; when the same
+    /// address is signaled later (trickle), it takes the signaled type and priority and its
+    /// pair keeps its state (RFC 8838 §11).
+    @Test func aSignaledCandidateReplacesThePeerReflexiveOneLearnedFirst() {
+        var agent = ICEChecklist(configuration: .init(controlling: false), now: .zero, seed: 6)
+        agent.addLocal(Self.host(Self.lanB))
+        _ = agent.received(from: Self.lanA, at: Self.lanB, priority: 1_862_270_975, useCandidate: false, now: .zero)
+        guard case .check(_, let id, _)? = agent.poll(now: .zero).first else {
+            Issue.record("no triggered check")
+            return
+        }
+        _ = agent.succeeded(id, from: Self.lanA, now: .milliseconds(10))
+        #expect(agent.state(from: Self.lanB, to: Self.lanA) == .succeeded)
+        agent.addRemote(Self.host(Self.lanA))
+        #expect(agent.remoteCandidates.map(\.kind) == [.host], "\(agent.remoteCandidates)")
+        #expect(agent.entries.first?.pair.remote.kind == .host)
+        #expect(agent.state(from: Self.lanB, to: Self.lanA) == .succeeded, "the pair keeps its state")
+    }
+
     @Test func anAnswerFromAnotherAddressThanTheCheckWentToDoesNotCount() {
         var agent = ICEChecklist(configuration: .init(controlling: true), now: .zero, seed: 5)
         agent.addLocal(Self.host(Self.lanA))

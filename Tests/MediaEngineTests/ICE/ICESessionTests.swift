@@ -112,4 +112,44 @@ import Testing
             #expect(summary.relayFailure?.contains("not-the-password-7Qz") == false, "never the password")
         }
     }
+
+    /// Checks through the relay, both ways: bob knows nothing of alice but her relayed
+    /// candidate, alice only a dead address on bob's IP (whose permission covers bob, as
+    /// permissions ignore ports). Bob's checks reach alice through coturn and her answers
+    /// go back through it; from them alice learns bob's address (peer-reflexive) and, on
+    /// loopback, ICE then finds the direct pair too and prefers it, as it should.
+    @Test func checksGoThroughTheRelayBothWaysAndADirectPathFoundFromThemWins() async throws {
+        try await Heavy.run {
+            let coturn = try Coturn(loopbackRealm: "ice.test")
+            try coturn.start()
+            defer { coturn.stop() }
+            let (username, password) = coturn.credentials(account: "alice")
+            var aliceSettings = MediaSession.Configuration(audio: try MediaSources.audio("sine:440"), video: nil)
+            aliceSettings.host = "127.0.0.1"
+            aliceSettings.iceControlling = false
+            aliceSettings.turnServer = TURNClient.Configuration(server: coturn.serverAddress,
+                                                                credentials: TURNCredentials(username: username, password: password))
+            let alice = try MediaSession(configuration: aliceSettings)
+            let bob = try Self.session(turn: nil)
+            let atAlice = Seen()
+            let atBob = Seen()
+            alice.gather { atAlice.handle($0) }
+            #expect(try await Self.waitFor(5) { atAlice.events.withLock { $0.contains("gatheringComplete") } })
+            var onlyRelay = alice.local
+            onlyRelay.candidates = atAlice.candidates.withLock { $0 }.filter { $0.kind == .relayed }
+            try #require(onlyRelay.candidates.count == 1)
+            let dead = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
+            defer { dead.close() }
+            var bobUnreachable = bob.local
+            bobUnreachable.candidates = [ICECandidate.local(.host, address: dead.localAddress, localPreference: 65_535)]
+            try alice.start(remote: bobUnreachable) { atAlice.handle($0) }
+            try bob.start(remote: onlyRelay) { atBob.handle($0) }
+            #expect(try await Self.waitFor(8) { atAlice.pair.withLock { $0 } != nil && atBob.pair.withLock { $0 } != nil })
+            bob.stop()
+            let summary = alice.stop()
+            #expect((summary.relay?.packetsReceived ?? 0) >= 1, "bob's checks came through coturn: \(String(describing: summary.relay))")
+            #expect((summary.relay?.packetsSent ?? 0) >= 1, "alice's answers went back through it")
+            #expect(atBob.pair.withLock { $0 }?.remote.address == atAlice.pair.withLock { $0 }?.local.address, "both ends agree on the pair")
+        }
+    }
 }
