@@ -39,9 +39,17 @@ final class Background<T: Sendable>: Sendable {
     /// Sends `seconds` of a 440 Hz tone and 320x240 video at 30 fps from one engine to another.
     func exchange(keying: SRTPKeyingMaterial?, receiverKey: SRTPKeyingMaterial?, seconds: Double, bundle: Bool,
                   host: String = "127.0.0.1") throws -> (Outcome, MediaSender.Statistics) {
-        let probe = try UDPSocket(bindTo: SocketAddress(host: host, port: 0))
-        let audioPort = probe.localAddress.port
-        probe.close()
+        // Four consecutive ports below the kernel's ephemeral range: a port probed there and
+        // released cannot be taken by another test's socket bound to port 0 before the
+        // receiver binds it (a probe in the ephemeral range once lost one that way).
+        var found: Int?
+        for _ in 0..<100 where found == nil {
+            let base = Int.random(in: (LivePort.stableRange.lowerBound / 2)..<(LivePort.stableRange.upperBound / 2 - 2)) * 2
+            let probes = (0..<4).compactMap { try? UDPSocket(bindTo: SocketAddress(host: host, port: base + $0)) }
+            for probe in probes { probe.close() }
+            if probes.count == 4 { found = base }
+        }
+        let audioPort = try #require(found, "four free ports in \(LivePort.stableRange)")
         let videoPort = bundle ? audioPort : audioPort + 2
         let streams = [
             MediaReceiver.StreamDescription(kind: .audio, payloadType: 111, clockRate: 48_000, port: audioPort,
