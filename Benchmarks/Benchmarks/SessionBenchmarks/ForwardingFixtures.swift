@@ -109,25 +109,26 @@ final class RouterForwardingPath {
 
     init(subscribers: Int, video: Bool) throws {
         packets = try PublisherPackets(video: video, destination: Self.server)
-        var legs: [(UInt64, SocketAddress, String)] = []
+        var legs: [(UInt64, SocketAddress, ICECredentials)] = []
         for index in 0...subscribers {
             let id = UInt64(index + 1)
             let address = SocketAddress(addressBytes: [198, 51, 100, UInt8(index + 1)], port: 5_000)!
-            let token = "token-\(id)-0123456789abcdef0123"
+            let ice = ICECredentials(ufrag: "leg\(id)", password: "leg-password-\(id)-0123456789ab")
             let outbound = try SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: pseudoRandomBytes(count: 28, seed: 0xD0 + UInt32(id)))
             let inbound = index == 0 ? PublisherPackets.key
                 : try SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: pseudoRandomBytes(count: 28, seed: 0xE0 + UInt32(id)))
             try router.addLeg(ForwardingRouter.LegSetup(id: id, meeting: 1, account: "user\(index)", publishing: index == 0,
                                                         audioSSRC: index == 0 ? PublisherPackets.audioSSRC : 0x1000 + UInt32(index),
                                                         videoSSRC: index == 0 ? PublisherPackets.videoSSRC : 0x2000 + UInt32(index),
-                                                        inboundKeying: inbound, outboundKeying: outbound, checkToken: token), now: .zero)
-            legs.append((id, address, token))
+                                                        inboundKeying: inbound, outboundKeying: outbound, ice: ice), now: .zero)
+            legs.append((id, address, ice))
         }
-        for (_, address, token) in legs {
-            let check = STUNMessage(type: .bindingRequest, transactionID: .random(), attributes: [.username(token)])
-            var bytes = [UInt8](repeating: 0, count: 200)
-            let size = try bytes.withUnsafeMutableBytes { try check.serialize(into: $0) }
-            bytes.withUnsafeMutableBytes { router.handleDatagram(UnsafeMutableRawBufferPointer(rebasing: $0[0..<size]), from: address, now: .zero) }
+        for (_, address, ice) in legs {
+            // The participant's ICE check, signed for the leg's credentials (the server is ICE-lite).
+            let check = STUNMessage(type: .bindingRequest, transactionID: .random(),
+                                    attributes: [.username("\(ice.ufrag):participant"), .priority(1_000), .iceControlling(1), .useCandidate])
+            var bytes = check.serialized(integrity: try .shortTerm(password: ice.password), fingerprint: true)
+            bytes.withUnsafeMutableBytes { router.handleDatagram($0, from: address, now: .zero) }
         }
         router.drainTransmits { _ in }
         for (id, _, _) in legs.dropFirst() {
