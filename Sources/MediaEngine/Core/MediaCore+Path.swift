@@ -128,12 +128,9 @@ extension MediaCore {
         }
     }
 
-    private func queueSTUN(_ bytes: [UInt8], to destination: SocketAddress) {
-        transmits.enqueue(to: destination, socket: 0, kind: .stun) { slot in
-            guard bytes.count <= slot.count else { return 0 }
-            UnsafeMutableRawBufferPointer(rebasing: slot[0..<bytes.count]).copyBytes(from: bytes)
-            return bytes.count
-        }
+    /// Queues a STUN (or TURN) datagram as it is, from `socket`.
+    func queueSTUN(_ bytes: [UInt8], to destination: SocketAddress, socket: Int = 0) {
+        bytes.withUnsafeBytes { _ = transmits.enqueue(copying: $0, to: destination, socket: socket, kind: .stun) }
     }
 
     /// STUN on the media port: answers from STUN servers feed gathering; signed checks
@@ -195,11 +192,7 @@ extension MediaCore {
             if message.type != .bindingRequest { counters.unknownDatagrams += 1 }
             return
         }
-        transmits.enqueue(to: source, socket: socket, kind: .stun) { slot in
-            guard answer.count <= slot.count else { return 0 }
-            UnsafeMutableRawBufferPointer(rebasing: slot[0..<answer.count]).copyBytes(from: answer)
-            return answer.count
-        }
+        queueSTUN(answer, to: source, socket: socket)
         counters.stunAnswered += 1
         lastAuthenticatedArrival = now
         path = source

@@ -45,7 +45,7 @@ extension MediaCore {
         while let action = relay.client.nextAction() {
             switch action {
             case .transmit(let bytes):
-                queueRaw(bytes, to: relay.server)
+                queueSTUN(bytes, to: relay.server)
             case .event(.allocated(let relayed, _, _)):
                 relay.relayed = relayed
                 relay.resolved = true
@@ -77,7 +77,7 @@ extension MediaCore {
     /// retransmits).
     func sendThroughRelay(_ bytes: [UInt8], to peer: SocketAddress) {
         guard let relay, let framed = try? relay.client.data(bytes, to: peer) else { return }
-        queueRaw(framed, to: relay.server)
+        queueSTUN(framed, to: relay.server)
     }
 
     /// A datagram from the TURN server: a peer's data is handled as if it came from the
@@ -114,14 +114,5 @@ extension MediaCore {
         guard !gatheringReported, gathering?.isComplete ?? true, relay?.resolved ?? true else { return }
         gatheringReported = true
         emit(.gatheringComplete)
-    }
-
-    /// Queues bytes as they are to `destination` from socket 0.
-    func queueRaw(_ bytes: [UInt8], to destination: SocketAddress) {
-        transmits.enqueue(to: destination, socket: 0, kind: .stun) { slot in
-            guard bytes.count <= slot.count else { return 0 }
-            UnsafeMutableRawBufferPointer(rebasing: slot[0..<bytes.count]).copyBytes(from: bytes)
-            return bytes.count
-        }
     }
 }

@@ -12,8 +12,11 @@ public struct ICECredentials: Sendable, Hashable, CustomStringConvertible {
 
     /// Fresh credentials: an 8-character ufrag and a 24-character password of ice-chars
     /// (RFC 8839 asks for at least 4 and 22: 128 bits of randomness in the password).
+    /// RFC 8445's ice-chars, of which ufrags, passwords and foundations are made.
+    public static let iceChars = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
     public static func random(using generator: inout some RandomNumberGenerator) -> ICECredentials {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+        let alphabet = iceChars
         func draw(_ count: Int) -> String { String((0..<count).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] }) }
         return ICECredentials(ufrag: draw(8), password: draw(24))
     }

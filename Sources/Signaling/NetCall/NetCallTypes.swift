@@ -134,7 +134,7 @@ extension MediaCandidate {
             candidate.priority = priority
         }
         if let foundation {
-            let iceChars = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+            let iceChars = Set(ICECredentials.iceChars)
             guard (1...32).contains(foundation.count), foundation.allSatisfy(iceChars.contains) else {
                 throw SignalingError(.invalidRequest, "media: candidate foundation must be 1 to 32 ice-chars")
             }
