@@ -257,7 +257,11 @@ public final class MediaSender {
                 }
                 continue
             }
-            if audioLive && nextAudio <= elapsed, let source = configuration.audio, let opus, let audioID {
+            // Every audio frame that is due goes before the next picture: a slow video encode
+            // (a loaded machine, a large picture) delays video, never audio behind it.
+            while audioLive, let source = configuration.audio, let opus, let audioID {
+                let nextAudio = Duration.milliseconds(20 * audioIndex)
+                guard nextAudio <= clock.now - start, duration.map({ nextAudio < $0 }) ?? true else { break }
                 if readAudio(source, into: &audioFrame) {
                     configuration.captureHooks?.process(&audioFrame)
                     if configuration.controls?.current.audioMuted == true {

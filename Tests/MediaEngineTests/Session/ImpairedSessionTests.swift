@@ -66,6 +66,7 @@ import TestSupport
             // same media core in virtual time). Here the wiring is what is proven.
             #expect(video.packetsRecovered <= sent.retransmissions)
             let audio = received.received[0]
+            print("impaired 5 % audio: concealed \(audio.concealedSamples) of \(audio.totalSamplesReceived), events \(audio.concealmentEvents), lost \(audio.packetsLost), received \(audio.packetsReceived), sent \(sent.audioPackets)")
             #expect(Double(audio.concealedSamples) < Double(audio.totalSamplesReceived) * 0.15)
         }
     }
