@@ -115,6 +115,7 @@ public final class NetworkLab {
         try addNamespace(name)
         let wan = "\(interfacePrefix)wan", lan = "\(interfacePrefix)lan"
         try attach(name, interface: wan, address: "\(wanAddress)/24", toBridgeIn: publicNamespace.name, bridge: "\(interfacePrefix)br")
+        try ip("-n", name, "route", "add", "default", "via", Self.publicGateway)
         try ip("-n", name, "link", "add", "name", lan, "type", "bridge")
         try ip("-n", name, "addr", "add", "10.\(index).0.1/24", "dev", lan)
         try ip("-n", name, "link", "set", lan, "up")
@@ -162,13 +163,17 @@ public final class NetworkLab {
     }
 
     /// Adds a host directly on the public network (203.0.113.x), as a server with a public
-    /// address.
+    /// address. Like routers, its default route is the public gateway, which forwards
+    /// nothing: a datagram to another LAN's private address leaves and is lost, as on the
+    /// internet, instead of failing at once with "network unreachable" (coturn closes a
+    /// whole allocation when a send from its relay socket fails).
     public func addPublicHost() throws -> Namespace {
         let address = takePublicAddress()
         let name = "\(prefix)-p\(address.split(separator: ".").last!)"
         try addNamespace(name)
         try attach(name, interface: "\(interfacePrefix)eth", address: "\(address)/24", toBridgeIn: publicNamespace.name,
                    bridge: "\(interfacePrefix)br")
+        try ip("-n", name, "route", "add", "default", "via", Self.publicGateway)
         return Namespace(name: name, address: address)
     }
 
