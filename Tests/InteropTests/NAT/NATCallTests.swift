@@ -20,7 +20,8 @@ import Testing
     /// The public server (and coturn, with `relay`), then `answer` in `bobHost` and `call`
     /// in `aliceHost` for `seconds`.
     static func call(lab: NetworkLab, aliceHost: NetworkLab.Namespace, bobHost: NetworkLab.Namespace, relay: Bool,
-                     seconds: Int = 3, expectConnected: Bool = true) throws -> (Outcome, Coturn?) {
+                     seconds: Int = 3, expectConnected: Bool = true,
+                     whileConnected: ((Coturn?) throws -> Void)? = nil) throws -> (Outcome, Coturn?) {
         let directory = try temporaryDirectory("natcall")
         defer { try? FileManager.default.removeItem(at: directory) }
         let serverHost = try lab.addPublicHost()
@@ -65,6 +66,7 @@ import Testing
         if call.waitForOutput(containing: "callStatus callID=", timeout: 25) {
             let elapsed = ContinuousClock.now - started
             setup = call.stdout.contains(" connected\n") ? elapsed / .seconds(1) : nil
+            if setup != nil { try whileConnected?(coturn) }
         }
         let called = try call.wait(timeout: Double(seconds) + 40)
         if !expectConnected { answer.interrupt() }
@@ -120,8 +122,7 @@ import Testing
         }
     }
 
-    @Test(.disabled("issue 16, open: through the lab's symmetric NAT the relayed pair does not connect yet (the peer's checks to the relayed address never reach the allocation's owner); relay checks themselves are shown on loopback in ICESessionTests"))
-    func behindASymmetricNATTheCallGoesThroughCoturn() async throws {
+    @Test func behindASymmetricNATTheCallGoesThroughCoturn() async throws {
         try await Heavy.runAlone {
             let lab = try NetworkLab()
             defer { lab.close() }
@@ -137,6 +138,36 @@ import Testing
             #expect(log.contains("CHANNEL_BIND processed, success"), "coturn bound a channel")
             coturn?.stop()
             print("nat call: symmetric NAT, relay pair through coturn, setup \(outcome.setup.map { String(format: "%.2f", $0) } ?? "-") s")
+        }
+    }
+
+    /// The relay dies mid-call and no other pair can work (a symmetric NAT): the call
+    /// reports `disconnected` once media has stopped for the media timeout (10 s), well
+    /// before consent expires (30 s), and ends as failed.
+    @Test func whenTheRelayStopsMidCallTheCallIsDisconnectedInBoundedTime() async throws {
+        try await Heavy.runAlone {
+            let lab = try NetworkLab()
+            defer { lab.close() }
+            let alice = try lab.addHost(behind: try lab.addRouter(nat: .symmetric))
+            let bob = try lab.addHost(behind: try lab.addRouter(nat: .portPreserving))
+            var stopped: ContinuousClock.Instant?
+            let (outcome, _) = try Self.call(lab: lab, aliceHost: alice, bobHost: bob, relay: true, seconds: 40, expectConnected: false) { coturn in
+                Thread.sleep(forTimeInterval: 2)
+                coturn?.stop()
+                stopped = .now
+            }
+            let afterStop = try #require(stopped).duration(to: .now) / .seconds(1)
+            #expect(Self.pathKind(outcome.call.stdout) == "relay", "\(outcome.call.stdout)")
+            // Whichever side's media timeout fires first reports `disconnected` and hangs up
+            // as failed; the other gets that hangup (or times out itself a moment later).
+            let both = outcome.call.stdout + outcome.answer.stdout
+            #expect(both.contains("disconnected: no media from the peer"), "\(both)")
+            #expect(outcome.call.stdout.contains("reason=failed"), "the call ends as failed: \(outcome.call.stdout)")
+            // The call and the callee's end both came down: within the media timeout plus a
+            // margin, nowhere near the 40 s the call asked for.
+            #expect(afterStop < 20, "\(afterStop) s after the relay stopped")
+            #expect(abs((Self.tone(outcome.heardByBob) ?? 0) - 440) < 3, "bob heard alice before the relay stopped")
+            print("nat call: relay stopped mid-call, disconnected and ended \(String(format: "%.1f", afterStop)) s later")
         }
     }
 
