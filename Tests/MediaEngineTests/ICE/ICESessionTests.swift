@@ -113,6 +113,43 @@ import Testing
         }
     }
 
+    /// A relay that refuses the allocation (486, the account's quota taken by another
+    /// session): the refusal is kept in the summary, gathering completes without a relayed
+    /// candidate, and the call connects on the host pair.
+    @Test func anAllocationOverQuotaLeavesNoRelayButTheCallConnects() async throws {
+        try await Heavy.run {
+            var options = Coturn.Options()
+            options.userQuota = 1
+            let coturn = try Coturn(loopbackRealm: "ice.test", options: options)
+            try coturn.start()
+            defer { coturn.stop() }
+            let (username, password) = coturn.credentials(account: "alice")
+            let turn = TURNClient.Configuration(server: coturn.serverAddress, credentials: TURNCredentials(username: username, password: password))
+            // Another device of alice's holds the one allocation her quota allows.
+            let other = try Self.session(turn: turn)
+            let atOther = Seen()
+            other.gather { atOther.handle($0) }
+            #expect(try await Self.waitFor(10) { atOther.candidates.withLock { $0.contains { $0.kind == .relayed } } })
+            let alice = try Self.session(turn: turn)
+            let bob = try Self.session(turn: nil)
+            let atAlice = Seen()
+            let atBob = Seen()
+            alice.gather { atAlice.handle($0) }
+            #expect(try await Self.waitFor(10) { atAlice.events.withLock { $0.contains("gatheringComplete") } })
+            #expect(atAlice.candidates.withLock { $0 }.allSatisfy { $0.kind != .relayed })
+            try bob.start(remote: alice.local) { atBob.handle($0) }
+            try alice.start(remote: bob.local) { atAlice.handle($0) }
+            #expect(try await Self.waitFor(5) { atAlice.pair.withLock { $0 } != nil })
+            #expect(atAlice.pair.withLock { $0 }?.local.kind == .host)
+            bob.stop()
+            _ = other.stop()
+            let summary = alice.stop()
+            #expect(summary.relayFailure?.contains("486") == true, "the reason is kept: \(summary.relayFailure ?? "none")")
+            #expect(summary.relay?.errorsByCode[486] == 1, "\(String(describing: summary.relay))")
+            #expect(coturn.log.contains("486"), "coturn refused it: \(coturn.log.suffix(1_500))")
+        }
+    }
+
     /// Checks through the relay, both ways: bob knows nothing of alice but her relayed
     /// candidate, alice only a dead address on bob's IP (whose permission covers bob, as
     /// permissions ignore ports). Bob's checks reach alice through coturn and her answers
