@@ -117,8 +117,9 @@ let package = Package(
         .target(
             name: "TestSupport",
             // MediaEngine for the STUN probes of the NAT lab's real peers (coturn, the server)
-            // and coturn's REST credentials (TURNCredentials; a lab test checks them against openssl).
-            dependencies: ["MediaEngine"],
+            // and coturn's REST credentials (TURNCredentials; a lab test checks them against openssl);
+            // MediaServer for coturn's configuration (CoturnConfiguration).
+            dependencies: ["MediaEngine", "MediaServer"],
             path: "Tests/TestSupport",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),

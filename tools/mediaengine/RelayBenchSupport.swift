@@ -1,9 +1,10 @@
 import Foundation
 import MediaEngine
+import MediaServer
 import Synchronization
 
 /// coturn's `turnserver` on 127.0.0.1 for one run of `bench relay`, started from the
-/// engine's `CoturnConfiguration` (as the tests' coturn is) with a fresh secret and
+/// server's `CoturnConfiguration` (as the tests' coturn is) with a fresh secret and
 /// directory, relaying to loopback peers. It runs under coreutils' `timeout`, so it ends
 /// on its own `lifetime` seconds after the start even if this process is killed; `stop()`
 /// (or deinit) ends it at once.
@@ -38,6 +39,12 @@ final class LoopbackCoturn {
                                                 secret: CoturnConfiguration.randomSecret(), directory: directory.path)
         configuration.allowsLoopbackPeers = true
         configuration.verbose = false
+        do {
+            try configuration.write()
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw CommandFailure("cannot write \(configuration.configurationPath): \(error.localizedDescription)")
+        }
         let process = Process()
         process.executableURL = timeout
         // timeout forwards our SIGTERM to turnserver and sends SIGKILL 5 s later if needed.

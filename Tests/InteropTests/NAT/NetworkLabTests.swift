@@ -143,7 +143,14 @@ import Testing
             let coturn = try Coturn(loopbackRealm: "loop.test")
             try coturn.start()
             defer { coturn.stop() }
-            #expect(coturn.arguments.contains("--allow-loopback-peers"))
+            let file = try String(contentsOfFile: coturn.configuration.configurationPath, encoding: .utf8)
+            #expect(file.split(separator: "\n").contains("allow-loopback-peers"))
+            // The secret is in its config file only: no process's command line shows it.
+            let commandLines = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []).compactMap {
+                try? Data(contentsOf: URL(fileURLWithPath: "/proc/\($0)/cmdline"))
+            }
+            #expect(commandLines.contains { String(decoding: $0, as: UTF8.self).contains("turnserver") })
+            #expect(!commandLines.contains { String(decoding: $0, as: UTF8.self).contains(coturn.secret) })
             let port = coturn.port
             #expect(LivePort.stableRange.contains(port))
             let first = try STUNProbe.mappedAddress(of: coturn.serverAddress)

@@ -3,14 +3,15 @@ import Glibc
 #endif
 import Foundation
 import MediaEngine
+import MediaServer
 
 /// coturn's `turnserver` (Debian `coturn`, which `tools/bootstrap` installs) as a STUN and
 /// TURN server for one test: in a `NetworkLab` namespace on its address, or on loopback.
 ///
-/// It runs in the foreground from a temporary directory (its log, pid file and user
-/// database are there; no config file is read), with long-term credentials from its REST
-/// API (`use-auth-secret`): `credentials(account:)` makes them. UDP and TCP only, no TLS
-/// or DTLS, no CLI. `start` returns once it answers a STUN Binding request.
+/// It runs in the foreground from a temporary directory (its config file, log, pid file
+/// and user database are there; the secret is only in the config file), with long-term
+/// credentials from its REST API (`use-auth-secret`): `credentials(account:)` makes them.
+/// UDP and TCP only, no TLS or DTLS, no CLI. `start` returns once it answers a STUN Binding request.
 public final class Coturn {
     /// What the command line says beyond listening and credentials.
     public struct Options: Sendable {
@@ -22,8 +23,8 @@ public final class Coturn {
         public var totalQuota: Int?
         /// `-v`: a line per session and allocation in the log.
         public var verbose = true
-        /// Anything else, appended as is.
-        public var extraArguments: [String] = []
+        /// More config-file lines (`option` or `option=value`).
+        public var extraLines: [String] = []
         public init() {}
     }
 
@@ -87,7 +88,7 @@ public final class Coturn {
 
     public var isRunning: Bool { process?.isRunning ?? false }
 
-    /// The command line, from the engine's `CoturnConfiguration` (which the relay bench
+    /// Its config file, from the server's `CoturnConfiguration` (which the relay bench
     /// starts coturn with too).
     public var configuration: CoturnConfiguration {
         var configuration = CoturnConfiguration(address: address, port: port, realm: realm, secret: secret, directory: directory.path)
@@ -96,7 +97,7 @@ public final class Coturn {
         configuration.totalQuota = options.totalQuota
         configuration.verbose = options.verbose
         configuration.allowsLoopbackPeers = lab == nil
-        configuration.extraArguments = options.extraArguments
+        configuration.extraLines = options.extraLines
         return configuration
     }
 
@@ -118,6 +119,7 @@ public final class Coturn {
                 port = free
             }
             try? FileManager.default.removeItem(at: logURL)
+            try configuration.write()
             let started: BackgroundProcess
             if let lab, let namespace {
                 started = try lab.run(in: namespace, "turnserver", arguments)
