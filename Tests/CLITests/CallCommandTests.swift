@@ -11,6 +11,9 @@ import Testing
         let url: String
         let alice: String
         let bob: String
+        /// The tokens in files of their own (mode 600), as the README shows them.
+        let aliceFile: String
+        let bobFile: String
 
         init(serverOptions: [String] = []) throws {
             directory = try temporaryDirectory("call")
@@ -19,11 +22,21 @@ import Testing
                                                   "--secret-file", secret, "--ring-timeout", "5", "--duration", "120"] + serverOptions)
             alice = try CLI.run(["token", "--account", "alice", "--secret-file", secret]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             bob = try CLI.run(["token", "--account", "bob", "--secret-file", secret]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            aliceFile = try Self.writeToken(alice, to: directory.appendingPathComponent("alice.token").path)
+            bobFile = try Self.writeToken(bob, to: directory.appendingPathComponent("bob.token").path)
+        }
+
+        /// Writes `token` to `path`, readable by its owner only; returns the path.
+        static func writeToken(_ token: String, to path: String) throws -> String {
+            guard FileManager.default.createFile(atPath: path, contents: Data((token + "\n").utf8), attributes: [.posixPermissions: 0o600]) else {
+                throw CLIFailure("cannot write \(path)")
+            }
+            return path
         }
 
         /// `mediaengine server` with `options`, once it listens, and its URL.
-        static func startServer(_ options: [String]) throws -> (BackgroundProcess, String) {
-            let server = try CLI.start(["server"] + options)
+        static func startServer(_ options: [String], environment: [String: String] = [:]) throws -> (BackgroundProcess, String) {
+            let server = try CLI.start(["server"] + options, environment: environment)
             guard server.waitForOutput(containing: "listening on ws://", timeout: 20),
                   let line = server.stdout.split(separator: "\n").first(where: { $0.hasPrefix("listening on ") }) else {
                 throw CLIFailure("server did not start: \(server.stderr)")
@@ -48,13 +61,13 @@ import Testing
             let setup = try Setup()
             defer { setup.finish() }
             let wav = setup.directory.appendingPathComponent("heard.wav").path
-            let answer = try CLI.start(["answer", "--server", setup.url, "--token", setup.bob, "--auto-accept", "--audio", "sine:660",
+            let answer = try CLI.start(["answer", "--server", setup.url, "--token-file", setup.bobFile, "--auto-accept", "--audio", "sine:660",
                                         "--record-remote", wav, "--media-host", "127.0.0.1"])
             #expect(answer.waitForOutput(containing: "waiting for calls as bob", timeout: 20), "\(answer.stderr)")
             let png = setup.directory.appendingPathComponent("me.png").path
             let bobWebM = setup.directory.appendingPathComponent("bob.webm").path
             let aliceWebM = setup.directory.appendingPathComponent("alice.webm").path
-            let call = try CLI.run(["call", "bob", "--server", setup.url, "--token", setup.alice, "--video", "--quality", "low",
+            let call = try CLI.run(["call", "bob", "--server", setup.url, "--token-file", setup.aliceFile, "--video", "--quality", "low",
                                     "--audio", "sine:440", "--duration", "2", "--media-host", "127.0.0.1", "--snapshot", png,
                                     "--record-remote", bobWebM, "--record-local", aliceWebM])
             #expect(call.status == 0, "\(call.stderr)")
@@ -99,11 +112,11 @@ import Testing
             let tone = (0..<24_000).map { Int16(0.6 * 32_767 * sin(2 * Double.pi * 880 * Double($0) / 48_000)) }
             try AudioFile.writeWAV(AudioFrame(layout: .mono, samples: tone), path: file)
             let wav = setup.directory.appendingPathComponent("heard.wav").path
-            let answer = try CLI.start(["answer", "--server", setup.url, "--token", setup.bob, "--auto-accept", "--audio", "silence",
+            let answer = try CLI.start(["answer", "--server", setup.url, "--token-file", setup.bobFile, "--auto-accept", "--audio", "silence",
                                         "--record-remote", wav, "--media-host", "127.0.0.1"])
             #expect(answer.waitForOutput(containing: "waiting for calls", timeout: 20))
             let recording = setup.directory.appendingPathComponent("call.ogg").path
-            let call = try CLI.run(["call", "bob", "--server", setup.url, "--token", setup.alice, "--audio", "silence", "--duration", "2",
+            let call = try CLI.run(["call", "bob", "--server", setup.url, "--token-file", setup.aliceFile, "--audio", "silence", "--duration", "2",
                                     "--mix-file", file, "--mix-loops", "1", "--mix-send-volume", "0.5", "--media-host", "127.0.0.1",
                                     "--record-audio", recording])
             #expect(call.status == 0, "\(call.stderr)")
@@ -128,9 +141,9 @@ import Testing
         try await Heavy.run {
             let setup = try Setup()
             defer { setup.finish() }
-            let answer = try CLI.start(["answer", "--server", setup.url, "--token", setup.bob, "--reject", "--media-host", "127.0.0.1"])
+            let answer = try CLI.start(["answer", "--server", setup.url, "--token-file", setup.bobFile, "--reject", "--media-host", "127.0.0.1"])
             #expect(answer.waitForOutput(containing: "waiting for calls", timeout: 20))
-            let call = try CLI.run(["call", "bob", "--server", setup.url, "--token", setup.alice, "--media-host", "127.0.0.1"])
+            let call = try CLI.run(["call", "bob", "--server", setup.url, "--token-file", setup.aliceFile, "--media-host", "127.0.0.1"])
             #expect(call.status == 0, "\(call.stderr)")
             #expect(call.stdout.contains("accepted=false") && call.stdout.contains("reason=rejected"), "\(call.stdout)")
             let answered = try answer.wait(timeout: 20)
@@ -142,13 +155,13 @@ import Testing
         try await Heavy.run {
             let setup = try Setup()
             defer { setup.finish() }
-            let offline = try CLI.run(["call", "carol", "--server", setup.url, "--token", setup.alice])
+            let offline = try CLI.run(["call", "carol", "--server", setup.url, "--token-file", setup.aliceFile])
             #expect(offline.status != 0)
             #expect(offline.stderr.contains("carol has no device online (11001)"), "\(offline.stderr)")
             let forged = try CLI.run(["call", "bob", "--server", setup.url, "--token", "not.a.token"])
             #expect(forged.stderr.contains("token is not valid (401)"), "\(forged.stderr)")
             let started = Date()
-            let nowhere = try CLI.run(["call", "bob", "--server", "ws://127.0.0.1:9/", "--token", setup.alice])
+            let nowhere = try CLI.run(["call", "bob", "--server", "ws://127.0.0.1:9/", "--token-file", setup.aliceFile])
             #expect(nowhere.status != 0 && nowhere.stderr.contains("cannot connect to ws://127.0.0.1:9/"), "\(nowhere.stderr)")
             #expect(Date().timeIntervalSince(started) < 15)
         }

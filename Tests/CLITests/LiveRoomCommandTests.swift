@@ -29,14 +29,14 @@ import Testing
             let setup = try CallCommands.Setup(serverOptions: ["--live-size", "640x360@15", "--live-bitrate", "600000",
                                                                "--live-recording-directory", recordings.path])
             defer { setup.finish() }
-            #expect(try CLI.run(["meeting", "reserve", "show", "--server", setup.url, "--token", setup.alice]).status == 0)
+            #expect(try CLI.run(["meeting", "reserve", "show", "--server", setup.url, "--token-file", setup.aliceFile]).status == 0)
             // A client names a file in the server's recording directory, never a path of its choosing.
             let file = recordings.appendingPathComponent("room.flv").path
-            let alice = try CLI.start(["meeting", "join", "show", "--server", setup.url, "--token", setup.alice, "--audio", "sine:440",
+            let alice = try CLI.start(["meeting", "join", "show", "--server", setup.url, "--token-file", setup.aliceFile, "--audio", "sine:440",
                                        "--video", "--video-source", "color:ff0000:320x180@15", "--media-host", "127.0.0.1",
                                        "--bypass-url", "room.flv", "--mix-mode", "2", "--commands", "--duration", "8"], input: true)
             #expect(alice.waitForOutput(containing: "joined show", timeout: 20), "\(alice.stderr)")
-            let bob = try CLI.start(["meeting", "join", "show", "--server", setup.url, "--token", setup.bob, "--audio", "sine:660",
+            let bob = try CLI.start(["meeting", "join", "show", "--server", setup.url, "--token-file", setup.bobFile, "--audio", "sine:660",
                                      "--video", "--video-source", "color:0000ff:320x180@15", "--media-host", "127.0.0.1", "--bypass",
                                      "--duration", "6"])
             #expect(alice.waitForOutput(containing: "output=push status=505", timeout: 20), "pushing: \(alice.stdout)\(alice.stderr)")

@@ -9,16 +9,16 @@ import Testing
         try await Heavy.runAlone {
             let setup = try CallCommands.Setup()
             defer { setup.finish() }
-            let reserved = try CLI.run(["meeting", "reserve", "weekly", "--server", setup.url, "--token", setup.alice])
+            let reserved = try CLI.run(["meeting", "reserve", "weekly", "--server", setup.url, "--token-file", setup.aliceFile])
             #expect(reserved.status == 0 && reserved.stdout.contains("reserved weekly"), "\(reserved.stdout)\(reserved.stderr)")
-            let again = try CLI.run(["meeting", "reserve", "weekly", "--server", setup.url, "--token", setup.bob])
+            let again = try CLI.run(["meeting", "reserve", "weekly", "--server", setup.url, "--token-file", setup.bobFile])
             #expect(again.status != 0 && again.stderr.contains("(417)"), "a name in use: \(again.stderr)")
 
             let heard = setup.directory.appendingPathComponent("alice-heard.wav").path
-            let alice = try CLI.start(["meeting", "join", "weekly", "--server", setup.url, "--token", setup.alice, "--audio", "sine:440",
+            let alice = try CLI.start(["meeting", "join", "weekly", "--server", setup.url, "--token-file", setup.aliceFile, "--audio", "sine:440",
                                        "--play", "file:\(heard)", "--media-host", "127.0.0.1", "--duration", "5"])
             #expect(alice.waitForOutput(containing: "joined weekly", timeout: 20), "\(alice.stderr)")
-            let bob = try CLI.run(["meeting", "join", "weekly", "--server", setup.url, "--token", setup.bob, "--audio", "sine:660",
+            let bob = try CLI.run(["meeting", "join", "weekly", "--server", setup.url, "--token-file", setup.bobFile, "--audio", "sine:660",
                                    "--media-host", "127.0.0.1", "--duration", "2"])
             #expect(bob.status == 0, "\(bob.stderr)")
             #expect(bob.stdout.contains("participants: alice"), "\(bob.stdout)")
@@ -63,11 +63,11 @@ import Testing
                 try CLI.run(["token", "--account", account, "--secret-file", secret]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             }
             let (alice, bob) = (try token("alice"), try token("bob"))
-            #expect(try CLI.run(["meeting", "reserve", "standup", "--server", url, "--token", alice]).status == 0)
+            #expect(try CLI.run(["meeting", "reserve", "standup", "--server", url], environment: ["MEDIAENGINE_TOKEN": alice]).status == 0)
             var joins: [BackgroundProcess] = []
             for (account, tone) in [(alice, 440), (bob, 660)] {
-                let join = try CLI.start(["meeting", "join", "standup", "--server", url, "--token", account, "--audio", "sine:\(tone)",
-                                          "--media-host", "127.0.0.1", "--duration", "60"])
+                let join = try CLI.start(["meeting", "join", "standup", "--server", url, "--audio", "sine:\(tone)",
+                                          "--media-host", "127.0.0.1", "--duration", "60"], environment: ["MEDIAENGINE_TOKEN": account])
                 #expect(join.waitForOutput(containing: "joined standup", timeout: 20), "\(join.stderr)")
                 joins.append(join)
             }
@@ -86,9 +86,9 @@ import Testing
             let port = try #require(Int(url.split(separator: ":").last?.filter(\.isNumber) ?? ""))
             let (second, again) = try startServer(port: port)
             #expect(again == url)
-            #expect(try CLI.run(["meeting", "reserve", "standup", "--server", url, "--token", alice]).status == 0, "the name is free again")
-            let rejoin = try CLI.run(["meeting", "join", "standup", "--server", url, "--token", bob, "--audio", "sine:660",
-                                      "--media-host", "127.0.0.1", "--duration", "2"])
+            #expect(try CLI.run(["meeting", "reserve", "standup", "--server", url], environment: ["MEDIAENGINE_TOKEN": alice]).status == 0, "the name is free again")
+            let rejoin = try CLI.run(["meeting", "join", "standup", "--server", url, "--audio", "sine:660",
+                                      "--media-host", "127.0.0.1", "--duration", "2"], environment: ["MEDIAENGINE_TOKEN": bob])
             #expect(rejoin.status == 0 && rejoin.stdout.contains("joined standup"), "\(rejoin.stdout)\(rejoin.stderr)")
             second.terminate()
             let last = try second.wait(timeout: 20)

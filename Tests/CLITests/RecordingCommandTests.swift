@@ -22,13 +22,14 @@ import Testing
             probe.close()
             let key = SRTPKeyingMaterial.random().base64
             let send = ["send", "--to", "127.0.0.1:\(port)", "--audio", "silence", "--video", "testsrc:320x240@15", "--bundle",
-                        "--sdp", path("s.sdp"), "--srtp-key", key]
-            #expect(try CLI.run(send + ["--sdp-only"]).status == 0)
+                        "--sdp", path("s.sdp")]
+            let keyEnvironment = ["MEDIAENGINE_SRTP_KEY": key]
+            #expect(try CLI.run(send + ["--sdp-only"], environment: keyEnvironment).status == 0)
             let receiving = try CLI.start(["receive", "--sdp", path("s.sdp"), "--record", path("received.webm"), "--duration", "20"])
             #expect(receiving.waitForOutput(containing: "for video", timeout: 10))
             let sent = try CLI.run(send + ["--duration", "3", "--mix-file", mixFile, "--mix-loops", "-1", "--mix-send-volume", "0.5",
                                            "--record-local", path("sent.webm"), "--record-video-bitrate", "80000",
-                                           "--record-audio", path("sent.ogg"), "--snapshot", path("first.png")])
+                                           "--record-audio", path("sent.ogg"), "--snapshot", path("first.png")], environment: keyEnvironment)
             #expect(sent.status == 0, "\(sent.stderr)")
             let received = try receiving.wait(timeout: 20)
             #expect(received.status == 0, "\(received.stderr)")

@@ -16,7 +16,10 @@ import Testing
             let arguments = ["send", "--to", "127.0.0.1:\(port)", "--audio", "sine:1000", "--video", "testsrc:160x120@15",
                              "--bundle", "--sdp", sdp]
             let key = SRTPKeyingMaterial.random(profile: .aeadAES128GCM).base64
-            let prepared = try CLI.run(arguments + ["--sdp-only", "--srtp-profile", "AEAD_AES_128_GCM", "--srtp-key", key])
+            // The key from a file of its own for the SDP, from the environment for the send.
+            let keyFile = directory.appendingPathComponent("srtp.key").path
+            #expect(FileManager.default.createFile(atPath: keyFile, contents: Data(key.utf8), attributes: [.posixPermissions: 0o600]))
+            let prepared = try CLI.run(arguments + ["--sdp-only", "--srtp-profile", "AEAD_AES_128_GCM", "--srtp-key-file", keyFile])
             #expect(prepared.status == 0, "\(prepared.stderr)")
             let permissions = try FileManager.default.attributesOfItem(atPath: sdp)[.posixPermissions] as? Int
             #expect(permissions == 0o600, "the SDP holds the key")
@@ -25,7 +28,8 @@ import Testing
 
             let listening = try CLI.start(["receive", "--sdp", sdp, "--record", wav, "--duration", "20", "--stats"])
             #expect(listening.waitForOutput(containing: "for video", timeout: 10))
-            let run = try CLI.run(arguments + ["--srtp-profile", "AEAD_AES_128_GCM", "--srtp-key", key, "--duration", "1.5"])
+            let run = try CLI.run(arguments + ["--srtp-profile", "AEAD_AES_128_GCM", "--duration", "1.5"], environment: ["MEDIAENGINE_SRTP_KEY": key])
+            #expect(!run.stderr.contains("warning"), "no warning for the environment's key: \(run.stderr)")
             #expect(run.status == 0, "\(run.stderr)")
             #expect(run.stdout.hasPrefix("sent: audio packets=75"), "\(run.stdout)")
             // A clean path: nothing asked for again, and the receiver's transport-wide feedback
@@ -57,7 +61,7 @@ import Testing
         (["send", "--to", "127.0.0.1:5004", "--audio", "sine:0", "--no-srtp"], "sine needs a frequency"),
         (["send", "--to", "127.0.0.1:5004", "--video", "testsrc:641x480", "--no-srtp"], "even sizes"),
         (["send", "--to", "127.0.0.1:5004", "--audio", "file:/nonexistent/a.wav", "--no-srtp"], "/nonexistent/a.wav"),
-        (["send", "--to", "127.0.0.1:5004", "--audio", "sine:440"], "add --sdp, --srtp-key or --no-srtp"),
+        (["send", "--to", "127.0.0.1:5004", "--audio", "sine:440"], "add --sdp, --srtp-key-file or --no-srtp"),
         (["send", "--to", "127.0.0.1:5004", "--audio", "sine:440", "--srtp-key", "c2hvcnQ="], "needs 30 bytes of key and salt, got 5"),
         (["send", "--to", "127.0.0.1:5004", "--audio", "sine:440", "--srtp-key", "!!!"], "not valid base64"),
         (["send", "--to", "127.0.0.1:5004", "--audio", "sine:440", "--srtp-key", "c2hvcnQ=", "--no-srtp"], "cannot be combined"),

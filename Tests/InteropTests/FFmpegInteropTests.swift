@@ -65,10 +65,10 @@ import Testing
             let sdp = directory.appendingPathComponent("send.sdp").path
             let wav = directory.appendingPathComponent("audio.wav").path
             let y4m = directory.appendingPathComponent("video.y4m").path
-            let arguments = ["send", "--to", "127.0.0.1:\(port)", "--audio", "sine:440", "--video", "testsrc:320x240@30",
-                             "--srtp-key", key, "--sdp", sdp]
+            let arguments = ["send", "--to", "127.0.0.1:\(port)", "--audio", "sine:440", "--video", "testsrc:320x240@30", "--sdp", sdp]
+            let keyEnvironment = ["MEDIAENGINE_SRTP_KEY": key]
 
-            let prepared = try CLI.run(arguments + ["--sdp-only"])
+            let prepared = try CLI.run(arguments + ["--sdp-only"], environment: keyEnvironment)
             #expect(prepared.status == 0, "\(prepared.stderr)")
             let receiver = try BackgroundProcess(program: "ffmpeg", arguments: [
                 "-hide_banner", "-loglevel", "error", "-protocol_whitelist", "file,udp,rtp,srtp", "-i", sdp,
@@ -76,7 +76,7 @@ import Testing
             ])
             #expect(waitUntilUDPPortIsBound(port, timeout: 20) && waitUntilUDPPortIsBound(port + 2, timeout: 20),
                      "ffmpeg listens on the SDP's ports")
-            let sent = try CLI.run(arguments + ["--duration", "3"])
+            let sent = try CLI.run(arguments + ["--duration", "3"], environment: keyEnvironment)
             #expect(sent.status == 0, "\(sent.stderr)")
             try await Task.sleep(for: .seconds(1))
             receiver.interrupt()

@@ -88,7 +88,8 @@ import Testing
             #expect(receiver.waitForOutput(containing: "PLAYING", timeout: 20))
             #expect(waitUntilUDPPortIsBound(port, timeout: 10) && waitUntilUDPPortIsBound(port + 2, timeout: 10))
             let sent = try CLI.run(["send", "--to", "127.0.0.1:\(port)", "--audio", "sine:440", "--video", "testsrc:320x240@30",
-                                    "--audio-ssrc", "1111", "--video-ssrc", "2222", "--srtp-key", key.base64, "--duration", "3"])
+                                    "--audio-ssrc", "1111", "--video-ssrc", "2222", "--duration", "3"],
+                                   environment: ["MEDIAENGINE_SRTP_KEY": key.base64])
             #expect(sent.status == 0, "\(sent.stderr)")
             try await Task.sleep(for: .seconds(1))
             receiver.interrupt()

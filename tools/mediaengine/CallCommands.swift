@@ -20,11 +20,24 @@ struct SignalingOptions: ParsableArguments {
     @Option(help: "Signaling server, ws://HOST:PORT/.")
     var server: String
 
-    @Option(help: "Login token (from `mediaengine token`).")
-    var token: String
+    @Option(help: "File holding the login token (from `mediaengine token`; keep it mode 600). Or set MEDIAENGINE_TOKEN.")
+    var tokenFile: String?
+
+    @Option(help: "Login token. Every user of this machine sees it in the process list: prefer --token-file or MEDIAENGINE_TOKEN.")
+    var token: String?
 
     @Option(help: "This device's name (an account may be logged in on several).")
     var device = "cli"
+
+    func validate() throws {
+        _ = try SecretSource.token.require(argument: token, file: tokenFile)
+    }
+
+    /// The token from --token-file, MEDIAENGINE_TOKEN or --token (checked and warned
+    /// about in `validate`).
+    func loginToken() throws -> String {
+        try SecretSource.token.require(argument: token, file: tokenFile, warn: { _ in })
+    }
 }
 
 /// What a call sends and what becomes of what it receives.
@@ -319,7 +332,7 @@ struct CallCommand: AsyncParsableCommand {
     func run() async throws {
         let recorder = try media.remoteAudioRecorder()
         let manager = NetCallManager(configuration: NetCallManager.Configuration(
-            server: signaling.server, token: signaling.token, device: signaling.device, media: media.factory(recorder: recorder)))
+            server: signaling.server, token: try signaling.loginToken(), device: signaling.device, media: media.factory(recorder: recorder)))
         do {
             try await manager.login()
             let started = Date()
@@ -373,7 +386,7 @@ struct AnswerCommand: AsyncParsableCommand {
     func run() async throws {
         let recorder = try media.remoteAudioRecorder()
         let manager = NetCallManager(configuration: NetCallManager.Configuration(
-            server: signaling.server, token: signaling.token, device: signaling.device, media: media.factory(recorder: recorder)))
+            server: signaling.server, token: try signaling.loginToken(), device: signaling.device, media: media.factory(recorder: recorder)))
         do throws(SignalingError) {
             let login = try await manager.login()
             say("waiting for calls as \(login.account)")

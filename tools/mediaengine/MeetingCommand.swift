@@ -26,7 +26,7 @@ struct MeetingCommand: AsyncParsableCommand {
 
         func run() async throws {
             let manager = NetCallManager(configuration: NetCallManager.Configuration(
-                server: signaling.server, token: signaling.token, device: signaling.device,
+                server: signaling.server, token: try signaling.loginToken(), device: signaling.device,
                 media: { _, _ in throw CommandFailure("reserving sends no media") }))
             do throws(SignalingError) {
                 try await manager.login()
@@ -206,7 +206,7 @@ struct MeetingCommand: AsyncParsableCommand {
                 return configuration
             }
             let manager = NetCallManager(configuration: NetCallManager.Configuration(
-                server: signaling.server, token: signaling.token, device: signaling.device, media: factory))
+                server: signaling.server, token: try signaling.loginToken(), device: signaling.device, media: factory))
             let id: UInt64
             do throws(SignalingError) {
                 try await manager.login()

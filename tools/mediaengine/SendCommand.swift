@@ -36,7 +36,10 @@ struct SendCommand: ParsableCommand {
     @Flag(help: "Write the SDP and exit without sending (start the receiver with it, then send).")
     var sdpOnly = false
 
-    @Option(help: "SRTP master key and salt, base64 (30 bytes; 28 for AEAD_AES_128_GCM). Default: a random key.")
+    @Option(help: "File holding the SRTP master key and salt, base64 (30 bytes; 28 for AEAD_AES_128_GCM); or set MEDIAENGINE_SRTP_KEY. Default: a random key.")
+    var srtpKeyFile: String?
+
+    @Option(help: "SRTP master key and salt, base64. Every user of this machine sees it in the process list: prefer --srtp-key-file or MEDIAENGINE_SRTP_KEY.")
     var srtpKey: String?
 
     @Option(help: "SRTP profile: AES_CM_128_HMAC_SHA1_80, AES_CM_128_HMAC_SHA1_32 or AEAD_AES_128_GCM.")
@@ -69,10 +72,14 @@ struct SendCommand: ParsableCommand {
     func validate() throws {
         if audio == nil && video == nil { throw ValidationError("give --audio, --video or both") }
         if audioSsrc == 0 || videoSsrc == 0 { throw ValidationError("an SSRC must not be 0") }
-        if noSrtp && srtpKey != nil { throw ValidationError("--srtp-key and --no-srtp cannot be combined") }
+        if noSrtp && (srtpKey != nil || srtpKeyFile != nil) {
+            throw ValidationError("\(srtpKey != nil ? "--srtp-key" : "--srtp-key-file") and --no-srtp cannot be combined")
+        }
+        // MEDIAENGINE_SRTP_KEY counts only for SRTP: with --no-srtp it is left alone.
+        let key = noSrtp ? nil : try SecretSource.srtpKey.resolve(argument: srtpKey, file: srtpKeyFile)
         if sdpOnly && sdp == nil { throw ValidationError("--sdp-only needs --sdp FILE") }
-        if !noSrtp && srtpKey == nil && sdp == nil {
-            throw ValidationError("a random SRTP key is only useful with --sdp FILE to hand it to the receiver; add --sdp, --srtp-key or --no-srtp")
+        if !noSrtp && key == nil && sdp == nil {
+            throw ValidationError("a random SRTP key is only useful with --sdp FILE to hand it to the receiver; add --sdp, --srtp-key-file or --no-srtp")
         }
         if let duration, !(duration > 0 && duration <= 86_400) {
             throw ValidationError("--duration \(duration) must be more than 0 and at most 86400 seconds")
@@ -105,7 +112,8 @@ struct SendCommand: ParsableCommand {
         configuration.videoBitrate = BenchValue.bitrate(videoBitrate)!
         configuration.keyframeInterval = keyframeInterval
         if !noSrtp {
-            configuration.keying = try srtpKey.map { try SRTPKeyingMaterial(profile: profile, base64: $0) } ?? .random(profile: profile)
+            let key = try SecretSource.srtpKey.resolve(argument: srtpKey, file: srtpKeyFile, warn: { _ in })
+            configuration.keying = try key.map { try SRTPKeyingMaterial(profile: profile, base64: $0) } ?? .random(profile: profile)
         }
         let controls = SenderControls()
         configuration.controls = controls

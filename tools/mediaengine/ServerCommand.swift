@@ -177,7 +177,7 @@ struct ServerCommand: AsyncParsableCommand {
         configuration.forwarding.subscriberBandwidth.maximumBitrate = max(configuration.forwarding.subscriberBandwidth.maximumBitrate,
                                                                          subscriberStartBitrate)
         var logger = Logger(label: "mediaengine.server")
-        logger.logLevel = .notice
+        logger.logLevel = LogLevel.level(or: .notice)
         let server = SignalingServer(configuration: configuration, authority: await TokenAuthority(secret: secret), store: store,
                                      logger: logger)
         Interruption.unblockSignals()

@@ -48,19 +48,19 @@ import Testing
         }
         let url = "ws://\(serverHost.address):8080"
         func token(_ account: String) throws -> String {
-            try CLI.run(["token", "--account", account, "--secret-file", secret]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            try Self.tokenFile(account, secret: secret, in: directory)
         }
         let aliceWAV = directory.appendingPathComponent("alice-heard.wav").path
         let bobWAV = directory.appendingPathComponent("bob-heard.wav").path
         let answer = try lab.run(in: bobHost, CLI.executable.path,
-                                 ["answer", "--server", url, "--token", try token("bob"), "--auto-accept", "--audio", "sine:660",
+                                 ["answer", "--server", url, "--token-file", try token("bob"), "--auto-accept", "--audio", "sine:660",
                                   "--record-remote", bobWAV])
         guard answer.waitForOutput(containing: "waiting for calls as bob", timeout: 20) else {
             throw ToolFailure("answer did not start: \(answer.stdout) \(answer.stderr)")
         }
         let started = ContinuousClock.now
         let call = try lab.run(in: aliceHost, CLI.executable.path,
-                               ["call", "bob", "--server", url, "--token", try token("alice"), "--audio", "sine:440",
+                               ["call", "bob", "--server", url, "--token-file", try token("alice"), "--audio", "sine:440",
                                 "--duration", String(seconds), "--record-remote", aliceWAV])
         var setup: Double?
         if call.waitForOutput(containing: "callStatus callID=", timeout: 25) {
@@ -73,6 +73,16 @@ import Testing
         let answered = try answer.wait(timeout: 30)
         func samples(_ path: String) -> [Int16] { (try? AudioFile.read(path: path).samples) ?? [] }
         return (Outcome(call: called, answer: answered, setup: setup, heardByAlice: samples(aliceWAV), heardByBob: samples(bobWAV)), coturn)
+    }
+
+    /// A login token for `account` in a file of its own (mode 600); its path.
+    static func tokenFile(_ account: String, secret: String, in directory: URL) throws -> String {
+        let token = try CLI.run(["token", "--account", account, "--secret-file", secret]).stdout
+        let path = directory.appendingPathComponent("\(account).token").path
+        guard FileManager.default.createFile(atPath: path, contents: Data(token.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw ToolFailure("cannot write \(path)")
+        }
+        return path
     }
 
     /// The pair kind a side printed (`mediaPath callID=N KIND local=... remote=...`).
@@ -211,19 +221,19 @@ import Testing
             #expect(server.waitForOutput(containing: "listening on ws://", timeout: 20), "\(server.stderr)")
             let url = "ws://\(serverHost.address):8080"
             func token(_ account: String) throws -> String {
-                try CLI.run(["token", "--account", account, "--secret-file", secret]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                try Self.tokenFile(account, secret: secret, in: directory)
             }
-            let reserved = try lab.run(in: alice, CLI.executable.path, ["meeting", "reserve", "nat", "--server", url, "--token", try token("alice")])
+            let reserved = try lab.run(in: alice, CLI.executable.path, ["meeting", "reserve", "nat", "--server", url, "--token-file", try token("alice")])
             #expect(try reserved.wait(timeout: 20).status == 0)
             let heard = directory.appendingPathComponent("alice-heard.wav").path
             let started = ContinuousClock.now
             let aliceJoin = try lab.run(in: alice, CLI.executable.path,
-                                        ["meeting", "join", "nat", "--server", url, "--token", try token("alice"), "--audio", "sine:440",
+                                        ["meeting", "join", "nat", "--server", url, "--token-file", try token("alice"), "--audio", "sine:440",
                                          "--play", "file:\(heard)", "--duration", "6"])
             #expect(aliceJoin.waitForOutput(containing: "meetingStatus callID=", timeout: 20), "\(aliceJoin.stdout)\(aliceJoin.stderr)")
             let setup = (ContinuousClock.now - started) / .seconds(1)
             let bobJoin = try lab.run(in: bob, CLI.executable.path,
-                                      ["meeting", "join", "nat", "--server", url, "--token", try token("bob"), "--audio", "sine:660", "--duration", "3"])
+                                      ["meeting", "join", "nat", "--server", url, "--token-file", try token("bob"), "--audio", "sine:660", "--duration", "3"])
             let bobRun = try bobJoin.wait(timeout: 30)
             let aliceRun = try aliceJoin.wait(timeout: 30)
             #expect(aliceRun.stdout.contains("meetingStatus callID=") && aliceRun.stdout.contains(" connected"), "\(aliceRun.stdout)")
