@@ -211,7 +211,13 @@ public final class MediaSession: Sendable {
     let streamOwners = Mutex<[ReceiveStreamID: String]>([:])
     let mixTask = Mutex<AudioFileMixTask?>(nil)
     let recordings = Mutex<[RecordingTarget: MediaRecorder]>([:])
-    let eventHandler = Mutex<(@Sendable (Event) -> Void)?>(nil)
+    /// The app's event handler, in a struct: a bare closure read through `Mutex.withLock`
+    /// is written back re-thunked (generic reabstraction), so every event would nest it two
+    /// thunks deeper until the thread's stack overflowed (about an hour into a call).
+    let eventHandler = Mutex<EventHandler?>(nil)
+    struct EventHandler: Sendable {
+        let call: @Sendable (Event) -> Void
+    }
     let localAudioChannels: Int
     let audioStream: SendStreamID
     let videoStream: SendStreamID?
@@ -301,7 +307,7 @@ public final class MediaSession: Sendable {
         controls.replaceVideoSource(source)
     }
 
-    func emit(_ event: Event) { eventHandler.withLock { $0 }?(event) }
+    func emit(_ event: Event) { eventHandler.withLock { $0 }?.call(event) }
 
     /// Starts both directions toward `remote` (whose media is participant ""); returns at
     /// once. Call once.
@@ -347,7 +353,7 @@ public final class MediaSession: Sendable {
             return state.gathering
         }
         guard !already else { return }
-        eventHandler.withLock { $0 = events }
+        eventHandler.withLock { $0 = EventHandler(call: events) }
         let configuration = parts.configuration
         let hosts = local.candidates
         transport.withCore { core, now in
@@ -398,7 +404,7 @@ public final class MediaSession: Sendable {
         }
         guard !alreadyStarted else { return }
         gather(events: events)
-        eventHandler.withLock { $0 = events }  // replaces the gathering handler, if the app gathered first
+        eventHandler.withLock { $0 = EventHandler(call: events) }  // replaces the gathering handler, if the app gathered first
         let candidates = usableRemote(remote.candidates)
         try transport.withCore { core, now in
             try core.setInboundKeying(remote.keying)
