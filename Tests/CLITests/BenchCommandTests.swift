@@ -160,6 +160,11 @@ import Testing
         (["--json", "--csv"], "--json and --csv cannot be combined"),
         (["--codec", "h264"], "h264"),
         (["--no-such-option"], "Unknown option '--no-such-option'"),
+        (["soak", "--minutes", "0.1"], "--minutes 0.1 must be within 0.5...1440"),
+        (["soak", "--minutes", "1", "--interval", "30"], "--interval 30.0 leaves fewer than 4 samples in 1.0 minutes"),
+        (["soak", "--meeting", "1"], "--meeting 1 must be within 2...16 participants"),
+        (["soak", "--size", "15x15"], "--size 15x15: use WIDTHxHEIGHT"),
+        (["soak", "--max-rss-slope", "0"], "--max-rss-slope 0.0 must be more than 0"),
     ])
     func badOptionsExitNonZeroWithAMessageNamingThem(arguments: [String], message: String) async throws {
         try await Heavy.run {

@@ -9,8 +9,8 @@ import Signaling
 struct BenchGroup: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Benchmarks: codecs (default), the signaling server under load, call setup, the SFU, the live composer and the TURN relay.",
-        subcommands: [BenchCommand.self, SignalingBench.self, CallSetupBench.self, SFULoadBench.self, LiveBench.self, RelayBench.self],
+        abstract: "Benchmarks: codecs (default), the signaling server under load, call setup, the SFU, the live composer, the TURN relay, and long soaks.",
+        subcommands: [BenchCommand.self, SignalingBench.self, CallSetupBench.self, SFULoadBench.self, LiveBench.self, RelayBench.self, SoakBench.self],
         defaultSubcommand: BenchCommand.self
     )
 }
