@@ -213,7 +213,7 @@ public final class MediaSession: Sendable {
     let recordings = Mutex<[RecordingTarget: MediaRecorder]>([:])
     /// The app's event handler, in a struct: a bare closure read through `Mutex.withLock`
     /// is written back re-thunked (generic reabstraction), so every event would nest it two
-    /// thunks deeper until the thread's stack overflowed (about an hour into a call).
+    /// thunks deeper until the thread's stack overflowed (minutes into a video call).
     let eventHandler = Mutex<EventHandler?>(nil)
     struct EventHandler: Sendable {
         let call: @Sendable (Event) -> Void
