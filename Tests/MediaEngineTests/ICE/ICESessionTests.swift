@@ -52,6 +52,23 @@ import Testing
         return try MediaSession(configuration: configuration)
     }
 
+    /// `alice` gathers (expecting no relayed candidate: her TURN server refuses), then
+    /// calls a session without TURN and connects on the host pair; her summary.
+    static func connectWithoutARelay(_ alice: MediaSession) async throws -> MediaSession.Summary {
+        let bob = try session(turn: nil)
+        let atAlice = Seen()
+        let atBob = Seen()
+        alice.gather { atAlice.handle($0) }
+        #expect(try await waitFor(10) { atAlice.events.withLock { $0.contains("gatheringComplete") } })
+        #expect(atAlice.candidates.withLock { $0 }.allSatisfy { $0.kind != .relayed })
+        try bob.start(remote: alice.local) { atBob.handle($0) }
+        try alice.start(remote: bob.local) { atAlice.handle($0) }
+        #expect(try await waitFor(5) { atAlice.pair.withLock { $0 } != nil })
+        #expect(atAlice.pair.withLock { $0 }?.local.kind == .host)
+        bob.stop()
+        return alice.stop()
+    }
+
     static func waitFor(_ seconds: Double, _ condition: () -> Bool) async throws -> Bool {
         let deadline = ContinuousClock.now + .seconds(seconds)
         while !condition() && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
@@ -97,17 +114,7 @@ import Testing
             defer { coturn.stop() }
             let alice = try Self.session(turn: TURNClient.Configuration(server: coturn.serverAddress,
                                                                         credentials: TURNCredentials(username: "1:alice", password: "not-the-password-7Qz")))
-            let bob = try Self.session(turn: nil)
-            let atAlice = Seen()
-            let atBob = Seen()
-            alice.gather { atAlice.handle($0) }
-            #expect(try await Self.waitFor(10) { atAlice.events.withLock { $0.contains("gatheringComplete") } })
-            #expect(atAlice.candidates.withLock { $0 }.allSatisfy { $0.kind != .relayed })
-            try bob.start(remote: alice.local) { atBob.handle($0) }
-            try alice.start(remote: bob.local) { atAlice.handle($0) }
-            #expect(try await Self.waitFor(5) { atAlice.pair.withLock { $0 } != nil })
-            bob.stop()
-            let summary = alice.stop()
+            let summary = try await Self.connectWithoutARelay(alice)
             #expect(summary.relayFailure?.isEmpty == false, "the reason is kept: \(summary.relayFailure ?? "none")")
             #expect(summary.relayFailure?.contains("not-the-password-7Qz") == false, "never the password")
         }
@@ -130,20 +137,8 @@ import Testing
             let atOther = Seen()
             other.gather { atOther.handle($0) }
             #expect(try await Self.waitFor(10) { atOther.candidates.withLock { $0.contains { $0.kind == .relayed } } })
-            let alice = try Self.session(turn: turn)
-            let bob = try Self.session(turn: nil)
-            let atAlice = Seen()
-            let atBob = Seen()
-            alice.gather { atAlice.handle($0) }
-            #expect(try await Self.waitFor(10) { atAlice.events.withLock { $0.contains("gatheringComplete") } })
-            #expect(atAlice.candidates.withLock { $0 }.allSatisfy { $0.kind != .relayed })
-            try bob.start(remote: alice.local) { atBob.handle($0) }
-            try alice.start(remote: bob.local) { atAlice.handle($0) }
-            #expect(try await Self.waitFor(5) { atAlice.pair.withLock { $0 } != nil })
-            #expect(atAlice.pair.withLock { $0 }?.local.kind == .host)
-            bob.stop()
+            let summary = try await Self.connectWithoutARelay(try Self.session(turn: turn))
             _ = other.stop()
-            let summary = alice.stop()
             #expect(summary.relayFailure?.contains("486") == true, "the reason is kept: \(summary.relayFailure ?? "none")")
             #expect(summary.relay?.errorsByCode[486] == 1, "\(String(describing: summary.relay))")
             #expect(coturn.log.contains("486"), "coturn refused it: \(coturn.log.suffix(1_500))")
