@@ -295,7 +295,12 @@ public final class ForwardingRouter {
         legByUfrag[leg.setup.ice.ufrag] = nil
         for address in leg.addresses where legByAddress[address] === leg { legByAddress[address] = nil }
         for publication in [leg.audio, leg.video].compactMap({ $0 }) {
-            for target in publication.targets { target.subscriber.core.removeSendStream(target.send, now: now) }
+            for target in publication.targets {
+                target.subscriber.core.removeSendStream(target.send, now: now)
+                // Its subscriber must forget it too: a target outliving its publisher's leg
+                // reads a destroyed `unowned` leg (the next allocation trapped on it).
+                target.subscriber.targets.removeAll { $0 === target }
+            }
             publication.targets.removeAll()
         }
         for target in leg.targets {

@@ -189,6 +189,34 @@ import Testing
         #expect(meeting.router.layerRates(ofLeg: people[0].leg).count == 3, "three layers measured")
     }
 
+    /// Found by fuzzing (`sfu`, Fuzz/Regressions/sfu/publisher-leaves-then-allocation): a
+    /// publisher's leg closing left its targets in its subscribers' lists, and their next
+    /// bandwidth allocation (within a second) read the destroyed leg and trapped, so one
+    /// participant leaving a video meeting took the whole server down.
+    @Test func aPublisherLeavingAVideoMeetingLeavesTheOthersRunning() async throws {
+        try await Heavy.runAlone { try aPublisherLeavingAVideoMeetingLeavesTheOthersRunningBody() }
+    }
+
+    func aPublisherLeavingAVideoMeetingLeavesTheOthersRunningBody() throws {
+        let meeting = MeetingCoreHarness()
+        let people = try ["alice", "bob", "carol"].enumerated().map { index, name in
+            try meeting.join(name, frequency: 440 + 110 * Double(index), video: true)
+        }
+        let (alice, bob, carol) = (people[0], people[1], people[2])
+        try meeting.run(until: .seconds(2))
+        meeting.leave(bob)
+        let before = (alice: alice.framesDecoded["carol"] ?? 0, carol: carol.framesDecoded["alice"] ?? 0)
+        // Two allocations (one a second) after the leg closed.
+        try meeting.run(until: .seconds(4))
+        #expect(meeting.router.legCount == 2)
+        #expect(meeting.router.forwardedPackets(to: alice.leg, from: bob.leg) == (0, 0), "alice keeps no stream of bob")
+        #expect(alice.level(of: 660, from: "carol", lastSeconds: 1) > 0.2, "alice still hears carol")
+        #expect(carol.level(of: 440, from: "alice", lastSeconds: 1) > 0.2, "carol still hears alice")
+        // Two seconds at 30 frames a second.
+        #expect((alice.framesDecoded["carol"] ?? 0) - before.alice >= 50, "alice still sees carol")
+        #expect((carol.framesDecoded["alice"] ?? 0) - before.carol >= 50, "carol still sees alice")
+    }
+
     /// At 300 kb/s three audio streams (~170 kb/s with headers) and three 300 kb/s videos
     /// cannot all go: a base layer (~110 kb/s) does not fit beside the audio, so the videos
     /// pause. At 600 kb/s the videos are thinned to their base layers first, and the least
