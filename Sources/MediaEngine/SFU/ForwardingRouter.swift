@@ -240,6 +240,17 @@ public final class ForwardingRouter {
         random = SeededRandom(seed: configuration.seed)
     }
 
+    deinit {
+        // A publication lists its targets and each target keeps its publication: without
+        // breaking that cycle, a router dropped with legs open kept them all (and their
+        // targets' legs) allocated.
+        for leg in legs.values {
+            leg.audio?.targets.removeAll()
+            leg.video?.targets.removeAll()
+            leg.targets.removeAll()
+        }
+    }
+
     /// Legs open now.
     public var legCount: Int { legs.count }
 

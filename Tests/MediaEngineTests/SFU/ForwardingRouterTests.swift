@@ -281,6 +281,38 @@ import Testing
     }
 }
 
+@Suite struct ForwardingRouterLifetime {
+    static func setup(_ id: UInt64) throws -> ForwardingRouter.LegSetup {
+        ForwardingRouter.LegSetup(
+            id: id, meeting: 1, account: "user\(id)", publishing: true, audioSSRC: UInt32(id) << 8 | 1, videoSSRC: UInt32(id) << 8 | 2,
+            inboundKeying: try SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: (0..<28).map { UInt8($0) &+ UInt8(id) }),
+            outboundKeying: try SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: (0..<28).map { UInt8($0) &* 3 &+ UInt8(id) }),
+            ice: ICECredentials(ufrag: "leg\(id)", password: "leg-password-\(id)-0123456789ab"))
+    }
+
+    /// Found by fuzzing (`sfu`: LeakSanitizer flagged every input): a publication lists its
+    /// targets and each target keeps its publication, so a router dropped with legs open
+    /// (a server shutting down, every test) kept them allocated.
+    @Test func aRouterDroppedWithLegsOpenFreesThem() throws {
+        weak var publication: ForwardingRouter.Publication?
+        weak var target: ForwardingRouter.Target?
+        do {
+            let router = ForwardingRouter()
+            try router.addLeg(Self.setup(1), now: .zero)
+            try router.addLeg(Self.setup(2), now: .zero)
+            router.setForwarding(subscriber: 1, publisher: 2, audio: true, video: true, now: .zero)
+            publication = router.legs[2]?.video
+            target = router.legs[1]?.targets.first
+            #expect(router.legs[1]?.targets.count == 2, "audio and video of leg 2")
+        }
+        // Compared here, not inside #expect: printing a leftover target would read its
+        // destroyed legs.
+        let (publicationFreed, targetFreed) = (publication == nil, target == nil)
+        #expect(publicationFreed, "the publication outlived its router")
+        #expect(targetFreed, "the target outlived its router")
+    }
+}
+
 @Suite struct StreamRewriting {
     @Test func dropsLeaveTheSequenceSpaceAndLateRetransmissionsKeepTheirPlace() {
         var rewriter = StreamRewriter()
