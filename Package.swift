@@ -129,12 +129,14 @@ let package = Package(
         .testTarget(name: "InteropTests", dependencies: ["mediaengine", "MediaEngine", "TestSupport"]),
         .testTarget(name: "CModulesTests", dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2"]),
         // Fuzz targets: each feeds arbitrary bytes to a parser (or a per-packet path) and
-        // checks its properties. The `Fuzz` package runs them under libFuzzer.
+        // checks its properties. The `Fuzz` package runs them under libFuzzer;
+        // FuzzCorpusTests replays their corpora and every finding's input in `swift test`.
         .target(
             name: "FuzzTargets",
             dependencies: ["MediaEngine", "Signaling"],
             path: "Tests/FuzzTargets",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets", "MediaEngine", "Signaling"]),
     ]
 )
