@@ -14,6 +14,8 @@ let package = Package(
         .library(name: "Signaling", targets: ["Signaling"]),
         .library(name: "MediaServer", targets: ["MediaServer"]),
         .executable(name: "mediaengine", targets: ["mediaengine"]),
+        // For the `Fuzz` package's libFuzzer driver; not part of the engine's API.
+        .library(name: "FuzzTargets", targets: ["FuzzTargets"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -126,5 +128,15 @@ let package = Package(
         .testTarget(name: "CLITests", dependencies: ["mediaengine", "MediaEngine", "Signaling", "TestSupport"]),
         .testTarget(name: "InteropTests", dependencies: ["mediaengine", "MediaEngine", "TestSupport"]),
         .testTarget(name: "CModulesTests", dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2"]),
+        // Fuzz targets: each feeds arbitrary bytes to a parser (or a per-packet path) and
+        // checks its properties. The `Fuzz` package runs them under libFuzzer;
+        // FuzzCorpusTests replays their corpora and every finding's input in `swift test`.
+        .target(
+            name: "FuzzTargets",
+            dependencies: ["MediaEngine", "Signaling"],
+            path: "Tests/FuzzTargets",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets", "MediaEngine", "Signaling"]),
     ]
 )

@@ -240,6 +240,17 @@ public final class ForwardingRouter {
         random = SeededRandom(seed: configuration.seed)
     }
 
+    deinit {
+        // A publication lists its targets and each target keeps its publication: without
+        // breaking that cycle, a router dropped with legs open kept them all (and their
+        // targets' legs) allocated.
+        for leg in legs.values {
+            leg.audio?.targets.removeAll()
+            leg.video?.targets.removeAll()
+            leg.targets.removeAll()
+        }
+    }
+
     /// Legs open now.
     public var legCount: Int { legs.count }
 
@@ -295,7 +306,12 @@ public final class ForwardingRouter {
         legByUfrag[leg.setup.ice.ufrag] = nil
         for address in leg.addresses where legByAddress[address] === leg { legByAddress[address] = nil }
         for publication in [leg.audio, leg.video].compactMap({ $0 }) {
-            for target in publication.targets { target.subscriber.core.removeSendStream(target.send, now: now) }
+            for target in publication.targets {
+                target.subscriber.core.removeSendStream(target.send, now: now)
+                // Its subscriber must forget it too: a target outliving its publisher's leg
+                // reads a destroyed `unowned` leg (the next allocation trapped on it).
+                target.subscriber.targets.removeAll { $0 === target }
+            }
             publication.targets.removeAll()
         }
         for target in leg.targets {

@@ -189,6 +189,34 @@ import Testing
         #expect(meeting.router.layerRates(ofLeg: people[0].leg).count == 3, "three layers measured")
     }
 
+    /// Found by fuzzing (`sfu`, Fuzz/Regressions/sfu/publisher-leaves-then-allocation): a
+    /// publisher's leg closing left its targets in its subscribers' lists, and their next
+    /// bandwidth allocation (within a second) read the destroyed leg and trapped, so one
+    /// participant leaving a video meeting took the whole server down.
+    @Test func aPublisherLeavingAVideoMeetingLeavesTheOthersRunning() async throws {
+        try await Heavy.runAlone { try aPublisherLeavingAVideoMeetingLeavesTheOthersRunningBody() }
+    }
+
+    func aPublisherLeavingAVideoMeetingLeavesTheOthersRunningBody() throws {
+        let meeting = MeetingCoreHarness()
+        let people = try ["alice", "bob", "carol"].enumerated().map { index, name in
+            try meeting.join(name, frequency: 440 + 110 * Double(index), video: true)
+        }
+        let (alice, bob, carol) = (people[0], people[1], people[2])
+        try meeting.run(until: .seconds(2))
+        meeting.leave(bob)
+        let before = (alice: alice.framesDecoded["carol"] ?? 0, carol: carol.framesDecoded["alice"] ?? 0)
+        // Two allocations (one a second) after the leg closed.
+        try meeting.run(until: .seconds(4))
+        #expect(meeting.router.legCount == 2)
+        #expect(meeting.router.forwardedPackets(to: alice.leg, from: bob.leg) == (0, 0), "alice keeps no stream of bob")
+        #expect(alice.level(of: 660, from: "carol", lastSeconds: 1) > 0.2, "alice still hears carol")
+        #expect(carol.level(of: 440, from: "alice", lastSeconds: 1) > 0.2, "carol still hears alice")
+        // Two seconds at 30 frames a second.
+        #expect((alice.framesDecoded["carol"] ?? 0) - before.alice >= 50, "alice still sees carol")
+        #expect((carol.framesDecoded["alice"] ?? 0) - before.carol >= 50, "carol still sees alice")
+    }
+
     /// At 300 kb/s three audio streams (~170 kb/s with headers) and three 300 kb/s videos
     /// cannot all go: a base layer (~110 kb/s) does not fit beside the audio, so the videos
     /// pause. At 600 kb/s the videos are thinned to their base layers first, and the least
@@ -250,6 +278,38 @@ import Testing
             let frames = (people[0].framesDecoded[sender.name] ?? 0) - (othersBefore[sender.name] ?? 0)
             #expect(frames >= 280, "alice decoded \(frames) of \(sender.name)'s 300 frames")
         }
+    }
+}
+
+@Suite struct ForwardingRouterLifetime {
+    static func setup(_ id: UInt64) throws -> ForwardingRouter.LegSetup {
+        ForwardingRouter.LegSetup(
+            id: id, meeting: 1, account: "user\(id)", publishing: true, audioSSRC: UInt32(id) << 8 | 1, videoSSRC: UInt32(id) << 8 | 2,
+            inboundKeying: try SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: (0..<28).map { UInt8($0) &+ UInt8(id) }),
+            outboundKeying: try SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: (0..<28).map { UInt8($0) &* 3 &+ UInt8(id) }),
+            ice: ICECredentials(ufrag: "leg\(id)", password: "leg-password-\(id)-0123456789ab"))
+    }
+
+    /// Found by fuzzing (`sfu`: LeakSanitizer flagged every input): a publication lists its
+    /// targets and each target keeps its publication, so a router dropped with legs open
+    /// (a server shutting down, every test) kept them allocated.
+    @Test func aRouterDroppedWithLegsOpenFreesThem() throws {
+        weak var publication: ForwardingRouter.Publication?
+        weak var target: ForwardingRouter.Target?
+        do {
+            let router = ForwardingRouter()
+            try router.addLeg(Self.setup(1), now: .zero)
+            try router.addLeg(Self.setup(2), now: .zero)
+            router.setForwarding(subscriber: 1, publisher: 2, audio: true, video: true, now: .zero)
+            publication = router.legs[2]?.video
+            target = router.legs[1]?.targets.first
+            #expect(router.legs[1]?.targets.count == 2, "audio and video of leg 2")
+        }
+        // Compared here, not inside #expect: printing a leftover target would read its
+        // destroyed legs.
+        let (publicationFreed, targetFreed) = (publication == nil, target == nil)
+        #expect(publicationFreed, "the publication outlived its router")
+        #expect(targetFreed, "the target outlived its router")
     }
 }
 
