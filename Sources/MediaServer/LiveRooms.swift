@@ -1,7 +1,6 @@
 import Foundation
 import MediaEngine
 import Signaling
-import Synchronization
 
 /// The live plane: one composer per live room. Each joins its room's meeting as the
 /// server's own hidden audience leg (a `MediaSession` to the forwarding server on
@@ -29,7 +28,7 @@ public final class LiveRooms: LivePlane {
 
     public let configuration: Configuration
     private let report: @Sendable (LivePlaneReport) -> Void
-    private let rooms = Mutex<[UInt64: Room]>([:])
+    private let rooms = Locked<[UInt64: Room]>([:])
 
     /// - Parameter report: Gets every status change and control outcome, in order per room.
     public init(configuration: Configuration, report: @escaping @Sendable (LivePlaneReport) -> Void) {
@@ -90,13 +89,13 @@ public final class LiveRooms: LivePlane {
         let session: MediaSession
         let composer: LiveComposer
         let streamer: LiveStreamer
-        let members: Mutex<[MeetingParticipant]>
+        let members: Locked<[MeetingParticipant]>
 
         init(session: MediaSession, composer: LiveComposer, streamer: LiveStreamer, members: [MeetingParticipant]) {
             self.session = session
             self.composer = composer
             self.streamer = streamer
-            self.members = Mutex(members)
+            self.members = Locked(members)
         }
 
         func stop() {

@@ -1,7 +1,6 @@
 import CoreMetrics
 import MediaEngine
 import Prometheus
-import Synchronization
 
 /// The server's metrics in Prometheus' text format (`GET /metrics`): swift-metrics objects
 /// on a registry of this server's own (so several servers can run in one process, as in
@@ -37,7 +36,7 @@ public final class ServerMetrics: Sendable {
     }
 
     let registry = PrometheusCollectorRegistry()
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     private struct LegGauges {
         var lossUplink: CoreMetrics.Gauge
@@ -99,7 +98,7 @@ public final class ServerMetrics: Sendable {
     }
 
     public init() {
-        state = Mutex(State(factory: PrometheusMetricsFactory(registry: registry)))
+        state = Locked(State(factory: PrometheusMetricsFactory(registry: registry)))
     }
 
     /// Brings every metric up to date.

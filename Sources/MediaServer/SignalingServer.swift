@@ -6,7 +6,6 @@ import MediaEngine
 import NIOCore
 import ServiceLifecycle
 import Signaling
-import Synchronization
 import UnixSignals
 
 /// The signaling server: WebSocket connections (Hummingbird) at path `/`, each feeding a
@@ -277,8 +276,8 @@ struct HubTimer: Service {
 
 /// The running group and task, set once by `start`.
 final class ServerState: Sendable {
-    private let lock = Mutex<(group: ServiceGroup?, task: Task<Void, any Error>?)>((nil, nil))
-    private let mediaLock = Mutex<(server: ForwardingServer, reports: Task<Void, Never>, sink: AsyncStream<ForwardingRouter.Report>.Continuation)?>(nil)
+    private let lock = Locked<(group: ServiceGroup?, task: Task<Void, any Error>?)>((nil, nil))
+    private let mediaLock = Locked<(server: ForwardingServer, reports: Task<Void, Never>, sink: AsyncStream<ForwardingRouter.Report>.Continuation)?>(nil)
 
     func setMedia(_ server: ForwardingServer, reports: Task<Void, Never>, sink: AsyncStream<ForwardingRouter.Report>.Continuation) {
         mediaLock.withLock { $0 = (server, reports, sink) }
@@ -288,7 +287,7 @@ final class ServerState: Sendable {
         mediaLock.withLock { $0 }
     }
 
-    private let liveLock = Mutex<(rooms: LiveRooms, reports: Task<Void, Never>, sink: AsyncStream<LivePlaneReport>.Continuation)?>(nil)
+    private let liveLock = Locked<(rooms: LiveRooms, reports: Task<Void, Never>, sink: AsyncStream<LivePlaneReport>.Continuation)?>(nil)
 
     func setLive(_ rooms: LiveRooms, reports: Task<Void, Never>, sink: AsyncStream<LivePlaneReport>.Continuation) {
         liveLock.withLock { $0 = (rooms, reports, sink) }

@@ -259,7 +259,7 @@ import TestSupport
         let layout = ChannelLayout.mono
         let name = "marked tone"
         let armed = Atomic<Bool>(false)
-        let started = Mutex<ContinuousClock.Instant?>(nil)
+        let started = Locked<ContinuousClock.Instant?>(nil)
         private var generator = ToneGenerator(.sine(1_000), amplitude: 0.5)
 
         func read(into frame: inout AudioFrame) throws -> Bool {
@@ -293,7 +293,7 @@ import TestSupport
             }
             let host = NetCallManager(configuration: NetCallManager.Configuration(server: server.url, token: try await server.token("alice"), media: media))
             try await host.login()
-            let events = Mutex<[NetCallEvent]>([])
+            let events = Locked<[NetCallEvent]>([])
             Task { for await event in host.events { events.withLock { $0.append(event) } } }
             try await host.reserveMeeting(name: "show")
             _ = try await host.joinMeeting(name: "show", type: .video, bypass: BypassStreaming(url: nginx.url(key: "room")))

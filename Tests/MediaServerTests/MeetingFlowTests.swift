@@ -1,7 +1,6 @@
 import Foundation
 import MediaEngine
 import Signaling
-import Synchronization
 import Testing
 import TestSupport
 @testable import MediaServer
@@ -22,7 +21,7 @@ import TestSupport
         }
 
         final class Box: Sendable {
-            let seen = Mutex(Seen())
+            let seen = Locked(Seen())
         }
 
         let manager: NetCallManager

@@ -2,7 +2,6 @@ import Foundation
 import Logging
 import MediaEngine
 import Signaling
-import Synchronization
 import TestSupport
 import Testing
 @testable import MediaServer
@@ -150,7 +149,7 @@ import Testing
 
 /// Every log line of a logger, as text.
 final class LogCapture: Sendable {
-    private let lines = Mutex<[String]>([])
+    private let lines = Locked<[String]>([])
 
     func append(_ line: String) { lines.withLock { $0.append(line) } }
 

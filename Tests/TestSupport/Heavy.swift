@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import MediaEngine
 
 /// Runs tests that block for real time (subprocesses, sockets, media threads) or burn CPU
 /// for seconds (simulations) without starving anything else, on a machine of any size:
@@ -47,9 +47,9 @@ private final class Gate: Sendable {
         var waiting: [(permits: Int, continuation: CheckedContinuation<Void, Never>)] = []
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
-    init(permits: Int) { state = Mutex(State(available: permits)) }
+    init(permits: Int) { state = Locked(State(available: permits)) }
 
     func acquire(_ permits: Int) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in

@@ -4,7 +4,6 @@ import Logging
 import MediaEngine
 import MediaServer
 import Signaling
-import Synchronization
 
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -160,7 +159,7 @@ final class DemoEndpoint: Sendable {
     }
 
     final class State: Sendable {
-        let received = Mutex(Received())
+        let received = Locked(Received())
     }
 
     let account: String

@@ -181,7 +181,7 @@ struct MeetingCommand: AsyncParsableCommand {
 
         func run() async throws {
             let recordings = try userRecordings()
-            let wavRecorders = Mutex<[String: RemoteRecorder]>([:])
+            let wavRecorders = Locked<[String: RemoteRecorder]>([:])
             for (user, path) in recordings where path.hasSuffix(".wav") {
                 let recorder = try RemoteRecorder(path: path)
                 wavRecorders.withLock { $0[user] = recorder }
@@ -286,7 +286,7 @@ struct MeetingCommand: AsyncParsableCommand {
 
         /// What the event loop and the tasks beside it share.
         final class Shared: Sendable {
-            let latest = Mutex<[String: InboundRTPStreamStatistics]>([:])
+            let latest = Locked<[String: InboundRTPStreamStatistics]>([:])
             let ended = Atomic<Bool>(false)
         }
 

@@ -3,7 +3,6 @@ import Logging
 import MediaEngine
 import MediaServer
 import Signaling
-import Synchronization
 
 /// `mediaengine demo --meeting N`: N participants in this process meet through the
 /// in-process server's forwarding server, each sending a marked tone of its own frequency
@@ -144,7 +143,7 @@ final class MeetingDemoParticipant: Sendable {
     }
 
     final class State: Sendable {
-        let received = Mutex(Received())
+        let received = Locked(Received())
     }
 
     let account: String

@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import Synchronization
 import MediaEngine
 
 struct SendCommand: ParsableCommand {
@@ -192,7 +191,7 @@ final class SendOutputs: Sendable {
         } else {
             audio = nil
         }
-        let snapshot = Mutex<String?>(options.snapshot)
+        let snapshot = Locked<String?>(options.snapshot)
         let recorder = self.recorder
         configuration.capturedVideo = { frame in
             recorder?.offerPicture(frame)

@@ -3,7 +3,6 @@ import Foundation
 import MediaEngine
 import MediaServer
 import Signaling
-import Synchronization
 
 /// `mediaengine bench soak`: a video call (or a meeting through the server) for minutes on
 /// end, sampling this process's memory, descriptors and threads and the media's loss and
@@ -200,8 +199,8 @@ final class SoakEndpoint: Sendable {
     let account: String
     let manager: NetCallManager
     final class State: Sendable {
-        let connectedAt = Mutex<ContinuousClock.Instant?>(nil)
-        let troubles = Mutex<[String]>([])
+        let connectedAt = Locked<ContinuousClock.Instant?>(nil)
+        let troubles = Locked<[String]>([])
     }
     private let state = State()
 

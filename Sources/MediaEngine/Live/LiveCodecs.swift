@@ -8,7 +8,7 @@ import CAVFormat
 /// dropped rather than shifting everything after it.
 final class LiveVideoEncoder: @unchecked Sendable {
     // @unchecked: its codec context, frame and packet are only touched while the owning
-    // `LiveEncoderSet` holds the Mutex around it.
+    // `LiveEncoderSet` holds the lock around it.
     let context: UnsafeMutablePointer<AVCodecContext>
     private let frame: UnsafeMutablePointer<AVFrame>
     private let packet: UnsafeMutablePointer<AVPacket>
@@ -138,7 +138,7 @@ final class LiveVideoEncoder: @unchecked Sendable {
 /// when the buffer starts over at the new time.
 final class LiveAudioEncoder: @unchecked Sendable {
     // @unchecked: its codec context, frame, FIFO and buffers are only touched while the
-    // owning `LiveEncoderSet` holds the Mutex around it.
+    // owning `LiveEncoderSet` holds the lock around it.
     let context: UnsafeMutablePointer<AVCodecContext>
     private let frame: UnsafeMutablePointer<AVFrame>
     private let packet: UnsafeMutablePointer<AVPacket>

@@ -30,7 +30,7 @@ public final class LiveComposer: Sendable {
 
     private let streamer: LiveStreamer
     private let events: @Sendable (Event) -> Void
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let running = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
     private let clock = ContinuousClock()
@@ -62,7 +62,7 @@ public final class LiveComposer: Sendable {
         self.events = events
         var audio: [Int16] = []
         audio.reserveCapacity(format.sampleRate)
-        state = Mutex(State(participants: participants, layout: layout, audio: audio))
+        state = Locked(State(participants: participants, layout: layout, audio: audio))
     }
 
     /// A participant's decoded picture (any size; it is scaled into its place).

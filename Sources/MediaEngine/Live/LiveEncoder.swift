@@ -72,8 +72,8 @@ final class LiveCodecParameters: @unchecked Sendable {
 final class LiveEncoderSet: Sendable {
     let family: LiveCodecFamily
     let parameters: LiveCodecParameters
-    private let video: Mutex<LiveVideoEncoder>
-    private let audio: Mutex<LiveAudioEncoder>
+    private let video: Locked<LiveVideoEncoder>
+    private let audio: Locked<LiveAudioEncoder>
     /// Set when an output (re)connects: the next picture is encoded as a key frame.
     private let keyframeWanted = Atomic<Bool>(false)
 
@@ -84,8 +84,8 @@ final class LiveEncoderSet: Sendable {
         let videoEncoder = try LiveVideoEncoder(family: family, format: format)
         let audioEncoder = try LiveAudioEncoder(family: family, format: format)
         parameters = try LiveCodecParameters(video: videoEncoder.context, audio: audioEncoder.context)
-        video = Mutex(videoEncoder)
-        audio = Mutex(audioEncoder)
+        video = Locked(videoEncoder)
+        audio = Locked(audioEncoder)
     }
 
     /// Makes the next picture a key frame.

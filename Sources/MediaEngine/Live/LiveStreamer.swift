@@ -15,7 +15,7 @@ import Synchronization
 /// Thread-safe: `submitVideo` and `submitAudio` may come from different threads (video
 /// and audio encoders have separate locks); the control methods from any thread. Events
 /// arrive on the outputs' writer threads. It is `Sendable` because all its mutable state
-/// is behind a `Mutex`, and the outputs and encoder sets it holds are themselves
+/// is behind a `Locked`, and the outputs and encoder sets it holds are themselves
 /// `Sendable` (locks inside).
 public final class LiveStreamer: Sendable {
     private struct Family: Sendable {
@@ -44,7 +44,7 @@ public final class LiveStreamer: Sendable {
     public let format: LiveStreamFormat
     private let retry: LiveRetryPolicy
     private let events: @Sendable (LiveOutputEvent) -> Void
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let rejected = Atomic<Int>(0)
 
     /// Creates a streamer with no outputs; encoders open with the first output that needs them.

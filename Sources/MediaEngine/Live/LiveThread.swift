@@ -12,7 +12,7 @@ final class LiveThread: Sendable {
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }
     }
 
-    private let handle: Mutex<pthread_t?>
+    private let handle: Locked<pthread_t?>
     private let start: Start
 
     /// Starts `body` on a new thread; `name` (the output's) goes into the error.
@@ -32,7 +32,7 @@ final class LiveThread: Sendable {
             Unmanaged<Start>.fromOpaque(context).release()
             throw LiveStreamError(.internalError, "live output \(name): cannot start its writer thread (errno \(status))")
         }
-        handle = Mutex(thread)
+        handle = Locked(thread)
     }
 
     /// Whether the body has returned.

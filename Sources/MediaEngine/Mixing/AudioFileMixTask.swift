@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A mix failure: a bad file or a value out of range, named.
 public struct MixError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -33,7 +32,7 @@ public final class AudioFileMixTask: Sendable {
         var finished = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Decodes the file.
     /// - Throws: `MixError` naming the file: missing, unreadable, corrupt, unsupported,

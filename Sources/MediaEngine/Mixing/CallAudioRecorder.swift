@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Records a call's audio, everyone in it, to WAV or Ogg Opus (by extension): what this
 /// side sends (microphone after mute, with the file mix) mixed with what it plays from the
@@ -18,7 +17,7 @@ public final class CallAudioRecorder: Sendable {
         var mixed = [Int16](repeating: 0, count: 1_920)
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// Creates the file. Never creates directories.
     /// - Throws: `MixError` naming the path: a missing directory, an extension that is
@@ -31,7 +30,7 @@ public final class CallAudioRecorder: Sendable {
             throw MixError("recording \(path): use a .wav, .ogg or .opus file")
         }
         do {
-            state = Mutex(State(writer: try WAVWriter(path: path, layout: .mono, container: container)))
+            state = Locked(State(writer: try WAVWriter(path: path, layout: .mono, container: container)))
         } catch {
             throw MixError("recording \(error)")
         }

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Carries the file-mix audio from the sending thread (which paces the file) to the
 /// receive thread (which plays), already at the playback volume: at most one second is
@@ -12,7 +11,7 @@ final class PlaybackMixRing: Sendable {
         var count = 0
     }
 
-    private let ring = Mutex(Ring())
+    private let ring = Locked(Ring())
 
     /// Appends `samples × gain`.
     func push(_ samples: UnsafeBufferPointer<Int16>, gain: Double) {

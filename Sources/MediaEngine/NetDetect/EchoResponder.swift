@@ -71,15 +71,15 @@ extension ProbePacket {
 public final class EchoResponder: Sendable {
     public let socket: UDPSocket
     private let running = Atomic<Bool>(true)
-    private let state: Mutex<EchoDecider>
-    private let finished = Mutex<Bool>(false)
+    private let state: Locked<EchoDecider>
+    private let finished = Locked<Bool>(false)
     private let started = Atomic<Bool>(false)
 
     /// Binds `address` (port 0 picks one).
     /// - Throws: `TransportError` naming the address when it cannot be bound.
     public init(bindTo address: SocketAddress, policy: EchoPolicy = EchoPolicy()) throws(TransportError) {
         socket = try UDPSocket(bindTo: address)
-        state = Mutex(EchoDecider(policy: policy))
+        state = Locked(EchoDecider(policy: policy))
     }
 
     public var localAddress: SocketAddress { socket.localAddress }

@@ -41,11 +41,11 @@ final class ImpairmentProxyShared: Sendable {
         }
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let stopFlag = Atomic<Bool>(false)
 
     init(upstream: ImpairmentModel, downstream: ImpairmentModel) {
-        state = Mutex(State(upstream: upstream, downstream: downstream))
+        state = Locked(State(upstream: upstream, downstream: downstream))
     }
 
     var isStopRequested: Bool { stopFlag.load(ordering: .acquiring) }

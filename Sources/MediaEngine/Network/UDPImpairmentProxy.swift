@@ -1,4 +1,3 @@
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -108,7 +107,7 @@ public final class UDPImpairmentProxy: Sendable {
     private let listener: UDPSocket
     private let wake: ProxyWakeSignal
     private let shared: ImpairmentProxyShared
-    private let lifecycle = Mutex<Lifecycle>(.ready)
+    private let lifecycle = Locked<Lifecycle>(.ready)
 
     private enum Lifecycle {
         case ready

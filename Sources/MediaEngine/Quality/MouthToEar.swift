@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// A tone with markers, for measuring mouth-to-ear delay through a whole call: a quiet
 /// sine (amplitude `base`) whose level jumps to `marker` for `markerLength` samples at the
@@ -33,7 +32,7 @@ public final class MarkedToneSource: AudioSource, Sendable {
     public let tone: MarkedTone
     public var name: String { "marked-tone:\(Int(tone.frequency))" }
     public var layout: ChannelLayout { .mono }
-    private let state = Mutex<(position: Int, onsets: [ContinuousClock.Instant])>((0, []))
+    private let state = Locked<(position: Int, onsets: [ContinuousClock.Instant])>((0, []))
 
     public init(_ tone: MarkedTone) { self.tone = tone }
 

@@ -48,11 +48,11 @@ public final class ForwardingServer: Sendable {
     private let configuration: ForwardingRouter.Configuration
     private let echoPolicy: EchoPolicy
     private let reports: @Sendable (ForwardingRouter.Report) -> Void
-    private let commands = Mutex<[Command]>([])
+    private let commands = Locked<[Command]>([])
     private let running = Atomic<Bool>(true)
     private let started = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
-    private let published = Mutex(Statistics())
+    private let published = Locked(Statistics())
 
     /// Binds `address` (port 0 picks one); nothing runs until `start`.
     /// - Throws: `TransportError` naming the address when it cannot be bound.

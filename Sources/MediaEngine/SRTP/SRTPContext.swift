@@ -1,5 +1,4 @@
 import CSRTP
-import Synchronization
 
 /// One direction of SRTP and SRTCP over libsrtp2: either protecting what this side sends
 /// or unprotecting what it receives, for any SSRC, with one master key.
@@ -43,7 +42,7 @@ public final class SRTPContext {
     /// libsrtp accepts a single initialisation per process (a second call fails with
     /// bad_param), so a failure is remembered but does not stop session creation: another
     /// in-process user may have initialised the library already.
-    private static let libraryStatus = Mutex<srtp_err_status_t?>(nil)
+    private static let libraryStatus = Locked<srtp_err_status_t?>(nil)
 
     private static func initializeLibrary() -> srtp_err_status_t {
         libraryStatus.withLock { status in

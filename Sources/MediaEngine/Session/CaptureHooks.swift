@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// What an app does to captured media before it is encoded (NIM's capture callbacks):
 /// voice changers, filters, overlays, bots.

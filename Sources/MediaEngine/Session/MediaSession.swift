@@ -203,26 +203,26 @@ public final class MediaSession: Sendable {
     let connected = Atomic<Bool>(false)
     let meetingLeg = Atomic<Bool>(false)
     var isMeetingLeg: Bool { meetingLeg.load(ordering: .relaxed) }
-    let state = Mutex(State())
+    let state = Locked(State())
     let finished = DispatchSemaphore(value: 0)
-    let sinkHandoff = Mutex<SinkHandoff?>(nil)
-    let participants = Mutex<[String: ParticipantState]>([:])
+    let sinkHandoff = Locked<SinkHandoff?>(nil)
+    let participants = Locked<[String: ParticipantState]>([:])
     /// Whose each receive stream is.
-    let streamOwners = Mutex<[ReceiveStreamID: String]>([:])
-    let mixTask = Mutex<AudioFileMixTask?>(nil)
-    let recordings = Mutex<[RecordingTarget: MediaRecorder]>([:])
+    let streamOwners = Locked<[ReceiveStreamID: String]>([:])
+    let mixTask = Locked<AudioFileMixTask?>(nil)
+    let recordings = Locked<[RecordingTarget: MediaRecorder]>([:])
     /// The app's event handler, in a struct: a bare closure read through `Mutex.withLock`
     /// is written back re-thunked (generic reabstraction), so every event would nest it two
     /// thunks deeper until the thread's stack overflowed (minutes into a video call).
-    let eventHandler = Mutex<EventHandler?>(nil)
+    let eventHandler = Locked<EventHandler?>(nil)
     struct EventHandler: Sendable {
         let call: @Sendable (Event) -> Void
     }
     let localAudioChannels: Int
     let audioStream: SendStreamID
     let videoStream: SendStreamID?
-    let snapshots = Mutex<(next: Int, waiting: [Int: CheckedContinuation<VideoFrame?, Never>])>((0, [:]))
-    let recorder = Mutex<CallAudioRecorder?>(nil)
+    let snapshots = Locked<(next: Int, waiting: [Int: CheckedContinuation<VideoFrame?, Never>])>((0, [:]))
+    let recorder = Locked<CallAudioRecorder?>(nil)
     let playbackMix = PlaybackMixRing()
 
     struct State {

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The I/O half of a peer transport: the UDP socket (one when bundled, or one per port of
 /// an SDP session), the clock, and the `MediaCore` they drive. It does no protocol work:
@@ -12,10 +11,10 @@ import Synchronization
 public final class PeerTransport: Sendable {
     /// The sockets: index `i` is the `socket` streams and transmits name.
     public let sockets: [UDPSocket]
-    private let core: Mutex<MediaCore>
+    private let core: Locked<MediaCore>
     private let start = ContinuousClock.now
     /// One receive buffer, used under the lock only.
-    private let receiveBuffer: Mutex<ReceiveBuffer>
+    private let receiveBuffer: Locked<ReceiveBuffer>
 
     /// A datagram's worth of memory for the receiving thread, allocated once.
     final class ReceiveBuffer: @unchecked Sendable {
@@ -26,9 +25,9 @@ public final class PeerTransport: Sendable {
 
     /// Drives `core` over `sockets`.
     public init(core: sending MediaCore, sockets: [UDPSocket]) {
-        self.core = Mutex(core)
+        self.core = Locked(core)
         self.sockets = sockets
-        receiveBuffer = Mutex(ReceiveBuffer())
+        receiveBuffer = Locked(ReceiveBuffer())
     }
 
     /// The transport's clock: time since it was created.

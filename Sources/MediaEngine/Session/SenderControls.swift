@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Live switches for a running `MediaSender`, set from any thread (the app's) and read by
 /// the sending thread once per frame.
@@ -22,8 +21,8 @@ public final class SenderControls: Sendable {
         public init() {}
     }
 
-    private let state = Mutex(State())
-    private let handoff = Mutex<VideoSourceHandoff?>(nil)
+    private let state = Locked(State())
+    private let handoff = Locked<VideoSourceHandoff?>(nil)
 
     /// A source handed from the app's thread to the sending thread, which alone uses it
     /// from then on: that single ownership is what makes the unchecked Sendable safe.

@@ -4,7 +4,7 @@ import Glibc
 
 /// A lock with a condition variable on the monotonic clock, guarding one value: what a
 /// capture thread and its reader share (V4L2 frames, ALSA's frame queue).
-/// `Synchronization.Mutex` has no way to wait, and a reader must wait (with a timeout)
+/// `Locked` has no way to wait, and a reader must wait (with a timeout)
 /// for the next frame, a capture thread (until a deadline) for a stop.
 final class Monitor<State: Sendable>: @unchecked Sendable {
     // @unchecked: `state` is only touched between pthread_mutex_lock and unlock below,

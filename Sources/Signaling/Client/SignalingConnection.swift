@@ -1,8 +1,8 @@
 import Foundation
+import MediaEngine
 import Logging
 import NIOCore
 import NIOWebSocket
-import Synchronization
 import WSClient
 
 /// One WebSocket connection to a signaling server (swift-websocket's WSClient), as raw
@@ -140,6 +140,6 @@ public final class SignalingConnection: Sendable {
 
     /// Shares the closure between the connection task and readers.
     final class ClosureBox: Sendable {
-        let value = Mutex<Closure?>(nil)
+        let value = Locked<Closure?>(nil)
     }
 }

@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import MediaEngine
-import Synchronization
 
 /// P2P calls with the semantics of NIM's `NIMNetCallManager`: start, response, control,
 /// hangup, and events for all of it, over the project's signaling server, with the media
@@ -674,9 +673,9 @@ public actor NetCallManager {
 /// Turns each second's receive statistics into NIM's net status, per participant (the
 /// peer of a call is participant "").
 final class NetStatusMeter: Sendable {
-    private let previous = Mutex<[String: (received: Int, lost: Int)]>([:])
+    private let previous = Locked<[String: (received: Int, lost: Int)]>([:])
     /// The connectivity check's RTT, until RTCP measures one (milliseconds).
-    private let firstRoundTrip = Mutex<Double>(0)
+    private let firstRoundTrip = Locked<Double>(0)
 
     func setFirstRoundTrip(_ rtt: Duration) {
         firstRoundTrip.withLock { $0 = rtt / .milliseconds(1) }

@@ -10,9 +10,9 @@ import Synchronization
 public final class NetDetectManager: Sendable {
     /// Where results are appended, one JSON object per line.
     public let logFilePath: String
-    private let tasks = Mutex<[UInt64: StopFlag]>([:])
-    private let nextTask = Mutex<UInt64>(1)
-    private let logLock = Mutex<Void>(())
+    private let tasks = Locked<[UInt64: StopFlag]>([:])
+    private let nextTask = Locked<UInt64>(1)
+    private let logLock = Locked<Void>(())
 
     /// - Parameter logFilePath: The log file (created if missing; its directory must exist).
     ///   Default: `mediaengine-netdetect.log` in the temporary directory.

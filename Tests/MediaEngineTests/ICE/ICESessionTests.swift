@@ -1,6 +1,5 @@
 import Foundation
 @testable import MediaEngine
-import Synchronization
 import TestSupport
 import Testing
 
@@ -31,9 +30,9 @@ import Testing
 
     /// What one session saw.
     final class Seen: Sendable {
-        let events = Mutex<[String]>([])
-        let candidates = Mutex<[ICECandidate]>([])
-        let pair = Mutex<ICECandidatePair?>(nil)
+        let events = Locked<[String]>([])
+        let candidates = Locked<[ICECandidate]>([])
+        let pair = Locked<ICECandidatePair?>(nil)
         func handle(_ event: MediaSession.Event) {
             switch event {
             case .localCandidate(let candidate): candidates.withLock { $0.append(candidate) }

@@ -8,7 +8,7 @@ import TestSupport
 /// and remembers who sent.
 private final class EchoTarget: Sendable {
     let socket: UDPSocket
-    private let senders = Mutex<[SocketAddress: Int]>([:])
+    private let senders = Locked<[SocketAddress: Int]>([:])
     private let stopFlag = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 import TestSupport
 @testable import MediaEngine
@@ -16,7 +15,7 @@ import TestSupport
             var disconnected = false
         }
 
-        let state = Mutex(State())
+        let state = Locked(State())
 
         func handle(_ event: MediaSession.Event) {
             state.withLock { state in
@@ -264,7 +263,7 @@ import TestSupport
             let directory = try temporaryDirectory("webm-order")
             defer { try? FileManager.default.removeItem(at: directory) }
             let path = directory.appendingPathComponent("order.webm").path
-            final class Asked: Sendable { let count = Mutex(0) }
+            final class Asked: Sendable { let count = Locked(0) }
             let asked = Asked()
             let recorder = try MediaRecorder(path: path, audioChannels: 1, video: true) { notice in
                 if case .keyframeNeeded = notice { asked.count.withLock { $0 += 1 } }

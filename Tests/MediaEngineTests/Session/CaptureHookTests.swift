@@ -7,8 +7,8 @@ import TestSupport
 /// The app's audio and video hooks between capture and encoding, through two sessions on loopback.
 @Suite(.serialized) struct CaptureHookTests {
     final class Received: Sendable {
-        let audio = Mutex<[Int16]>([])
-        let frames = Mutex<[VideoFrame]>([])
+        let audio = Locked<[Int16]>([])
+        let frames = Locked<[VideoFrame]>([])
     }
 
     /// A sends to B with `hooks`; returns what B received and A's summary after `seconds`.

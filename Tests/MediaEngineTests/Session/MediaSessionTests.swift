@@ -1,6 +1,5 @@
 import CPNG
 import Foundation
-import Synchronization
 import Testing
 import TestSupport
 @testable import MediaEngine
@@ -20,7 +19,7 @@ import TestSupport
             var mixCompletions = 0
         }
 
-        let seen = Mutex(Seen())
+        let seen = Locked(Seen())
 
         func handle(_ event: MediaSession.Event) {
             seen.withLock { seen in
@@ -245,7 +244,7 @@ import TestSupport
     final class CapturingSink: AudioSink, Sendable {
         let layout = ChannelLayout.mono
         let name = "capture"
-        private let store = Mutex<[Int16]>([])
+        private let store = Locked<[Int16]>([])
         func write(_ samples: UnsafeBufferPointer<Int16>) throws { store.withLock { $0.append(contentsOf: samples) } }
         func close() throws {}
         var samples: [Int16] { store.withLock { $0 } }

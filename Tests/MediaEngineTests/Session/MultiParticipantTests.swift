@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 import TestSupport
 @testable import MediaEngine
@@ -9,11 +8,11 @@ import TestSupport
 /// share one transport at the far end, as a server leg carries three publishers.
 @Suite(.serialized) struct MultiParticipantSessions {
     final class Heard: Sendable {
-        let byParticipant = Mutex<[String: [Int16]]>([:])
-        let mix = Mutex<[Int16]>([])
-        let speaking = Mutex<Set<String>>([])
-        let speakingLevels = Mutex<[String: Double]>([:])
-        let stop = Mutex(false)
+        let byParticipant = Locked<[String: [Int16]]>([:])
+        let mix = Locked<[Int16]>([])
+        let speaking = Locked<Set<String>>([])
+        let speakingLevels = Locked<[String: Double]>([:])
+        let stop = Locked(false)
     }
 
     @Test func threeParticipantsAreDecodedApartAndPlayedTogether() async throws {

@@ -1,12 +1,11 @@
 import Foundation
-import Synchronization
 import Testing
 import TestSupport
 @testable import MediaEngine
 
 /// Runs `body` on its own thread and returns a way to wait for its result.
 final class Background<T: Sendable>: Sendable {
-    private let result = Mutex<Result<T, Error>?>(nil)
+    private let result = Locked<Result<T, Error>?>(nil)
     private let done = DispatchSemaphore(value: 0)
 
     init(_ body: @escaping @Sendable () throws -> T) {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 import TestSupport
 @testable import MediaEngine
@@ -11,9 +10,9 @@ import TestSupport
 /// caller took the PLIs: 27 keyframes in 12 s instead of 6.
 @Suite(.serialized) struct SessionSecurity {
     final class Seen: Sendable {
-        let disconnected = Mutex<[String]>([])
-        let connected = Mutex(false)
-        let frames = Mutex(0)
+        let disconnected = Locked<[String]>([])
+        let connected = Locked(false)
+        let frames = Locked(0)
     }
 
     static func forged(video: UInt32, audio: UInt32) -> [[UInt8]] {

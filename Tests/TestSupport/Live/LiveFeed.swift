@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import Foundation
-import Synchronization
+import MediaEngine
 
 /// A live room's producer for tests: on a thread of its own, at real time, it calls
 /// `audio` with 10 ms chunks of a 440 Hz + 660 Hz tone (amplitude 0.25 each, mono, 48 kHz)
@@ -25,7 +25,7 @@ public final class LiveFeed: Sendable {
         var longestVideoCall: Duration = .zero
     }
 
-    private let progress = Mutex(Progress())
+    private let progress = Locked(Progress())
     private let frameRate: Int
     private let video: @Sendable (Duration) -> Void
     private let audio: @Sendable (UnsafeBufferPointer<Int16>, Duration) -> Void
@@ -131,7 +131,7 @@ public func fillRedBlue(y: UnsafeMutableBufferPointer<UInt8>, u: UnsafeMutableBu
 
 /// A thread-safe list that callbacks append to and tests wait on.
 public final class Recorded<Element: Sendable>: Sendable {
-    private let items = Mutex<[Element]>([])
+    private let items = Locked<[Element]>([])
 
     public init() {}
 

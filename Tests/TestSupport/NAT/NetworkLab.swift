@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import Foundation
-import Synchronization
+import MediaEngine
 
 /// Network namespaces for one test: a "public" network (a bridge on 203.0.113.0/24, a
 /// documentation range), routers on it that NAT a LAN of their own (10.N.0.0/24) with
@@ -196,7 +196,7 @@ public final class NetworkLab {
     /// thread ends with `body`, so no other work ever runs in the namespace by accident.
     /// - Throws: what `body` throws, or `ToolFailure` when the namespace cannot be joined.
     public func withNamespace<T: Sendable>(_ namespace: Namespace, _ body: @escaping @Sendable () throws -> T) throws -> T {
-        let outcome = Mutex<Result<T, any Error>?>(nil)
+        let outcome = Locked<Result<T, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let path = "/var/run/netns/\(namespace.name)"
         let thread = Thread {
