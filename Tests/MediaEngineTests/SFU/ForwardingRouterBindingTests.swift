@@ -138,6 +138,100 @@ import Testing
         #expect(send(good, from: ipv4(3), to: router).count == 1, "a good request after them is answered")
     }
 
+    /// A check signed for a leg's credentials is answered (ICE-lite) only when the answer
+    /// fits in the check's own bytes: the shortest valid checks (a 1-character ufrag of
+    /// the client, no PRIORITY) are smaller than a signed answer over IPv6.
+    @Test func aSignedCheckIsNeverAnsweredWithMoreBytesThanItHad() throws {
+        let router = ForwardingRouter()
+        let key = try SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: [UInt8](repeating: 9, count: 28))
+        let ice = ICECredentials(ufrag: "l1", password: "leg-password-1-0123456789ab")
+        try router.addLeg(ForwardingRouter.LegSetup(id: 1, meeting: 7, account: "alice", publishing: true, audioSSRC: 0x100, videoSSRC: nil,
+                                                    inboundKeying: key, outboundKeying: key, ice: ice), now: .zero)
+        let integrity = try STUNIntegrityKey.shortTerm(password: ice.password)
+        let ipv6 = SocketAddress(addressBytes: [0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 11) + [9], port: 5_000)!
+        var answered = 0
+        for (source, extra) in [(ipv4(9), []), (ipv4(9), [STUNMessage.Attribute.priority(0x6E00_01FF)]), (ipv6, []),
+                                (ipv6, [.priority(0x6E00_01FF)]), (ipv6, [.priority(0x6E00_01FF), .iceControlling(42)])] {
+            let check = STUNMessage(type: .bindingRequest, transactionID: .random(), attributes: [.username("l1:c")] + extra)
+                .serialized(integrity: integrity, fingerprint: true)
+            let answers = send(check, from: source, to: router)
+            for answer in answers {
+                #expect(answer.bytes.count <= check.count, "a \(answer.bytes.count)-byte answer to a \(check.count)-byte check")
+                answered += 1
+            }
+            // Signed answers: 20 + XOR-MAPPED-ADDRESS (12, or 24 over IPv6) + 24 + 8.
+            let fits = check.count >= (source.isIPv6 ? 76 : 64)
+            #expect(answers.count == (fits ? 1 : 0), "\(check.count)-byte check from \(source)")
+        }
+        #expect(answered == 2, "only the IPv4 check with PRIORITY (68 bytes) and the IPv6 one with both attributes (80) fit their answers")
+    }
+
+    func leg(_ id: UInt64) throws -> ForwardingRouter.LegSetup {
+        let key = try SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: [UInt8](repeating: UInt8(id), count: 28))
+        return ForwardingRouter.LegSetup(id: id, meeting: 7, account: "user\(id)", publishing: true, audioSSRC: UInt32(id) << 8, videoSSRC: nil,
+                                         inboundKeying: key, outboundKeying: key,
+                                         ice: ICECredentials(ufrag: "l\(id)", password: "leg-password-\(id)-0123456789ab"))
+    }
+
+    func check(_ setup: ForwardingRouter.LegSetup) throws -> [UInt8] {
+        let integrity = try STUNIntegrityKey.shortTerm(password: setup.ice.password)
+        return STUNMessage(type: .bindingRequest, transactionID: .random(),
+                           attributes: [.username("\(setup.ice.ufrag):client"), .priority(0x6E00_01FF), .iceControlling(42)])
+            .serialized(integrity: integrity, fingerprint: true)
+    }
+
+    @Test func legsBeyondTheServersMaximumAreRefusedWithATypedError() throws {
+        var configuration = ForwardingRouter.Configuration()
+        configuration.maximumLegs = 3
+        let router = ForwardingRouter(configuration: configuration)
+        for id: UInt64 in 1...3 { try router.addLeg(leg(id), now: .zero) }
+        #expect {
+            try router.addLeg(leg(4), now: .zero)
+        } throws: { error in
+            (error as? MediaCoreError)?.message.contains("maximum of 3 legs") == true
+        }
+        #expect(router.legCount == 3)
+        #expect(router.counters.legsRefused == 1)
+        router.removeLeg(2, now: .zero)
+        try router.addLeg(leg(4), now: .zero)
+        #expect(router.legCount == 3, "a leg that left makes room")
+    }
+
+    @Test func checksBeyondALegsRateGetNoAnswer() throws {
+        let router = ForwardingRouter()
+        let setup = try leg(1)
+        try router.addLeg(setup, now: .zero)
+        var answered = 0
+        for _ in 0..<50 { answered += send(try check(setup), from: ipv4(1), to: router).count }
+        #expect(answered == 20, "the leg's burst")
+        #expect(router.counters.checksRateLimited == 30)
+        // A second later, 20 more tokens (20 a second).
+        answered = 0
+        for _ in 0..<50 { answered += send(try check(setup), from: ipv4(1), to: router, at: .seconds(1)).count }
+        #expect(answered == 20)
+    }
+
+    /// A client that moves between networks checks in from a new address; the leg keeps
+    /// its last four, and the oldest becomes a stranger's again.
+    @Test func aLegKeepsItsLastFourAddressesOnly() throws {
+        let router = ForwardingRouter()
+        let setup = try leg(1)
+        try router.addLeg(setup, now: .zero)
+        let addresses = (1...5).map { ipv4(UInt8($0)) }
+        for address in addresses {
+            #expect(send(try check(setup), from: address, to: router).count == 1, "the check from \(address) is answered")
+        }
+        #expect(router.legs[1]?.addresses == Array(addresses.suffix(4)))
+        #expect(router.legByAddress.count == 4, "the table holds each leg's last four addresses")
+        var rtcp: [UInt8] = [0x80, 201, 0, 1, 0, 0, 1, 0]
+        let strangers = router.counters.strangerDatagrams
+        _ = send(rtcp, from: addresses[0], to: router)
+        #expect(router.counters.strangerDatagrams == strangers + 1, "the first address is a stranger's again")
+        rtcp[7] = 1
+        _ = send(rtcp, from: addresses[4], to: router)
+        #expect(router.counters.strangerDatagrams == strangers + 1, "the latest address belongs to the leg")
+    }
+
     @Test func aRequestWithAnUnknownUsernameStaysAStrangers() {
         let router = ForwardingRouter()
         let request = STUNMessage(type: .bindingRequest, transactionID: .random(),

@@ -127,6 +127,50 @@ import Testing
         #expect(legStatistics.stunAnswered < 20, "only alice's own checks were answered")
     }
 
+    @Test func aFloodingPublisherIsCutToItsLegsRateAndTheOthersGoOn() async throws {
+        try await Heavy.run { try aFloodingPublisherIsCutToItsLegsRateAndTheOthersGoOnBody() }
+    }
+
+    /// One participant sends 5,000 authentic audio packets at one instant (its own key,
+    /// fresh sequence numbers: nothing SRTP would stop). The router takes its leg's burst
+    /// and drops the rest unread, so the flood reaches each subscriber at most
+    /// `legPacketBurst` times; everyone else's media and the flooder's own go on.
+    func aFloodingPublisherIsCutToItsLegsRateAndTheOthersGoOnBody() throws {
+        let meeting = MeetingCoreHarness()
+        let alice = try meeting.join("alice", frequency: 440)
+        let bob = try meeting.join("bob", frequency: 550)
+        let carol = try meeting.join("carol", frequency: 660)
+        try meeting.run(until: .seconds(2))
+        let burst = Int(meeting.router.configuration.legPacketBurst)
+        let forwardedBefore = meeting.router.forwardedPackets(to: bob.leg, from: alice.leg).audio
+        let limitedBefore = meeting.router.counters.mediaRateLimited
+        #expect(limitedBefore == 0, "a meeting's ordinary media is far below the rate")
+
+        // Late media timestamps: whatever gets through is too late to play.
+        var payload = [UInt8](repeating: 0, count: 160)
+        payload[0] = 0xF8
+        let flood = 5_000
+        for index in 0..<flood {
+            payload.withUnsafeBytes {
+                _ = alice.core.sendAudio(alice.audioOut, payload: $0, mediaTimestamp: UInt32(index), now: meeting.now)
+            }
+            while let transmit = alice.core.pollTransmit() {
+                meeting.inject(Array(transmit.bytes), from: alice.address)
+            }
+        }
+        let limited = meeting.router.counters.mediaRateLimited - limitedBefore
+        let forwarded = meeting.router.forwardedPackets(to: bob.leg, from: alice.leg).audio - forwardedBefore
+        print("sfu flood: \(flood) packets at once, \(forwarded) forwarded to each subscriber, \(limited) dropped")
+        #expect(forwarded <= burst, "at most the leg's burst reached bob")
+        #expect(limited >= flood - burst)
+
+        try meeting.run(until: .seconds(5))
+        #expect(bob.level(of: 660, from: "carol", lastSeconds: 1) > 0.2, "bob still hears carol")
+        #expect(carol.level(of: 550, from: "bob", lastSeconds: 1) > 0.2, "carol still hears bob")
+        #expect(bob.level(of: 440, from: "alice", lastSeconds: 1) > 0.2, "alice's own media goes on once she is within her rate")
+        #expect(meeting.router.counters.mediaRateLimited - limitedBefore - limited < 20, "ordinary media is not limited afterwards")
+    }
+
     @Test func aLegThatGoesSilentIsReportedLostOnce() async throws {
         try await Heavy.run { try aLegThatGoesSilentIsReportedLostOnceBody() }
     }
@@ -187,6 +231,33 @@ import Testing
             }
         }
         #expect(meeting.router.layerRates(ofLeg: people[0].leg).count == 3, "three layers measured")
+    }
+
+    @Test func keyframeRequestsFromManySubscribersReachThePublisherTwiceASecondAtMost() async throws {
+        try await Heavy.run { try keyframeRequestsFromManySubscribersBody() }
+    }
+
+    /// Three subscribers whose decoders report corruption every 20 ms for 3 s: the
+    /// publisher gets at most one keyframe request per `keyframeRequestInterval` (500 ms).
+    func keyframeRequestsFromManySubscribersBody() throws {
+        let meeting = MeetingCoreHarness()
+        let alice = try meeting.join("alice", frequency: 440, video: true)
+        let viewers = try ["bob", "carol", "dave"].enumerated().map { index, name in
+            try meeting.join(name, frequency: 550 + 110 * Double(index))
+        }
+        try meeting.run(until: .seconds(2))
+        let before = meeting.router.counters.keyframeRequestsSent
+        let streams = try viewers.map { viewer in try #require(viewer.videoFrom.first { $0.value == "alice" }?.key) }
+        var end = Duration.seconds(2)
+        while end < .seconds(5) {
+            end += .milliseconds(20)
+            for (viewer, stream) in zip(viewers, streams) { viewer.core.decoderReportedCorruption(stream, now: meeting.now) }
+            try meeting.run(until: end)
+        }
+        let sent = meeting.router.counters.keyframeRequestsSent - before
+        print("sfu keyframe requests: 3 subscribers asking every 20 ms for 3 s, \(sent) sent to the publisher")
+        #expect(sent >= 2, "the publisher was asked")
+        #expect(sent <= 7, "\(sent) keyframe requests in 3 s: more than one per 500 ms")
     }
 
     /// Found by fuzzing (`sfu`, Fuzz/Regressions/sfu/publisher-leaves-then-allocation): a
