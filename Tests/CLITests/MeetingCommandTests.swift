@@ -120,6 +120,7 @@ import Testing
                 var serverCPU: Double?
                 var worstSubscriberLossPercent: Double
                 var latency: Latency
+                var serverKilobytesPerLeg: Double?
                 struct Latency: Decodable { var count: Int; var p50: Double; var p99: Double }
             }
             let report = try JSONDecoder().decode(Report.self, from: Data(result.stdout.utf8))
@@ -130,6 +131,10 @@ import Testing
             #expect(Double(report.packetsReceived) >= expected * 0.97, "\(report.packetsReceived) of about \(expected) forwarded packets arrived")
             #expect(report.latency.count > 500 && report.latency.p50 < 20, "latency p50 \(report.latency.p50) ms")
             #expect((report.serverCPU ?? 0) > 0, "the server's CPU was measured")
+            // docs/limits.md: a leg of a small video meeting costs the server 1-3 MiB
+            // (this figure includes the server's warm-up over 4 legs).
+            let perLeg = try #require(report.serverKilobytesPerLeg)
+            #expect(perLeg < 8_192, "each leg cost the server \(perLeg) KiB")
         }
     }
 }

@@ -18,7 +18,8 @@ struct SFULoadBench: AsyncParsableCommand {
         --seconds: every publisher sends 50 audio packets a second (and with --video 30 frames of two 900-byte \
         packets, about 430 kb/s), the audio stamped with its send time; every participant receives the other publishers' streams raw \
         (no decoding). Reports forwarded packets/s, the server process's CPU (of one core), subscriber streams per \
-        core, per-subscriber loss and forwarding latency (send to arrival, on loopback) percentiles.
+        core, per-subscriber loss, forwarding latency (send to arrival, on loopback) percentiles, and the server's resident \
+        memory per leg.
         """
     )
 
@@ -78,6 +79,12 @@ struct SFULoadBench: AsyncParsableCommand {
         /// Inside the server, arrival (recvmmsg) to send (sendmmsg), per forwarded packet:
         /// p50, p99 and p99.9 in µs (a child server only).
         var serverForwardingLatencyMicroseconds: [Double]?
+        /// The server's resident memory once the first participant joined (the meeting and
+        /// the forwarding server exist), and what each further leg added by the early
+        /// sample, media flowing: (early - that) / (participants - 1), in KiB. An upper
+        /// bound: it includes whatever else the server allocated meanwhile.
+        var serverResidentMegabytesFirstJoin: Double?
+        var serverKilobytesPerLeg: Double?
     }
 
     func run() async throws {
@@ -94,6 +101,7 @@ struct SFULoadBench: AsyncParsableCommand {
 
         // Join everyone (signaling), then run the media on one thread.
         var participants: [SyntheticParticipant] = []
+        var firstJoin: Double?
         for index in 0..<(publishers + subscribers) {
             let publishing = index < publishers
             let account = publishing ? "pub\(index)" : "sub\(index - publishers)"
@@ -110,6 +118,7 @@ struct SFULoadBench: AsyncParsableCommand {
                                                  as: Reply.JoinMeeting.self, timeout: .seconds(30))
             try participant.connect(to: reply.media, client: client)
             participants.append(participant)
+            if index == 0 { firstJoin = pid.flatMap(Self.residentMegabytes) }
         }
         let senders = participants.filter(\.publishing)
         for participant in participants {
@@ -158,7 +167,11 @@ struct SFULoadBench: AsyncParsableCommand {
                             meanSubscriberLossPercent: losses.isEmpty ? 0 : losses.reduce(0, +) / Double(losses.count),
                             subscribersAboveOnePercent: losses.filter { $0 > 1 }.count,
                             latency: Spread(results.latencies), serverResidentMegabytesEarly: early, serverResidentMegabytes: resident,
-                            serverResidentMegabytesPeak: peak, serverForwardingLatencyMicroseconds: serverLatency)
+                            serverResidentMegabytesPeak: peak, serverForwardingLatencyMicroseconds: serverLatency,
+                            serverResidentMegabytesFirstJoin: firstJoin,
+                            serverKilobytesPerLeg: early.flatMap { early in
+                                firstJoin.flatMap { participants.count > 1 ? (early - $0) * 1_024 / Double(participants.count - 1) : nil }
+                            })
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -178,6 +191,10 @@ struct SFULoadBench: AsyncParsableCommand {
             }
             if let resident {
                 say(String(format: "server resident memory %.1f MB at the end (%.1f MB early, %.1f MB at most)", resident, early ?? 0, peak ?? 0))
+            }
+            if let perLeg = report.serverKilobytesPerLeg {
+                say(String(format: "server memory per leg: %.0f KiB (%.1f MB after the first join, %.1f MB with all %d)", perLeg,
+                           firstJoin ?? 0, early ?? 0, participants.count))
             }
         }
     }
