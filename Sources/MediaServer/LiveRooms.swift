@@ -72,15 +72,23 @@ public final class LiveRooms: LivePlane {
         rooms.withLock { $0 = [:] }
     }
 
-    /// One room's composer and its queue. Its fields are touched only on `queue`.
-    final class Room: @unchecked Sendable {
+    /// One room's composer and its queue. Commands change `running` only on `queue`, one
+    /// at a time; `roomCount` and `streamer(ofMeeting:)` read it from other threads, so it
+    /// is behind a lock of its own (ThreadSanitizer found the unguarded read: a reader
+    /// could take the reference while a stop released it).
+    final class Room: Sendable {
         let meeting: UInt64
         let queue: DispatchQueue
-        var running: Running?
+        private let current = Locked<Running?>(nil)
 
         init(meeting: UInt64) {
             self.meeting = meeting
             queue = DispatchQueue(label: "live-room-\(meeting)")
+        }
+
+        var running: Running? {
+            get { current.withLock { $0 } }
+            set { current.withLock { $0 = newValue } }
         }
     }
 
