@@ -66,7 +66,12 @@ import TestSupport
             return nil
         }
 
-        var snapshot: Seen { box.seen.withLock { $0 } }
+        /// A copy sharing no storage with what the session threads go on filling.
+        var snapshot: Seen {
+            box.seen.withLock { seen in
+                Seen(audio: seen.audio.detached, frames: seen.frames.detached, events: seen.events.detached, updates: seen.updates.detached)
+            }
+        }
     }
 
     static func isConnected(_ event: NetCallEvent) -> Bool {

@@ -297,7 +297,7 @@ import TestSupport
             Task { for await event in host.events { events.withLock { $0.append(event) } } }
             try await host.reserveMeeting(name: "show")
             _ = try await host.joinMeeting(name: "show", type: .video, bypass: BypassStreaming(url: nginx.url(key: "room")))
-            #expect(nginx.waitForPublisher(key: "room", timeout: 15), "published; events: \(events.withLock { $0 })")
+            #expect(nginx.waitForPublisher(key: "room", timeout: 15), "published; events: \(events.withLock { $0.detached })")
 
             let file = directory.appendingPathComponent("pulled.s16").path
             let pull = try BackgroundProcess(program: "ffmpeg", arguments: [

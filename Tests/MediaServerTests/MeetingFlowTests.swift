@@ -67,7 +67,13 @@ import TestSupport
             return nil
         }
 
-        var snapshot: Seen { box.seen.withLock { $0 } }
+        /// A copy sharing no storage with what the session threads go on filling.
+        var snapshot: Seen {
+            box.seen.withLock { seen in
+                Seen(heard: seen.heard.deeplyDetached(), mix: seen.mix.detached, pictures: seen.pictures.detached,
+                     firstPictures: seen.firstPictures.deeplyDetached(), events: seen.events.detached)
+            }
+        }
 
         /// Samples heard of `user` so far.
         func heardCount(_ user: String) -> Int { box.seen.withLock { $0.heard[user]?.count ?? 0 } }
@@ -75,7 +81,7 @@ import TestSupport
         /// The level of `frequency` in what was heard of `user` after sample `start` (from
         /// 100 ms later, at most the last second: the steady state, not the start-up).
         func level(of frequency: Double, from user: String, after start: Int = 0) -> Double {
-            let samples = box.seen.withLock { $0.heard[user] ?? [] }
+            let samples = box.seen.withLock { ($0.heard[user] ?? []).detached }
             guard samples.count > start + 9_600 else { return 0 }
             let from = max(start + 4_800, samples.count - 48_000)
             return samples[from...].withUnsafeBufferPointer { AudioQuality.toneLevel($0, frequency: frequency) }

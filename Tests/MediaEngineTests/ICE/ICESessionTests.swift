@@ -59,7 +59,7 @@ import Testing
         let atBob = Seen()
         alice.gather { atAlice.handle($0) }
         #expect(try await waitFor(10) { atAlice.events.withLock { $0.contains("gatheringComplete") } })
-        #expect(atAlice.candidates.withLock { $0 }.allSatisfy { $0.kind != .relayed })
+        #expect(atAlice.candidates.withLock { $0.detached }.allSatisfy { $0.kind != .relayed })
         try bob.start(remote: alice.local) { atBob.handle($0) }
         try alice.start(remote: bob.local) { atAlice.handle($0) }
         #expect(try await waitFor(5) { atAlice.pair.withLock { $0 } != nil })
@@ -88,8 +88,8 @@ import Testing
             let atAlice = Seen()
             alice.gather { atAlice.handle($0) }
             #expect(try await Self.waitFor(5) { atAlice.events.withLock { $0.contains("gatheringComplete") } })
-            let relayed = atAlice.candidates.withLock { $0 }.filter { $0.kind == .relayed }
-            #expect(relayed.count == 1 && relayed.first?.address.isLoopback == true, "\(atAlice.candidates.withLock { $0 })")
+            let relayed = atAlice.candidates.withLock { $0.detached }.filter { $0.kind == .relayed }
+            #expect(relayed.count == 1 && relayed.first?.address.isLoopback == true, "\(atAlice.candidates.withLock { $0.detached })")
             #expect(coturn.log.contains("ALLOCATE processed, success"), "\(coturn.log.suffix(1_000))")
             let atBob = Seen()
             var announced = alice.local
@@ -167,7 +167,7 @@ import Testing
             alice.gather { atAlice.handle($0) }
             #expect(try await Self.waitFor(5) { atAlice.events.withLock { $0.contains("gatheringComplete") } })
             var onlyRelay = alice.local
-            onlyRelay.candidates = atAlice.candidates.withLock { $0 }.filter { $0.kind == .relayed }
+            onlyRelay.candidates = atAlice.candidates.withLock { $0.detached }.filter { $0.kind == .relayed }
             try #require(onlyRelay.candidates.count == 1)
             let dead = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
             defer { dead.close() }

@@ -30,7 +30,13 @@ import TestSupport
             }
         }
 
-        var snapshot: State { state.withLock { $0 } }
+        /// A copy sharing no storage with what the session threads go on filling.
+        var snapshot: State {
+            state.withLock { state in
+                State(started: state.started.detached, errors: state.errors.detached, stopped: state.stopped.detached,
+                      sizes: state.sizes.detached, disconnected: state.disconnected)
+            }
+        }
     }
 
     func session(audio: any AudioSource, video: (any VideoSource)?) throws -> MediaSession {

@@ -45,8 +45,8 @@ import TestSupport
                 return count
             }
             let (halved, _) = try await call(video: nil, hooks: hooks, seconds: 2)
-            let reference = rms(plain.audio.withLock { $0 }.dropFirst(24_000))
-            let level = rms(halved.audio.withLock { $0 }.dropFirst(24_000))
+            let reference = rms(plain.audio.withLock { $0.detached }.dropFirst(24_000))
+            let level = rms(halved.audio.withLock { $0.detached }.dropFirst(24_000))
             #expect(abs(level / reference - 0.5) <= 0.05, "hooked level \(level) against \(reference)")
             let statistics = hooks.statistics
             #expect(statistics.audioBlocksProcessed >= 90, "\(statistics)")
@@ -67,7 +67,7 @@ import TestSupport
                 return count
             }
             let (changed, _) = try await call(video: nil, hooks: hooks, seconds: 1.5)
-            let frequency = changed.audio.withLock { $0 }.dropFirst(24_000).withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
+            let frequency = changed.audio.withLock { $0.detached }.dropFirst(24_000).withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
             #expect(abs((frequency ?? 0) - 1_000) < 5, "the far end hears the hook's tone: \(frequency ?? 0) Hz")
 
             // 50 ms per 20 ms block: most blocks are dropped, and capture keeps its pace.
@@ -97,7 +97,7 @@ import TestSupport
                 try? hooks.sendVideoFrame(processed)
             }
             let (received, summary) = try await call(video: "testsrc:320x240@15", hooks: hooks, seconds: 2)
-            let frames = received.frames.withLock { $0 }
+            let frames = received.frames.withLock { $0.detached }
             #expect(frames.count >= 20, "\(frames.count) frames")
             let meanLuma = frames.map { frame in frame.withPlanes { y, _, _ in Double(y.reduce(0) { $0 + Int($1) }) / Double(y.count) } }
             #expect(meanLuma.allSatisfy { $0 > 225 }, "every picture received is the hook's: \(meanLuma.min() ?? 0)")
@@ -130,7 +130,7 @@ import TestSupport
             hooks.setAudioHook { _, count, _ in count + 1 }
             let (received, _) = try await call(video: nil, hooks: hooks, seconds: 1)
             #expect(hooks.statistics.audioBlocksRejected >= 40 && hooks.statistics.audioBlocksProcessed == 0)
-            #expect(rms(received.audio.withLock { $0 }[...]) < 50, "nothing of the microphone leaks")
+            #expect(rms(received.audio.withLock { $0.detached }[...]) < 50, "nothing of the microphone leaks")
         }
     }
 }

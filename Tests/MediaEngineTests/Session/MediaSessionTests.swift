@@ -37,7 +37,18 @@ import TestSupport
             }
         }
 
-        var snapshot: Seen { seen.withLock { $0 } }
+        /// A copy sharing no storage with what the session threads go on filling.
+        var snapshot: Seen {
+            seen.withLock { seen in
+                var copy = seen
+                copy.audio = seen.audio.detached
+                copy.frames = seen.frames.detached
+                copy.failures = seen.failures.detached
+                copy.disconnected = seen.disconnected.detached
+                copy.remoteLevels = seen.remoteLevels.detached
+                return copy
+            }
+        }
     }
 
     func waited(_ session: MediaSession) async -> MediaSession.Summary {
@@ -247,7 +258,7 @@ import TestSupport
         private let store = Locked<[Int16]>([])
         func write(_ samples: UnsafeBufferPointer<Int16>) throws { store.withLock { $0.append(contentsOf: samples) } }
         func close() throws {}
-        var samples: [Int16] { store.withLock { $0 } }
+        var samples: [Int16] { store.withLock { $0.detached } }
     }
 
     /// Power of `frequency` in `samples` (Goertzel), relative to full scale.

@@ -78,7 +78,7 @@ import TestSupport
             _ = try legLoop.wait()
 
             #expect(summary.failure == nil)
-            let byParticipant = heard.byParticipant.withLock { $0 }
+            let byParticipant = heard.byParticipant.withLock { $0.deeplyDetached() }
             for tone in tones {
                 let audio = try #require(byParticipant[tone.participant], "\(tone.participant) was heard")
                 #expect(audio.count >= 48_000 * 2, "\(audio.count) samples of \(tone.participant)")
@@ -92,20 +92,20 @@ import TestSupport
             }
             // Each tone's level in the mix, per 100 ms (a window spanning a time-stretch step
             // would see its phase jump), the median over what follows the first half second.
-            let mix = heard.mix.withLock { $0 }
+            let mix = heard.mix.withLock { $0.detached }
             let levels = tones.map { tone in
                 let windows = stride(from: 24_000, to: mix.count - 4_800, by: 4_800).map { start in
                     mix[start..<(start + 4_800)].withUnsafeBufferPointer { AudioQuality.toneLevel($0, frequency: tone.frequency) }
                 }.sorted()
                 return windows.isEmpty ? 0 : windows[windows.count / 2]
             }
-            print("three participants: \(sent.map(\.audioPackets)) packets sent, levels in the mix \(levels), speaking \(heard.speaking.withLock { $0 })")
+            print("three participants: \(sent.map(\.audioPackets)) packets sent, levels in the mix \(levels), speaking \(heard.speaking.withLock { $0.detached })")
             for (tone, level) in zip(tones, levels) {
                 #expect(abs(level - 0.2) < 0.02, "\(tone.frequency) Hz at \(level) of full scale in the mix")
             }
-            #expect(heard.speaking.withLock { $0 } == ["", "bob", "carol"], "RFC 6464 voice activity of each")
+            #expect(heard.speaking.withLock { $0.detached } == ["", "bob", "carol"], "RFC 6464 voice activity of each")
         // A sine at 0.2 of full scale has an RMS of 0.141 (-17 dBov), which is what each sender stamped.
-        for (participant, level) in heard.speakingLevels.withLock({ $0 }) {
+        for (participant, level) in heard.speakingLevels.withLock({ $0.detached }) {
             #expect(abs(level - 0.141) < 0.01, "\(participant) speaks at \(level)")
         }
             let streamsReceived = summary.received?.streams ?? []

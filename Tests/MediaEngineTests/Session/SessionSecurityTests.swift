@@ -70,7 +70,7 @@ import TestSupport
                 try await Task.sleep(for: .milliseconds(100))
             }
             // What the call went through before either side hangs up (hanging up is a real BYE).
-            let disconnections = atCaller.disconnected.withLock { $0 } + atCallee.disconnected.withLock { $0 }
+            let disconnections = atCaller.disconnected.withLock { $0.detached } + atCallee.disconnected.withLock { $0.detached }
             let calleeFrames = atCallee.frames.withLock { $0 }
             let callerSummary = await stopped(caller)
             let calleeSummary = await stopped(callee)
