@@ -79,6 +79,14 @@ import Testing
         #expect(try Self.replay("sfu", "router-dropped-with-legs-open") == false)
     }
 
+    /// `turn`: a Data indication from 192.0.2.10:4232 while the script had asked for a
+    /// permission to 192.0.2.10:5000. Permissions are per IP, ports ignored (RFC 8656
+    /// section 9), so the client was right to deliver it; the target's property expected
+    /// the exact address and now compares IPs.
+    @Test func turnDataFromAnotherPortOfAPermittedPeer() throws {
+        #expect(try Self.replay("turn", "data-from-another-port-of-a-permitted-peer"))
+    }
+
     /// `vp8`: an X byte that flags no field is read (2 bytes) but not written back (1 byte).
     /// The target's round-trip property assumed equal lengths; the parser is right (RFC 7741
     /// allows it), so the property now allows the one byte.
