@@ -10,17 +10,22 @@ import FuzzTargets
 enum FuzzDriver {
     static func main() {
         let arguments = CommandLine.arguments
-        guard arguments.count >= 2, arguments[1] != "--list", arguments[1] != "-h", arguments[1] != "--help" else {
+        // libFuzzer runs itself again for -minimize_crash, -fork and -jobs, with its own
+        // flags and without the target's name: the environment carries the name to it.
+        let named = arguments.count >= 2 ? FuzzTargets.named(arguments[1]) : nil
+        let inherited = getenv(Selection.variable).flatMap { FuzzTargets.named(String(cString: $0)) }
+        if arguments.count < 2 || ["--list", "-h", "--help"].contains(arguments[1]) {
             for target in FuzzTargets.all { print("\(target.name)\t\(target.summary)") }
             exit(arguments.count >= 2 ? 0 : 2)
         }
-        guard Selection.target != nil else {
+        if named == nil && inherited == nil {
             let message = "mediaengine-fuzz: no target '\(arguments[1])'; --list names them\n"
             _ = message.withCString { write(STDERR_FILENO, $0, strlen($0)) }
             exit(2)
         }
+        if let named { setenv(Selection.variable, named.name, 1) }
         // libFuzzer sees the program name and everything after the target's name.
-        var forwarded = ([arguments[0]] + arguments.dropFirst(2)).map { strdup($0) }
+        var forwarded = ([arguments[0]] + arguments.dropFirst(named == nil ? 1 : 2)).map { strdup($0) }
         forwarded.append(nil)
         var count = Int32(forwarded.count - 1)
         let status = forwarded.withUnsafeMutableBufferPointer { buffer -> Int32 in
@@ -34,7 +39,9 @@ enum FuzzDriver {
     }
 }
 
-/// The target named on the command line, read once.
+/// The target named on the command line (or, in a process libFuzzer started, in the
+/// environment), read once.
 enum Selection {
-    static let target: FuzzTarget? = CommandLine.arguments.count >= 2 ? FuzzTargets.named(CommandLine.arguments[1]) : nil
+    static let variable = "MEDIAENGINE_FUZZ_TARGET"
+    static let target: FuzzTarget? = getenv(variable).flatMap { FuzzTargets.named(String(cString: $0)) }
 }
