@@ -12,7 +12,7 @@ import Glibc
 /// `pthread_mutex_lock` is intercepted by the sanitizers, so what this lock orders,
 /// ThreadSanitizer knows is ordered. Uncontended, both cost one atomic operation.
 ///
-/// The API is `Mutex`'s: `withLock` and `withLockIfAvailable`, the value passed `inout`.
+/// The API is `Mutex`'s `withLock`, the value passed `inout`.
 package final class Locked<Value: ~Copyable>: @unchecked Sendable {
     // @unchecked: `value` is only read or written between pthread_mutex_lock and unlock
     // below. Like `Mutex`, the value comes in as `sending` and leaves only through
@@ -42,22 +42,9 @@ package final class Locked<Value: ~Copyable>: @unchecked Sendable {
         return try body(&storage.pointee)
     }
 
-    /// Runs `body` with the lock held if no one holds it now; returns nil otherwise.
-    package func withLockIfAvailable<Result: ~Copyable, Failure: Error>(
-        _ body: (inout sending Value) throws(Failure) -> sending Result
-    ) throws(Failure) -> sending Result? {
-        guard tryLock() else { return nil }
-        defer { unlock() }
-        return try body(&storage.pointee)
-    }
-
     private func lock() {
         let status = pthread_mutex_lock(mutex)
         precondition(status == 0, "pthread_mutex_lock failed (\(status))")
-    }
-
-    private func tryLock() -> Bool {
-        pthread_mutex_trylock(mutex) == 0
     }
 
     private func unlock() {

@@ -143,11 +143,9 @@ import Testing
     /// the client, no PRIORITY) are smaller than a signed answer over IPv6.
     @Test func aSignedCheckIsNeverAnsweredWithMoreBytesThanItHad() throws {
         let router = ForwardingRouter()
-        let key = try SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: [UInt8](repeating: 9, count: 28))
-        let ice = ICECredentials(ufrag: "l1", password: "leg-password-1-0123456789ab")
-        try router.addLeg(ForwardingRouter.LegSetup(id: 1, meeting: 7, account: "alice", publishing: true, audioSSRC: 0x100, videoSSRC: nil,
-                                                    inboundKeying: key, outboundKeying: key, ice: ice), now: .zero)
-        let integrity = try STUNIntegrityKey.shortTerm(password: ice.password)
+        let setup = try leg(1)
+        try router.addLeg(setup, now: .zero)
+        let integrity = try STUNIntegrityKey.shortTerm(password: setup.ice.password)
         let ipv6 = SocketAddress(addressBytes: [0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 11) + [9], port: 5_000)!
         var answered = 0
         for (source, extra) in [(ipv4(9), []), (ipv4(9), [STUNMessage.Attribute.priority(0x6E00_01FF)]), (ipv6, []),
