@@ -6,6 +6,24 @@ func systemLibrary(_ name: String, pkgConfig: String?, apt: [String]) -> Target 
     .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt(apt)])
 }
 
+// `tools/sanitize` sets MEDIAENGINE_SANITIZE=thread or =address: this package's own modules
+// are then built instrumented (and testable, for the optimized test build), while its
+// dependencies keep the plain optimized build `tools/run` already made in .build. The
+// sanitizer's runtime sees every lock and thread of the process either way (it intercepts
+// pthreads); what it does not check is memory accesses inside swift-nio, Hummingbird and the
+// other packages, which are theirs to sanitize.
+let sanitizer = Context.environment["MEDIAENGINE_SANITIZE"]
+let (sanitizerFlags, sanitizerCFlags): ([String], [String]) =
+    switch sanitizer {
+    case "thread": (["-sanitize=thread"], ["-fsanitize=thread"])
+    case "address": (["-sanitize=address", "-sanitize=undefined"], ["-fsanitize=address,undefined"])
+    default: ([], [])
+    }
+let instrumented: [SwiftSetting] =
+    sanitizerFlags.isEmpty ? [] : [.unsafeFlags(sanitizerFlags + ["-enable-testing"])]
+let instrumentedC: [CSetting] = sanitizerCFlags.isEmpty ? [] : [.unsafeFlags(sanitizerCFlags)]
+let instrumentedLink: [LinkerSetting] = sanitizerFlags.isEmpty ? [] : [.unsafeFlags(sanitizerFlags)]
+
 let package = Package(
     name: "MediaEngine",
     platforms: [.macOS(.v15)],
@@ -53,12 +71,13 @@ let package = Package(
         systemLibrary("CZlib", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
 
         // recvmmsg/sendmmsg, which Swift's Glibc module does not declare.
-        .target(name: "CBatchIO"),
+        .target(name: "CBatchIO", cSettings: instrumentedC),
         .target(
             name: "MediaEngine",
             dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2", "CSndFile", "CYUV", "CTurboJPEG", "CSoxr", "CPNG", "CAVFormat",
                            "CCrypto", "CZlib", "CBatchIO"],
-            swiftSettings: [.swiftLanguageMode(.v6)]
+            swiftSettings: [.swiftLanguageMode(.v6)] + instrumented,
+            linkerSettings: instrumentedLink
         ),
         .target(
             name: "Signaling",
@@ -69,7 +88,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ],
-            swiftSettings: [.swiftLanguageMode(.v6)]
+            swiftSettings: [.swiftLanguageMode(.v6)] + instrumented
         ),
         .target(
             name: "MediaServer",
@@ -86,7 +105,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
-            swiftSettings: [.swiftLanguageMode(.v6)]
+            swiftSettings: [.swiftLanguageMode(.v6)] + instrumented
         ),
         .executableTarget(
             name: "mediaengine",
@@ -99,7 +118,7 @@ let package = Package(
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             path: "tools/mediaengine",
-            swiftSettings: [.swiftLanguageMode(.v6)]
+            swiftSettings: [.swiftLanguageMode(.v6)] + instrumented
         ),
 
         .testTarget(
@@ -110,10 +129,11 @@ let package = Package(
                 "TestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ]
+            ],
+            swiftSettings: instrumented
         ),
-        .testTarget(name: "SignalingTests", dependencies: ["Signaling", "MediaEngine", "TestSupport"]),
-        .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "Signaling", "MediaEngine", "TestSupport"]),
+        .testTarget(name: "SignalingTests", dependencies: ["Signaling", "MediaEngine", "TestSupport"], swiftSettings: instrumented),
+        .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "Signaling", "MediaEngine", "TestSupport"], swiftSettings: instrumented),
         // Runs programs (the CLI, ffmpeg, GStreamer) for the CLI and interop tests, and
         // heavy tests off Swift's cooperative threads.
         .target(
@@ -123,11 +143,11 @@ let package = Package(
             // MediaServer for coturn's configuration (CoturnConfiguration).
             dependencies: ["MediaEngine", "MediaServer"],
             path: "Tests/TestSupport",
-            swiftSettings: [.swiftLanguageMode(.v6)]
+            swiftSettings: [.swiftLanguageMode(.v6)] + instrumented
         ),
-        .testTarget(name: "CLITests", dependencies: ["mediaengine", "MediaEngine", "Signaling", "TestSupport"]),
-        .testTarget(name: "InteropTests", dependencies: ["mediaengine", "MediaEngine", "TestSupport"]),
-        .testTarget(name: "CModulesTests", dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2"]),
+        .testTarget(name: "CLITests", dependencies: ["mediaengine", "MediaEngine", "Signaling", "TestSupport"], swiftSettings: instrumented),
+        .testTarget(name: "InteropTests", dependencies: ["mediaengine", "MediaEngine", "TestSupport"], swiftSettings: instrumented),
+        .testTarget(name: "CModulesTests", dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2"], swiftSettings: instrumented),
         // Fuzz targets: each feeds arbitrary bytes to a parser (or a per-packet path) and
         // checks its properties. The `Fuzz` package runs them under libFuzzer;
         // FuzzCorpusTests replays their corpora and every finding's input in `swift test`.
@@ -135,8 +155,8 @@ let package = Package(
             name: "FuzzTargets",
             dependencies: ["MediaEngine", "Signaling"],
             path: "Tests/FuzzTargets",
-            swiftSettings: [.swiftLanguageMode(.v6)]
+            swiftSettings: [.swiftLanguageMode(.v6)] + instrumented
         ),
-        .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets", "MediaEngine", "Signaling"]),
+        .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets", "MediaEngine", "Signaling"], swiftSettings: instrumented),
     ]
 )
