@@ -61,6 +61,15 @@ import Testing
 
     // MARK: Findings, each named after what it found
 
+    /// `ice-candidate`: a relayed candidate whose hidden base was spelled `raddr 0::` got
+    /// the related address [::]:0, which the attribute writes as `raddr ::`, and that reads
+    /// back as no related address. Every spelling of the unspecified address is now none.
+    @Test func iceCandidateUnspecifiedRelatedAddressSpelledDifferently() throws {
+        let input = try String(contentsOf: Self.fuzzDirectory.appendingPathComponent("Regressions/ice-candidate/unspecified-related-address-spelled-differently"), encoding: .utf8)
+        #expect(try ICECandidate(attribute: input).relatedAddress == nil)
+        #expect(try Self.replay("ice-candidate", "unspecified-related-address-spelled-differently"))
+    }
+
     /// `sfu`: a publisher's leg closed, then a second passed: the subscribers' next bandwidth
     /// allocation read the closed leg through a target it left behind and trapped
     /// (`ForwardingRouterVideo.aPublisherLeavingAVideoMeetingLeavesTheOthersRunning` shows

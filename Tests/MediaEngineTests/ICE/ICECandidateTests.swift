@@ -90,6 +90,9 @@ private func address(_ text: String) -> SocketAddress { try! SocketAddress(parsi
          ICECandidate.Kind.serverReflexive, "198.51.100.4:48320", String?("10.0.0.2:48320")),
         ("a=candidate:1 1 UDP 2130706431 2001:db8::7 5000 typ host", .host, "[2001:db8::7]:5000", nil),
         ("candidate:a+b/c 1 udp 16777215 203.0.113.1 50000 typ relay raddr 0.0.0.0 rport 0", .relayed, "203.0.113.1:50000", nil),
+        // The unspecified address however spelled (the fuzzer's "0::" once came back as "::").
+        ("candidate:c 1 udp 11 2.0.1.1 50 typ relay raddr 0:: rport 0", .relayed, "2.0.1.1:50", nil),
+        ("candidate:c 1 udp 11 2001:db8::1 50 typ relay raddr 0:0::0 rport 9", .relayed, "[2001:db8::1]:50", nil),
         ("candidate:9 1 udp 1862270975 192.0.2.77 6000 typ prflx", .peerReflexive, "192.0.2.77:6000", nil),
     ])
     func wellFormedCandidatesParse(line: String, kind: ICECandidate.Kind, at: String, related: String?) throws {
