@@ -134,7 +134,9 @@ import Testing
             // docs/limits.md: a leg of a small video meeting costs the server 1-3 MiB
             // (this figure includes the server's warm-up over 4 legs).
             let perLeg = try #require(report.serverKilobytesPerLeg)
-            #expect(perLeg < 8_192, "each leg cost the server \(perLeg) KiB")
+            if Sanitizer.residentMemoryIsMeaningful {
+                #expect(perLeg < 8_192, "each leg cost the server \(perLeg) KiB")
+            }
         }
     }
 }
@@ -158,7 +160,9 @@ import Testing
             #expect(report.worstSubscriberLossPercent < 1, "loss \(report.worstSubscriberLossPercent) %")
             let early = try #require(report.serverResidentMegabytesEarly)
             let peak = try #require(report.serverResidentMegabytesPeak)
-            #expect(peak - early < 16, "the server grew from \(early) MB to \(peak) MB over 55 s")
+            if Sanitizer.residentMemoryIsMeaningful {
+                #expect(peak - early < 16, "the server grew from \(early) MB to \(peak) MB over 55 s")
+            }
             print("ten participants, 60 s: server \(early) MB after 5 s, \(peak) MB at most, \(report.serverResidentMegabytes ?? 0) MB at the end")
         }
     }
