@@ -109,6 +109,10 @@ import Testing
         let missedHangup = try #require(await alice.next(MessageType.hangup, timeout: .seconds(10))).body(Event.Hangup.self)
         #expect(missedHangup == Event.Hangup(callID: missed, by: nil, reason: .missed))
         #expect(try #require(await bob.next(MessageType.hangup)).body(Event.Hangup.self).reason == .missed)
+        // The missed call's record comes after its hangup, once stored: taken here, it cannot
+        // be mistaken for the next call's (it once arrived after the busy line's control).
+        let missedRecord = try #require(await alice.next(MessageType.callRecord)).body(Event.Record.self).record
+        #expect(missedRecord.callID == missed && missedRecord.endReason == .missed)
 
         let held = try await carol.request(MessageType.start, Request.Start(callee: "bob", type: .audio, media: Self.media(5_000)),
                                            as: Reply.Start.self).callID

@@ -128,8 +128,18 @@ public final class BackgroundProcess: @unchecked Sendable {
     }
 
     /// Output so far.
-    public var stdout: String { (try? String(contentsOf: outURL, encoding: .utf8)) ?? "" }
-    public var stderr: String { (try? String(contentsOf: errURL, encoding: .utf8)) ?? "" }
+    public var stdout: String { Self.text(of: outURL) }
+    public var stderr: String { Self.text(of: errURL) }
+
+    /// What a file a process writes holds so far ("" if there is none yet). Not
+    /// `String(contentsOf:)`: swift-foundation reads a file of size 0 into a 4 KB buffer it
+    /// never frees when nothing is there, a leak per poll of a quiet process's output that
+    /// LeakSanitizer reported 1,362 times in one run of the suite.
+    public static func text(of url: URL) -> String {
+        guard let handle = try? FileHandle(forReadingFrom: url) else { return "" }
+        defer { try? handle.close() }
+        return String(decoding: (try? handle.readToEnd()) ?? Data(), as: UTF8.self)
+    }
 
     /// Whether the process has not ended yet.
     public var isRunning: Bool { reap(block: false) == nil }

@@ -40,7 +40,7 @@ public final class NginxRTMP {
     /// The error log (at level info, so it names every publish and play) and what nginx
     /// printed before it opened the log.
     public var log: String {
-        ((try? String(contentsOf: errorLogURL, encoding: .utf8)) ?? "") + (process?.stderr ?? "")
+        BackgroundProcess.text(of: errorLogURL) + (process?.stderr ?? "")
     }
 
     /// Whether nginx runs.

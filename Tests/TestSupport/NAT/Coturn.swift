@@ -83,7 +83,7 @@ public final class Coturn {
     /// What coturn logged since it was last started, and what it printed before it opened
     /// its log.
     public var log: String {
-        ((try? String(contentsOf: logURL, encoding: .utf8)) ?? "") + (process.map { $0.stdout + $0.stderr } ?? "")
+        BackgroundProcess.text(of: logURL) + (process.map { $0.stdout + $0.stderr } ?? "")
     }
 
     public var isRunning: Bool { process?.isRunning ?? false }
