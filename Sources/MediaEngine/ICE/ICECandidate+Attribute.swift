@@ -60,7 +60,7 @@ extension ICECandidate {
             // Browsers hide the base as 0.0.0.0 (or ::) port 0 (RFC 8839 §5.1): no related
             // address, however the zeros are spelled ("0::" and "::" are one address).
             let address = try Self.address(relatedHost, port: relatedPort, field: "raddr/rport")
-            if address.addressBytes.contains(where: { $0 != 0 }) { related = address }
+            if !address.isUnspecified { related = address }
         } else if (relatedHost == nil) != (relatedPort == nil) {
             throw SDPError(.badAttribute, "candidate: raddr and rport go together")
         }

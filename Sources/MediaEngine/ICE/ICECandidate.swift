@@ -87,8 +87,8 @@ public struct ICECandidate: Sendable, Hashable, CustomStringConvertible {
         guard (1...65_535).contains(address.port), !excluded.contains(address) else { return false }
         let bytes = address.addressBytes
         if address.isIPv6 {
-            let unspecified = bytes.allSatisfy { $0 == 0 }
-            let loopback = bytes.dropLast().allSatisfy { $0 == 0 } && bytes.last == 1
+            let unspecified = address.isUnspecified
+            let loopback = address.isLoopback
             let linkLocal = bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80
             let multicast = bytes[0] == 0xFF
             let mappedV4 = bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF

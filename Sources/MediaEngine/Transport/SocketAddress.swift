@@ -126,13 +126,16 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
     /// 0.0.0.0:0, a placeholder for "no address".
     static let unspecified = SocketAddress(addressBytes: [0, 0, 0, 0], port: 0)!
 
-    /// The same host with another port.
     /// 127.0.0.0/8 or ::1.
     public var isLoopback: Bool {
         let bytes = addressBytes
         return isIPv6 ? bytes.dropLast().allSatisfy { $0 == 0 } && bytes.last == 1 : bytes.first == 127
     }
 
+    /// 0.0.0.0 or :: (however it was spelled), whatever the port.
+    public var isUnspecified: Bool { addressBytes.allSatisfy { $0 == 0 } }
+
+    /// The same host with another port.
     public func with(port: Int) -> SocketAddress {
         switch storage {
         case .v4(var address):
