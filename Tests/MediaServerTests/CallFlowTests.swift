@@ -45,11 +45,13 @@ import TestSupport
             }
             manager = NetCallManager(configuration: settings)
             try await manager.login()
-            Task { [manager, box] in
-                for await event in manager.events { box.seen.withLock { $0.events.append(event) } }
+            // The streams, not the manager: an endpoint a test lets go of frees its manager.
+            let events = manager.events, mediaUpdates = manager.mediaUpdates
+            Task { [box] in
+                for await event in events { box.seen.withLock { $0.events.append(event) } }
             }
-            Task { [manager, box] in
-                for await update in manager.mediaUpdates {
+            Task { [box] in
+                for await update in mediaUpdates {
                     if case .remoteVideoFrame = update { continue }
                     box.seen.withLock { if $0.updates.count < 1_000 { $0.updates.append(update) } }
                 }
@@ -244,6 +246,41 @@ import TestSupport
             #expect(record.endReason == .completed, "the call survived the drop: \(record.endReason)")
             #expect(record.connectedDuration >= 1_400, "\(record.connectedDuration) ms")
             await alice.manager.logout()
+            await bob.manager.logout()
+        }
+    }
+
+    /// An app that lets go of its manager mid-call, without `logout()`: the manager is
+    /// freed, its media stops, and the server ends the call after the reconnect grace, as
+    /// for a device that vanished. (Its signaling pump and reconnect used to hold it, and
+    /// everything it owned, until the process exited.)
+    @Test func aManagerLetGoOfMidCallIsFreedAndTheCallEnds() async throws {
+        try await Heavy.run {
+            let server = try await TestServer.start { $0.calls.reconnectGrace = .seconds(1) }
+            defer { Task { await server.server.shutdown() } }
+            var alice: Endpoint? = try await Endpoint(server: server, account: "alice", audio: "sine:440", video: nil)
+            let bob = try await Endpoint(server: server, account: "bob", audio: "sine:660", video: nil)
+            let id = try await alice!.manager.start(callee: "bob", type: .audio)
+            _ = try #require(await bob.wait { Self.invitation($0) == id })
+            try await bob.manager.response(callID: id, accept: true)
+            #expect(await bob.wait(for: Self.isConnected) != nil)
+            try await Task.sleep(for: .milliseconds(500))
+
+            weak let manager = alice!.manager
+            alice = nil
+            let deadline = Date().addingTimeInterval(5)
+            while manager != nil, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(manager == nil, "the manager was freed")
+            try await Task.sleep(for: .milliseconds(300))
+            let heard = bob.snapshot.audio.count
+            try await Task.sleep(for: .milliseconds(700))
+            // What bob played since (silence, or nothing at all once the stream is gone).
+            let since = bob.snapshot.audio.dropFirst(heard)
+            let rms = since.isEmpty ? 0 : (since.reduce(0.0) { $0 + Double($1) * Double($1) } / Double(since.count)).squareRoot()
+            #expect(rms < 300, "alice's media stopped: bob played RMS \(rms) over \(since.count) samples")
+            let record = try #require(await bob.wait { Self.record($0) != nil }.flatMap(Self.record))
+            #expect(record.callID == id && record.endReason == .failed, "\(record.endReason)")
+            #expect(try await server.store.records(of: "alice", limit: 5).first?.callID == id)
             await bob.manager.logout()
         }
     }

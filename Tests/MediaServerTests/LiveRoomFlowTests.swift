@@ -294,7 +294,8 @@ import TestSupport
             let host = NetCallManager(configuration: NetCallManager.Configuration(server: server.url, token: try await server.token("alice"), media: media))
             try await host.login()
             let events = Locked<[NetCallEvent]>([])
-            Task { for await event in host.events { events.withLock { $0.append(event) } } }
+            let hostEvents = host.events
+            Task { for await event in hostEvents { events.withLock { $0.append(event) } } }
             try await host.reserveMeeting(name: "show")
             _ = try await host.joinMeeting(name: "show", type: .video, bypass: BypassStreaming(url: nginx.url(key: "room")))
             #expect(nginx.waitForPublisher(key: "room", timeout: 15), "published; events: \(events.withLock { $0.detached })")

@@ -52,10 +52,12 @@ import TestSupport
             settings.meetingMediaRoute = route
             manager = NetCallManager(configuration: settings)
             try await manager.login()
-            Task { [manager, box] in
-                for await event in manager.events { box.seen.withLock { $0.events.append(event) } }
+            // The streams, not the manager: an endpoint a test lets go of frees its manager.
+            let events = manager.events, mediaUpdates = manager.mediaUpdates
+            Task { [box] in
+                for await event in events { box.seen.withLock { $0.events.append(event) } }
             }
-            Task { [manager] in for await _ in manager.mediaUpdates {} }
+            Task { for await _ in mediaUpdates {} }
         }
 
         func wait(timeout: Double = 10, for match: (NetCallEvent) -> Bool) async -> NetCallEvent? {

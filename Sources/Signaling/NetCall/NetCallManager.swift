@@ -119,7 +119,7 @@ public actor NetCallManager {
         account = reply.account
         iceServers = reply.iceServers
         self.client = client
-        Task { await self.pump(client) }
+        Self.pump(client, into: self)
         return reply
     }
 
@@ -135,24 +135,58 @@ public actor NetCallManager {
         emitMedia.finish()
     }
 
-    private func pump(_ client: SignalingClient) async {
-        for await event in client.events { await handle(event) }
-        guard !closing, self.client === client else { return }
-        self.client = nil
-        emit.yield(.connectionLost(client.connection.closure?.reason ?? "connection closed"))
-        guard configuration.reconnect else { return }
-        var backoff = Duration.milliseconds(200)
-        while !closing {
-            try? await Task.sleep(for: backoff)
-            do {
-                try await login()
-                emit.yield(.reconnected)
-                return
-            } catch {
-                logger.debug("reconnect failed: \(error.message)")
+    /// Hands `client`'s events to `manager`, then reconnects when the connection drops.
+    /// Holds the manager weakly, also while it waits: a manager the app lets go of
+    /// without `logout()` is freed, and its `deinit` closes the connection.
+    private static func pump(_ client: SignalingClient, into manager: NetCallManager) {
+        let events = client.events
+        Task { [weak manager] in
+            for await event in events {
+                guard let manager else { return }
+                await manager.handle(event)
+            }
+            guard await manager?.connectionEnded(client) == true else { return }
+            var backoff = Duration.milliseconds(200)
+            while true {
+                try? await Task.sleep(for: backoff)
+                guard let manager, await manager.reconnect() == false else { return }
                 backoff = min(backoff * 2, .seconds(5))
             }
         }
+    }
+
+    /// Notes that `client`'s connection ended; whether to reconnect.
+    private func connectionEnded(_ client: SignalingClient) -> Bool {
+        guard !closing, self.client === client else { return false }
+        self.client = nil
+        emit.yield(.connectionLost(client.connection.closure?.reason ?? "connection closed"))
+        return configuration.reconnect
+    }
+
+    /// One reconnect attempt; whether reconnecting is over (logged in again, or closing).
+    private func reconnect() async -> Bool {
+        guard !closing else { return true }
+        do {
+            try await login()
+            emit.yield(.reconnected)
+            return true
+        } catch {
+            logger.debug("reconnect failed: \(error.message)")
+            return false
+        }
+    }
+
+    /// A manager let go of without `logout()`: its connection closes (the server treats
+    /// that as a dropped device and ends its call after the reconnect grace), its media
+    /// stops, and its event streams finish.
+    deinit {
+        if let client { Task { await client.close() } }
+        let sessions = [call?.session, meeting?.session].compactMap { $0 }
+        if !sessions.isEmpty {
+            Thread.detachNewThread { for session in sessions { _ = session.stop() } }
+        }
+        emit.finish()
+        emitMedia.finish()
     }
 
     func request<Body: Encodable & Sendable, Result: Decodable & Sendable>(_ type: String, _ body: Body, as result: Result.Type)
