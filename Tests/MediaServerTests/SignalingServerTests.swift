@@ -2,6 +2,7 @@ import Foundation
 import MediaEngine
 import Signaling
 import Testing
+import TestSupport
 @testable import MediaServer
 
 /// The server over real WebSockets on loopback: the call flow across several clients,
@@ -125,6 +126,24 @@ import Testing
         #expect(try #require(await bob.next(MessageType.hangup)).body(Event.Hangup.self) == Event.Hangup(callID: held, by: "carol", reason: .cancelled))
         let reasons = try await server.store.records(of: "bob", limit: 10).map(\.endReason)
         #expect(Set(reasons) == [.rejected, .missed, .busy, .cancelled])
+    }
+
+    /// A process started while a server runs (by anything in the same process: a test
+    /// starting nginx) does not keep the server's listening socket: after a shutdown the
+    /// server starts again on its port while that process still runs. (swift-nio's sockets
+    /// are not close-on-exec; the child used to inherit it, and the restart failed with
+    /// "Address already in use".)
+    @Test func aServerRestartsOnItsPortWhileAProcessStartedMeanwhileRuns() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("restart-\(UInt32.random(in: 0 ... .max)).sqlite").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let first = try await TestServer.startOnStablePort(path: path)
+        let bystander = try BackgroundProcess(program: "sleep", arguments: ["30"])
+        defer { bystander.killNow() }
+        await first.server.shutdown()
+        let second = try await TestServer.start(path: path) { $0.port = first.port }
+        defer { Task { await second.server.shutdown() } }
+        let alice = try await second.client("alice")
+        #expect(await alice.client.connection.closure == nil, "the restarted server took a login")
     }
 
     @Test func gracefulShutdownEndsLiveCallsAndKeepsTheirRecords() async throws {

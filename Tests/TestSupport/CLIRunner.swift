@@ -70,6 +70,12 @@ public final class BackgroundProcess: @unchecked Sendable {
         }
         posix_spawn_file_actions_addopen(&actions, 1, outURL.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, errURL.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        // Nothing else: swift-nio opens its sockets without close-on-exec, so a child would
+        // otherwise keep a listening socket of the test process (another test's server)
+        // open for as long as it runs, and that server could not start again on its port.
+        guard Self.closeFrom(&actions, 3) == 0 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "posix_spawn_file_actions_addclosefrom_np failed"])
+        }
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -97,6 +103,15 @@ public final class BackgroundProcess: @unchecked Sendable {
         }
         pid = child
     }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's
+    /// Glibc module does not import: the child closes every descriptor from the given one up.
+    private static let closeFrom: @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32 = {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
+            fatalError("glibc 2.34 or later is needed (posix_spawn_file_actions_addclosefrom_np)")
+        }
+        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32).self)
+    }()
 
     /// Starts a program found on PATH.
     public convenience init(program: String, arguments: [String]) throws {

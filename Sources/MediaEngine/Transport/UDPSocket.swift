@@ -10,7 +10,7 @@ import Darwin
 public final class UDPSocket: @unchecked Sendable {
     // @unchecked: the only state is the descriptor, set once; the kernel serialises
     // concurrent send and receive on it. `close()` must not race with other calls.
-    private var descriptor: Int32
+    private(set) var descriptor: Int32
     /// The address the socket is bound to (with the kernel's port when bound to 0).
     public let localAddress: SocketAddress
 
@@ -18,7 +18,8 @@ public final class UDPSocket: @unchecked Sendable {
     /// - Parameter receiveBufferSize: kernel receive buffer to ask for, in bytes.
     public init(bindTo address: SocketAddress, receiveBufferSize: Int = 1 << 20) throws(TransportError) {
         let family = address.isIPv6 ? AF_INET6 : AF_INET
-        let descriptor = socket(family, Int32(SOCK_DGRAM.rawValue), 0)
+        // Close-on-exec: a process the app starts must not keep the port bound.
+        let descriptor = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw TransportError.system("socket") }
         var size = Int32(receiveBufferSize)
         _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))

@@ -1,3 +1,4 @@
+import Glibc
 import Testing
 @testable import MediaEngine
 
@@ -15,6 +16,14 @@ import Testing
         let (count, sender) = try #require(received)
         #expect(Array(buffer[0..<count]) == message)
         #expect(sender == a.localAddress)
+    }
+
+    /// A process the app starts does not inherit the socket (and keep its port bound).
+    @Test(arguments: ["127.0.0.1", "::1"])
+    func socketsCloseOnExec(host: String) throws {
+        let socket = try UDPSocket(bindTo: SocketAddress(host: host, port: 0))
+        let flags = fcntl(socket.descriptor, F_GETFD)
+        #expect(flags >= 0 && flags & FD_CLOEXEC != 0, "descriptor flags \(flags)")
     }
 
     @Test func receiveTimesOutWithNil() throws {
