@@ -267,10 +267,13 @@ import TestSupport
             try await Task.sleep(for: .milliseconds(500))
 
             weak let manager = alice!.manager
+            weak let session = await alice!.manager.currentSession
+            #expect(session != nil)
             alice = nil
             let deadline = Date().addingTimeInterval(5)
-            while manager != nil, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            while manager != nil || session != nil, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
             #expect(manager == nil, "the manager was freed")
+            #expect(session == nil, "the call's media session was freed")
             try await Task.sleep(for: .milliseconds(300))
             let heard = bob.snapshot.audio.count
             try await Task.sleep(for: .milliseconds(700))

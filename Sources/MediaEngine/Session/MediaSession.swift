@@ -488,6 +488,10 @@ public final class MediaSession: Sendable {
             finished.signal()
         }
         stopRecordings()
+        // No event comes after this: the handler goes, and with it whatever it holds. A
+        // handler that captures the session (to trickle its candidates) no longer keeps the
+        // session, its buffers and its codecs alive after the call.
+        eventHandler.withLock { $0 = nil }
         return state.withLock { $0.summary }
     }
 

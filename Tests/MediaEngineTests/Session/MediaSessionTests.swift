@@ -51,6 +51,21 @@ import TestSupport
         }
     }
 
+    /// An event handler that captures its session (as an app trickling candidates does)
+    /// does not keep the session alive once it is stopped.
+    @Test func aStoppedSessionIsFreedThoughItsHandlerCapturesIt() throws {
+        weak var freed: MediaSession?
+        do {
+            var configuration = MediaSession.Configuration(audio: try MediaSources.audio("sine:440"), video: nil)
+            configuration.host = "127.0.0.1"
+            let session = try MediaSession(configuration: configuration)
+            freed = session
+            session.gather { event in if case .localCandidate = event { _ = session.local } }
+            session.stop()
+        }
+        #expect(freed == nil, "the stopped session is freed")
+    }
+
     func waited(_ session: MediaSession) async -> MediaSession.Summary {
         await withCheckedContinuation { continuation in Thread.detachNewThread { continuation.resume(returning: session.wait()) } }
     }
