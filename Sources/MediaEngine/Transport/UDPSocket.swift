@@ -10,7 +10,7 @@ import Darwin
 public final class UDPSocket: @unchecked Sendable {
     // @unchecked: the only state is the descriptor, set once; the kernel serialises
     // concurrent send and receive on it. `close()` must not race with other calls.
-    private(set) var descriptor: Int32
+    private var descriptor: Int32
     /// The address the socket is bound to (with the kernel's port when bound to 0).
     public let localAddress: SocketAddress
 

@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import MediaEngine
 
 /// A session's event handler is called at the same stack depth however many events went
@@ -13,7 +14,8 @@ import Testing
         return withUnsafeMutablePointer(to: &marker) { Int(bitPattern: $0) }
     }
 
-    @Test func theEventHandlerRunsAtTheSameDepthAfterTenThousandEvents() throws {
+    @Test(.enabled(if: Sanitizer.stackAddressesAreMeaningful, "ASan's fake stack frames make a local's address say nothing of depth"))
+    func theEventHandlerRunsAtTheSameDepthAfterTenThousandEvents() throws {
         var configuration = MediaSession.Configuration(audio: try MediaSources.audio("sine:440"), video: nil)
         configuration.host = "127.0.0.1"
         let session = try MediaSession(configuration: configuration)

@@ -22,7 +22,7 @@ import Testing
     @Test(arguments: ["127.0.0.1", "::1"])
     func socketsCloseOnExec(host: String) throws {
         let socket = try UDPSocket(bindTo: SocketAddress(host: host, port: 0))
-        let flags = fcntl(socket.descriptor, F_GETFD)
+        let flags = fcntl(socket.rawDescriptor, F_GETFD)
         #expect(flags >= 0 && flags & FD_CLOEXEC != 0, "descriptor flags \(flags)")
     }
 
