@@ -63,6 +63,10 @@ import TestSupport
             session.gather { event in if case .localCandidate = event { _ = session.local } }
             session.stop()
         }
+        // Its receiving thread lets go of the session just after `stop` returns (it signals
+        // the end, then returns): give it a moment.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while freed != nil, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
         #expect(freed == nil, "the stopped session is freed")
     }
 
