@@ -106,11 +106,12 @@ public final class BackgroundProcess: @unchecked Sendable {
 
     /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's
     /// Glibc module does not import: the child closes every descriptor from the given one up.
-    private static let closeFrom: @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32 = {
+    private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
+    private static let closeFrom: AddCloseFrom = {
         guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
             fatalError("glibc 2.34 or later is needed (posix_spawn_file_actions_addclosefrom_np)")
         }
-        return unsafeBitCast(symbol, to: (@convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32).self)
+        return unsafeBitCast(symbol, to: AddCloseFrom.self)
     }()
 
     /// Starts a program found on PATH.

@@ -65,8 +65,7 @@ import TestSupport
         }
         // Its receiving thread lets go of the session just after `stop` returns (it signals
         // the end, then returns): give it a moment.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while freed != nil, ContinuousClock.now < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        _ = LivePort.poll(timeout: 10) { freed == nil }
         #expect(freed == nil, "the stopped session is freed")
     }
 
