@@ -124,6 +124,9 @@ import TestSupport
 
         _ = try await carol.request(MessageType.hangup, Request.Hangup(callID: 0), as: Reply.Empty.self)
         #expect(try #require(await bob.next(MessageType.hangup)).body(Event.Hangup.self) == Event.Hangup(callID: held, by: "carol", reason: .cancelled))
+        // The hangup goes out before the record is stored; the record event comes after it
+        // is (read earlier, the store once lacked the cancelled call under TSan's slowness).
+        #expect(try #require(await carol.next(MessageType.callRecord)).body(Event.Record.self).record.endReason == .cancelled)
         let reasons = try await server.store.records(of: "bob", limit: 10).map(\.endReason)
         #expect(Set(reasons) == [.rejected, .missed, .busy, .cancelled])
     }
