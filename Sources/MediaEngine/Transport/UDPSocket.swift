@@ -75,8 +75,8 @@ public final class UDPSocket: @unchecked Sendable {
     ///   Datagrams longer than `buffer` are truncated to it.
     public func receive(into buffer: UnsafeMutableRawBufferPointer, timeout: Duration) throws(TransportError) -> (Int, SocketAddress)? {
         guard descriptor >= 0 else { throw TransportError(.closed, "socket is closed") }
-        var poller = SocketPoller(sockets: CollectionOfOne(self))
-        guard try poller.wait(timeout: timeout) != nil else { return nil }
+        var descriptors = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        guard try SocketPoller.wait(&descriptors, count: 1, timeout: timeout) != nil else { return nil }
         return try receiveNow(into: buffer)
     }
 
@@ -109,28 +109,53 @@ public final class UDPSocket: @unchecked Sendable {
 }
 
 /// Waits for any of a fixed set of sockets to become readable. Build once, wait many
-/// times: waiting allocates nothing.
+/// times: waiting allocates nothing. The poller holds its sockets, so their descriptors
+/// stay open (and are never another file's) while it lives; one its owner closes makes
+/// `wait` throw `closed` (`close()` must not race with a wait).
 public struct SocketPoller {
     private var descriptors: [pollfd]
+    private let sockets: [UDPSocket]
 
     public init(sockets: some Collection<UDPSocket>) {
-        descriptors = sockets.map { pollfd(fd: $0.rawDescriptor, events: Int16(POLLIN), revents: 0) }
+        self.sockets = Array(sockets)
+        descriptors = self.sockets.map { pollfd(fd: $0.rawDescriptor, events: Int16(POLLIN), revents: 0) }
     }
 
     /// Waits up to `timeout`.
     /// - Returns: the index of a readable socket, or nil on timeout.
     public mutating func wait(timeout: Duration) throws(TransportError) -> Int? {
+        // Its number may be another file's by now.
+        for socket in sockets where socket.rawDescriptor < 0 {
+            throw TransportError(.closed, "socket \(socket.localAddress) is closed")
+        }
+        return try descriptors.withUnsafeMutableBufferPointer { (buffer) throws(TransportError) in
+            try Self.wait(buffer.baseAddress!, count: buffer.count, timeout: timeout)
+        }
+    }
+
+    /// Waits up to `timeout` on `count` descriptors.
+    /// - Returns: the index of the first readable one, or nil on timeout.
+    static func wait(_ descriptors: UnsafeMutablePointer<pollfd>, count: Int, timeout: Duration) throws(TransportError) -> Int? {
         // ppoll, not poll: poll counts whole milliseconds, and a wait under one would
         // become no wait at all (a loop waiting for a deadline 0.6 ms away would spin).
         let (seconds, attoseconds) = max(.zero, timeout).components
         // A day at most: longer waits are never asked for, and the product cannot overflow.
         let wait = min(seconds, 86_400) * 1_000_000_000 + (seconds >= 86_400 ? 0 : attoseconds / 1_000_000_000)
         while true {
-            let ready = descriptors.withUnsafeMutableBufferPointer { CBatchIO_wait($0.baseAddress, nfds_t($0.count), wait) }
-            if ready > 0 { return descriptors.firstIndex { $0.revents != 0 } }
+            let ready = CBatchIO_wait(descriptors, nfds_t(count), wait)
             if ready == 0 { return nil }
-            if errno == EINTR { continue }
-            throw TransportError.system("poll")
+            if ready < 0 {
+                if errno == EINTR { continue }
+                throw TransportError.system("poll")
+            }
+            for index in 0..<count where descriptors[index].revents != 0 {
+                // Not a socket any more: a wait on it would return at once, forever.
+                if descriptors[index].revents & Int16(POLLNVAL) != 0 {
+                    throw TransportError(.closed, "socket was closed while polled")
+                }
+                return index
+            }
+            return nil
         }
     }
 }

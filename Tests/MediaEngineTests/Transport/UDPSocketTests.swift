@@ -43,6 +43,31 @@ import Testing
         #expect(try poller.wait(timeout: .seconds(2)) == 2)
     }
 
+    /// The poller keeps its sockets open. (It once kept only their descriptor numbers: an
+    /// optimized build freed sockets nothing else held, closing them under the poller, and
+    /// a closed descriptor reads as ready, so `wait` named the first one at once.)
+    @Test func aPollerHoldsItsSockets() throws {
+        var poller: SocketPoller
+        let target: SocketAddress
+        do {
+            let sockets = try (0..<2).map { _ in try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0)) }
+            target = sockets[1].localAddress
+            poller = SocketPoller(sockets: sockets)
+        }
+        let sender = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
+        #expect(try poller.wait(timeout: .milliseconds(20)) == nil)
+        try [UInt8]([1]).withUnsafeBytes { try sender.send($0, to: target) }
+        #expect(try poller.wait(timeout: .seconds(2)) == 1)
+    }
+
+    @Test func aSocketClosedUnderItsPollerIsAnError() throws {
+        let sockets = try (0..<2).map { _ in try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0)) }
+        var poller = SocketPoller(sockets: sockets)
+        sockets[1].close()
+        let error = #expect(throws: TransportError.self) { try poller.wait(timeout: .seconds(2)) }
+        #expect(error?.code == .closed, "\(String(describing: error))")
+    }
+
     @Test(arguments: [("", "is not HOST:PORT"), ("localhost", "is not HOST:PORT"), ("127.0.0.1:70000", "70000"),
                       ("no-such-host.invalid:5000", "cannot resolve 'no-such-host.invalid'")])
     func badAddressesAreTypedErrors(text: String, message: String) {
