@@ -83,13 +83,7 @@ public final class SignalingServer: Sendable {
     /// - Throws: When the address cannot be bound (the error names it).
     public func start(signals: [UnixSignal] = []) async throws -> Int {
         let hub = self.hub
-        let router = Router(context: BasicWebSocketRequestContext.self)
-        router.ws("/") { _, _ in
-            .upgrade([:])
-        } onUpgrade: { inbound, outbound, _ in
-            try await Self.serve(inbound: inbound, outbound: outbound, hub: hub)
-        }
-        let http = Router(context: BasicWebSocketRequestContext.self)
+        let http = Router(context: BasicRequestContext.self)
         if configuration.metrics {
             let expected = configuration.metricsToken.map { Array("Bearer \($0)".utf8) }
             http.get("/metrics") { [metrics, state] request, _ -> Response in
@@ -107,10 +101,19 @@ public final class SignalingServer: Sendable {
         let bound = AsyncStream<Int>.makeStream()
         let app = Application(
             router: http,
+            // Upgrades are decided here, not by a WebSocket route: hummingbird-websocket's
+            // router keeps each upgraded connection's handler in a box its request context
+            // holds while the box holds the context, a cycle never freed. Through it every
+            // connection ever made kept a few hundred bytes, and the handler kept the hub
+            // (its store, its media server) after shutdown.
             server: .http1WebSocketUpgrade(
-                webSocketRouter: router,
                 configuration: .init(ws: .init(maxFrameSize: configuration.maximumFrameSize, autoPing: .enabled(timePeriod: .seconds(30))))
-            ),
+            ) { request, _, _ in
+                guard request.method == .get, request.path.map({ $0 == "/" || $0.hasPrefix("/?") }) ?? false else { return .dontUpgrade }
+                return .upgrade([:]) { inbound, outbound, _ in
+                    try await Self.serve(inbound: inbound, outbound: outbound, hub: hub)
+                }
+            },
             configuration: ApplicationConfiguration(address: .hostname(configuration.host, port: configuration.port),
                                                     serverName: "mediaengine", backlog: configuration.backlog),
             onServerRunning: { channel in

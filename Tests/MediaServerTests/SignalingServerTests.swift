@@ -131,6 +131,33 @@ import TestSupport
         #expect(Set(reasons) == [.rejected, .missed, .busy, .cancelled])
     }
 
+    /// A server shut down is freed with its hub (its store, its media server), though
+    /// clients were connected. (hummingbird-websocket's router kept every upgraded
+    /// connection's handler, and the hub it captured, in a cycle: ASan counted 34 hubs and
+    /// 30 SQLite stores alive at the end of a run.) Upgrades are on `/` only.
+    @Test func aServerShutDownIsFreedWithItsHub() async throws {
+        weak var hub: SignalingHub?
+        do {
+            let server = try await TestServer.start()
+            hub = server.server.hub
+            let alice = try await server.client("alice")
+            let bob = try await server.client("bob")
+            _ = try await alice.request(MessageType.start, Request.Start(callee: "bob", type: .audio, media: Self.media(5_200)),
+                                        as: Reply.Start.self)
+            _ = await bob.next(MessageType.receive)
+            await #expect(throws: (any Error).self) { _ = try await TestClient(url: "ws://127.0.0.1:\(server.port)/other") }
+            await server.server.shutdown()
+            await alice.close()
+            await bob.close()
+        }
+        var waited = 0
+        while hub != nil && waited < 100 {
+            try await Task.sleep(for: .milliseconds(50))
+            waited += 1
+        }
+        #expect(hub == nil, "the hub is still held \(waited * 50) ms after its server shut down")
+    }
+
     /// A process started while a server runs (by anything in the same process: a test
     /// starting nginx) does not keep the server's listening socket: after a shutdown the
     /// server starts again on its port while that process still runs. (swift-nio's sockets
