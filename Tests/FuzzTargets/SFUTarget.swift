@@ -46,6 +46,9 @@ enum SFUTarget {
             // Small queues and histories: each input builds a router of its own.
             configuration.transmitCapacity = 32
             configuration.retransmissionHistory = 16
+            // Each leg's estimator otherwise zeroes an 8,192-packet history: with the
+            // transmit queues that was most of an input's time (680 inputs/s).
+            configuration.subscriberBandwidth.historySize = 64
             router = ForwardingRouter(configuration: configuration)
             for index in 0..<3 {
                 let uplinkKey = try! SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: (0..<28).map { UInt8(index * 31 + $0) })
