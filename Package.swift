@@ -45,6 +45,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
         .package(url: "https://github.com/hummingbird-project/swift-websocket", from: "1.6.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // Several server nodes share one store in PostgreSQL (SQLite stays the default).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -99,6 +101,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -135,7 +138,9 @@ let package = Package(
             swiftSettings: instrumented
         ),
         .testTarget(name: "SignalingTests", dependencies: ["Signaling", "MediaEngine", "TestSupport"], swiftSettings: instrumented),
-        .testTarget(name: "MediaServerTests", dependencies: ["MediaServer", "Signaling", "MediaEngine", "TestSupport"], swiftSettings: instrumented),
+        .testTarget(name: "MediaServerTests", dependencies: [
+            "MediaServer", "Signaling", "MediaEngine", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
+        ], swiftSettings: instrumented),
         // Runs programs (the CLI, ffmpeg, GStreamer) for the CLI and interop tests, and
         // heavy tests off Swift's cooperative threads.
         .target(

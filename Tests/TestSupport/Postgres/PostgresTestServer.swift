@@ -1,0 +1,122 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+
+/// PostgreSQL (Debian `postgresql`, which `tools/bootstrap` installs) for one test: a
+/// cluster `initdb` makes in a temporary directory, run by `pg_ctl` on a loopback port
+/// below the ephemeral range (so `restart()` gets it back), with its Unix socket in that
+/// directory and password logins (SCRAM) for one superuser.
+///
+/// initdb refuses to run as root, so as root the cluster belongs to, and runs as, the
+/// `postgres` user. `stop()` stops it; deinit stops it and deletes the directory.
+public final class PostgresTestServer: @unchecked Sendable {
+    // @unchecked: a test owns its server; `port` and `running` change only in its calls.
+    /// The superuser's name and password.
+    public let user = "mediaengine"
+    public let password: String
+    /// The cluster, its socket and its log.
+    public let directory: URL
+    public private(set) var port = 0
+    private var running = false
+    private let binaries: URL
+
+    /// Makes the cluster (about a second) and starts it.
+    /// - Throws: `PostgresTestServer.Failure` with initdb's or pg_ctl's output.
+    public init() throws {
+        guard let binaries = Self.binaries() else { throw Failure("no PostgreSQL under /usr/lib/postgresql (tools/bootstrap installs it)") }
+        self.binaries = binaries
+        password = (0..<24).map { _ in String("abcdefghijkmnopqrstuvwxyz23456789".randomElement()!) }.joined()
+        directory = try temporaryDirectory("postgres")
+        let passwordFile = directory.appendingPathComponent("password")
+        try Data(password.utf8).write(to: passwordFile)
+        if getuid() == 0 {
+            _ = try Self.run("/bin/chown", ["-R", "postgres:postgres", directory.path], asPostgres: false)
+        }
+        _ = try run("initdb", ["-D", data.path, "-U", user, "--pwfile=\(passwordFile.path)", "-A", "scram-sha-256", "-E", "UTF8",
+                               "--no-instructions"])
+        try? FileManager.default.removeItem(at: passwordFile)
+        try start()
+    }
+
+    deinit {
+        stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private var data: URL { directory.appendingPathComponent("data") }
+    private var log: URL { directory.appendingPathComponent("log") }
+
+    /// `postgres://USER:PASSWORD@127.0.0.1:PORT/DATABASE`.
+    public func url(database: String = "postgres", password given: String? = nil) -> String {
+        "postgres://\(user):\(given ?? password)@127.0.0.1:\(port)/\(database)"
+    }
+
+    /// Starts the server (on its old port after a `stop()`), waiting until it accepts
+    /// connections.
+    public func start() throws {
+        guard !running else { return }
+        var candidate = port != 0 ? port : 20_000 + Int.random(in: 0..<10_000)
+        while true {
+            do {
+                _ = try run("pg_ctl", ["-D", data.path, "-l", log.path, "-w", "-t", "30", "-o",
+                                       "-p \(candidate) -k \(directory.path) -c listen_addresses=127.0.0.1", "start"])
+                port = candidate
+                running = true
+                return
+            } catch let failure as Failure where port == 0 && candidate < 32_000 && logText.contains("could not bind") {
+                _ = failure
+                candidate += 7  // taken: the next one
+            }
+        }
+    }
+
+    /// Stops the server (fast: open sessions are ended).
+    public func stop() {
+        guard running else { return }
+        running = false
+        _ = try? run("pg_ctl", ["-D", data.path, "-w", "-m", "fast", "stop"])
+    }
+
+    /// Stops and starts it again on the same port.
+    public func restart() throws {
+        stop()
+        try start()
+    }
+
+    /// Creates a database.
+    public func createDatabase(_ name: String) throws {
+        _ = try run("createdb", ["-h", directory.path, "-p", String(port), "-U", user, name], environment: ["PGPASSWORD": password])
+    }
+
+    /// The server's log so far.
+    public var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+
+    /// An error from initdb, pg_ctl or createdb, with what it printed.
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    private func run(_ program: String, _ arguments: [String], environment: [String: String] = [:]) throws -> String {
+        try Self.run(binaries.appendingPathComponent(program).path, arguments, asPostgres: getuid() == 0, environment: environment)
+    }
+
+    private static func run(_ executable: String, _ arguments: [String], asPostgres: Bool,
+                            environment: [String: String] = [:]) throws -> String {
+        let command = asPostgres ? ["/usr/sbin/runuser", "-u", "postgres", "--", executable] + arguments : [executable] + arguments
+        let process = try BackgroundProcess(executable: URL(fileURLWithPath: command[0]), arguments: Array(command.dropFirst()),
+                                            environment: environment)
+        let result = try process.wait(timeout: 60)
+        guard result.status == 0 else {
+            throw Failure("\(URL(fileURLWithPath: executable).lastPathComponent) exited \(result.status): \(result.stderr)\(result.stdout)")
+        }
+        return result.stdout
+    }
+
+    private static func binaries() -> URL? {
+        let root = URL(fileURLWithPath: "/usr/lib/postgresql")
+        let versions = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
+        return versions.compactMap(Int.init).sorted().last.map { root.appendingPathComponent("\($0)/bin") }
+    }
+}
