@@ -58,49 +58,7 @@ public final class SQLiteCallStore: CallStore {
         }
     }
 
-    static var migrator: DatabaseMigrator {
-        var migrator = DatabaseMigrator()
-        migrator.registerMigration("v1: call records and devices") { db in
-            try db.create(table: "callRecord") { table in
-                table.primaryKey("callID", .integer)
-                table.column("caller", .text).notNull().indexed()
-                table.column("callee", .text).notNull().indexed()
-                table.column("type", .integer).notNull()
-                table.column("startedAt", .integer).notNull()
-                table.column("connectedDuration", .integer).notNull()
-                table.column("endReason", .text).notNull()
-                table.column("endedBy", .text)
-            }
-            try db.create(table: "device") { table in
-                table.column("account", .text).notNull()
-                table.column("device", .text).notNull()
-                table.column("lastLogin", .integer).notNull()
-                table.primaryKey(["account", "device"])
-            }
-        }
-        migrator.registerMigration("v2: meeting records") { db in
-            try db.create(table: "meetingRecord") { table in
-                table.primaryKey("callID", .integer)
-                table.column("name", .text).notNull().indexed()
-                table.column("reservedBy", .text).notNull()
-                table.column("startedAt", .integer).notNull()
-                table.column("endedAt", .integer).notNull()
-            }
-            try db.create(table: "meetingAttendance") { table in
-                table.column("callID", .integer).notNull().indexed()
-                    .references("meetingRecord", column: "callID", onDelete: .cascade)
-                table.column("position", .integer).notNull()
-                table.column("account", .text).notNull().indexed()
-                table.column("device", .text).notNull()
-                table.column("role", .text).notNull()
-                table.column("joinedAt", .integer).notNull()
-                table.column("leftAt", .integer).notNull()
-                table.column("reason", .text)
-                table.primaryKey(["callID", "position"])
-            }
-        }
-        return migrator
-    }
+    static var migrator: DatabaseMigrator { StoreSchema.sqliteMigrator }
 
     /// The migrations applied, oldest first.
     public func appliedMigrations() throws(StoreError) -> [String] {

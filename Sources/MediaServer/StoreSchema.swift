@@ -1,0 +1,84 @@
+import GRDB
+
+/// The store's schema history, one list for both stores: each migration has a name (what
+/// `appliedMigrations()` lists), what it does to SQLite (GRDB's schema builder) and the
+/// same in PostgreSQL's SQL. A store applies the ones it has not, in order, once each.
+/// Column names are the same in both; PostgreSQL folds unquoted ones to lower case.
+enum StoreSchema {
+    struct Migration: Sendable {
+        let name: String
+        let sqlite: @Sendable (Database) throws -> Void
+        let postgres: [String]
+    }
+
+    static let history: [Migration] = [
+        Migration(name: "v1: call records and devices", sqlite: { db in
+            try db.create(table: "callRecord") { table in
+                table.primaryKey("callID", .integer)
+                table.column("caller", .text).notNull().indexed()
+                table.column("callee", .text).notNull().indexed()
+                table.column("type", .integer).notNull()
+                table.column("startedAt", .integer).notNull()
+                table.column("connectedDuration", .integer).notNull()
+                table.column("endReason", .text).notNull()
+                table.column("endedBy", .text)
+            }
+            try db.create(table: "device") { table in
+                table.column("account", .text).notNull()
+                table.column("device", .text).notNull()
+                table.column("lastLogin", .integer).notNull()
+                table.primaryKey(["account", "device"])
+            }
+        }, postgres: [
+            """
+            CREATE TABLE callRecord (callID BIGINT PRIMARY KEY, caller TEXT NOT NULL, callee TEXT NOT NULL, type INTEGER NOT NULL,
+                startedAt BIGINT NOT NULL, connectedDuration BIGINT NOT NULL, endReason TEXT NOT NULL, endedBy TEXT)
+            """,
+            "CREATE INDEX callRecord_on_caller ON callRecord (caller)",
+            "CREATE INDEX callRecord_on_callee ON callRecord (callee)",
+            "CREATE TABLE device (account TEXT NOT NULL, device TEXT NOT NULL, lastLogin BIGINT NOT NULL, PRIMARY KEY (account, device))",
+        ]),
+        Migration(name: "v2: meeting records", sqlite: { db in
+            try db.create(table: "meetingRecord") { table in
+                table.primaryKey("callID", .integer)
+                table.column("name", .text).notNull().indexed()
+                table.column("reservedBy", .text).notNull()
+                table.column("startedAt", .integer).notNull()
+                table.column("endedAt", .integer).notNull()
+            }
+            try db.create(table: "meetingAttendance") { table in
+                table.column("callID", .integer).notNull().indexed()
+                    .references("meetingRecord", column: "callID", onDelete: .cascade)
+                table.column("position", .integer).notNull()
+                table.column("account", .text).notNull().indexed()
+                table.column("device", .text).notNull()
+                table.column("role", .text).notNull()
+                table.column("joinedAt", .integer).notNull()
+                table.column("leftAt", .integer).notNull()
+                table.column("reason", .text)
+                table.primaryKey(["callID", "position"])
+            }
+        }, postgres: [
+            """
+            CREATE TABLE meetingRecord (callID BIGINT PRIMARY KEY, name TEXT NOT NULL, reservedBy TEXT NOT NULL,
+                startedAt BIGINT NOT NULL, endedAt BIGINT NOT NULL)
+            """,
+            "CREATE INDEX meetingRecord_on_name ON meetingRecord (name)",
+            """
+            CREATE TABLE meetingAttendance (callID BIGINT NOT NULL REFERENCES meetingRecord (callID) ON DELETE CASCADE,
+                position INTEGER NOT NULL, account TEXT NOT NULL, device TEXT NOT NULL, role TEXT NOT NULL,
+                joinedAt BIGINT NOT NULL, leftAt BIGINT NOT NULL, reason TEXT, PRIMARY KEY (callID, position))
+            """,
+            "CREATE INDEX meetingAttendance_on_account ON meetingAttendance (account)",
+        ]),
+    ]
+
+    /// The SQLite migrator: the history, in order.
+    static var sqliteMigrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        for migration in history {
+            migrator.registerMigration(migration.name, migrate: migration.sqlite)
+        }
+        return migrator
+    }
+}
