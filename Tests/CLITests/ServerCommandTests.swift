@@ -35,6 +35,43 @@ import Testing
         }
     }
 
+    /// The store in PostgreSQL: the password from a file or PGPASSWORD, never printed; the
+    /// server logs in, migrates, and says where its records are.
+    @Test func serverKeepsItsRecordsInPostgreSQLWithThePasswordOutOfTheCommandLine() async throws {
+        try await Heavy.run {
+            let postgres = try PostgresTestServer()
+            let directory = try temporaryDirectory("server-postgres")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let passwordFile = directory.appendingPathComponent("pgpassword")
+            try Data("\(postgres.password)\n".utf8).write(to: passwordFile)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: passwordFile.path)
+            let where_ = "postgres://\(postgres.user)@127.0.0.1:\(postgres.port)/postgres"
+            let base = ["server", "--port", "0", "--secret-file", directory.appendingPathComponent("secret").path, "--duration", "1",
+                        "--no-live"]
+            for (extra, environment) in [(["--store", where_, "--store-password-file", passwordFile.path], [:]),
+                                         (["--store", where_], ["PGPASSWORD": postgres.password])] {
+                let run = try CLI.run(base + extra, environment: environment)
+                #expect(run.status == 0, "\(run.stderr)")
+                #expect(run.stdout.contains("stopped; 0 call records and 0 meeting records in \(where_)"), "\(run.stdout)")
+                #expect(!run.stdout.contains(postgres.password) && !run.stderr.contains(postgres.password))
+                #expect(!run.stderr.contains("warning"), "\(run.stderr)")
+            }
+            // In the URL it works, with a warning that does not repeat it.
+            let visible = try CLI.run(base + ["--store", postgres.url()])
+            #expect(visible.status == 0, "\(visible.stderr)")
+            #expect(visible.stderr.contains("warning: a password in --store's URL shows the database password to every user"),
+                    "\(visible.stderr)")
+            #expect(!visible.stderr.contains(postgres.password) && !visible.stdout.contains(postgres.password))
+
+            // Down: an error naming the database, not its password, before listening.
+            postgres.stop()
+            let down = try CLI.run(base + ["--store", where_, "--store-password-file", passwordFile.path])
+            #expect(down.status != 0)
+            #expect(down.stderr.contains("\(where_): cannot open the database"), "\(down.stderr)")
+            #expect(!down.stdout.contains("listening on") && !down.stderr.contains(postgres.password))
+        }
+    }
+
     @Test(arguments: [
         (["token", "--account", "alice", "--secret-file", "/nonexistent/secret"], "/nonexistent/secret: cannot read the secret file"),
         (["token", "--account", "alice", "--ttl", "0"], "--ttl 0.0 must be"),
@@ -42,6 +79,13 @@ import Testing
         (["server", "--port", "70000"], "--port 70000 is not a port number"),
         (["server", "--port", "0", "--db", "/nonexistent/dir/calls.sqlite", "--secret-file", "/tmp/mediaengine-test-secret"],
          "/nonexistent/dir/calls.sqlite: cannot open the database"),
+        (["server", "--store", "mysql://root:hunter2@127.0.0.1/db"], "--store: use sqlite:PATH or postgres://"),
+        (["server", "--store", "sqlite:"], "--store sqlite:PATH names no file"),
+        (["server", "--store", "postgres://127.0.0.1/db"], "--store: the store URL names no user"),
+        (["server", "--db", "a.sqlite", "--store", "sqlite:b.sqlite"], "--db and --store cannot be combined"),
+        (["server", "--store-password-file", "/tmp/pw"], "--store-password-file needs --store postgres://"),
+        (["server", "--store", "postgres://u:in-url@127.0.0.1/db", "--store-password-file", "/tmp/pw"],
+         "a password in --store's URL and --store-password-file cannot be combined"),
     ])
     func badOptionsAreNamed(arguments: [String], message: String) async throws {
         try await Heavy.run {

@@ -17,6 +17,9 @@ struct SecretSource {
     let what: String
 
     static let token = SecretSource(option: "--token", fileOption: "--token-file", variable: "MEDIAENGINE_TOKEN", what: "login token")
+    /// PostgreSQL's password: its "argument" is the one in --store's URL.
+    static let storePassword = SecretSource(option: "a password in --store's URL", fileOption: "--store-password-file",
+                                            variable: "PGPASSWORD", what: "database password")
     static let srtpKey = SecretSource(option: "--srtp-key", fileOption: "--srtp-key-file", variable: "MEDIAENGINE_SRTP_KEY",
                                       what: "SRTP key")
 

@@ -8,7 +8,7 @@ import UnixSignals
 struct ServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "server",
-        abstract: "Run the signaling server: WebSocket logins with JWTs, P2P call setup, call records in SQLite.",
+        abstract: "Run the signaling server: WebSocket logins with JWTs, P2P call setup, call records in SQLite or PostgreSQL.",
         discussion: """
         Clients connect to ws://HOST:PORT/ and log in with a token from `mediaengine token` (same secret file). \
         The database is created on first start and migrated on every start. SIGINT or SIGTERM ends live calls \
@@ -23,8 +23,18 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: "Port to listen on (0 picks a free one; the address is printed).")
     var port = 8_080
 
-    @Option(help: "SQLite database file (created if missing).")
-    var db = "mediaengine.sqlite"
+    @Option(help: "SQLite database file (created if missing; default mediaengine.sqlite). Same as --store sqlite:PATH.")
+    var db: String?
+
+    @Option(help: """
+        Where records, devices and meetings are kept: sqlite:PATH (one node, the default) or \
+        postgres://USER@HOST[:PORT]/DATABASE (several nodes sharing one PostgreSQL). Give the password with \
+        --store-password-file or PGPASSWORD: one in the URL shows in the process list.
+        """)
+    var store: String?
+
+    @Option(help: "File holding the PostgreSQL password (with --store postgres://...).")
+    var storePasswordFile: String?
 
     @Option(help: "File holding the token-signing secret (created with a random secret, mode 600, if missing).")
     var secretFile = "mediaengine.secret"
@@ -109,6 +119,56 @@ struct ServerCommand: AsyncParsableCommand {
         guard ringTimeout > 0 && ringTimeout <= 3_600 else { throw ValidationError("--ring-timeout \(ringTimeout) must be within 0...3600 s") }
         if let duration, !(duration > 0) { throw ValidationError("--duration \(duration) must be more than 0") }
         try validateTURN()
+        _ = try storeChoice()
+    }
+
+    /// Where the store is, from --store or --db.
+    enum StoreChoice {
+        case sqlite(String)
+        case postgres(url: String)
+    }
+
+    func storeChoice() throws -> StoreChoice {
+        guard let store else {
+            if storePasswordFile != nil { throw ValidationError("--store-password-file needs --store postgres://...") }
+            return .sqlite(db ?? "mediaengine.sqlite")
+        }
+        if db != nil { throw ValidationError("--db and --store cannot be combined: give one") }
+        if store.hasPrefix("sqlite:") {
+            let path = String(store.dropFirst("sqlite:".count))
+            guard !path.isEmpty else { throw ValidationError("--store sqlite:PATH names no file") }
+            if storePasswordFile != nil { throw ValidationError("--store-password-file needs --store postgres://...") }
+            return .sqlite(path)
+        }
+        if store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") { return .postgres(url: store) }
+        // The text may hold a password: it is not repeated.
+        throw ValidationError("--store: use sqlite:PATH or postgres://USER@HOST[:PORT]/DATABASE")
+    }
+
+    /// Opens the store --store or --db names.
+    func openStore(logger: Logger) async throws -> (any CallStore, String) {
+        switch try storeChoice() {
+        case .sqlite(let path):
+            do {
+                return (try SQLiteCallStore(path: path), path)
+            } catch {
+                throw ValidationError(error.message)
+            }
+        case .postgres(let url):
+            let location: PostgresCallStore.Location
+            do {
+                location = try PostgresCallStore.Location(url: url)
+            } catch {
+                throw ValidationError("--store: \(error.message)")
+            }
+            var withPassword = location
+            withPassword.password = try SecretSource.storePassword.resolve(argument: location.password, file: storePasswordFile)
+            do {
+                return (try await PostgresCallStore(location: withPassword, logger: logger), location.description)
+            } catch {
+                throw ValidationError(error.message)
+            }
+        }
     }
 
     /// Both TURN options or neither, a lifetime in range. The URL and the secret file are
@@ -143,15 +203,16 @@ struct ServerCommand: AsyncParsableCommand {
 
     func run() async throws {
         let secret: ServerSecret
-        let store: SQLiteCallStore
         // Before the database or the secret file is touched: a bad TURN setting changes nothing.
         let turn = try turnRelay()
         do {
             secret = try ServerSecret.load(path: secretFile, create: true)
-            store = try SQLiteCallStore(path: db)
         } catch {
             throw ValidationError(error.message)
         }
+        var logger = Logger(label: "mediaengine.server")
+        logger.logLevel = LogLevel.level(or: .notice)
+        let (store, storeName) = try await openStore(logger: logger)
         var metricsToken: String?
         if let metricsTokenFile {
             guard let text = try? String(contentsOfFile: metricsTokenFile, encoding: .utf8),
@@ -176,8 +237,6 @@ struct ServerCommand: AsyncParsableCommand {
         configuration.forwarding.subscriberBandwidth.startBitrate = subscriberStartBitrate
         configuration.forwarding.subscriberBandwidth.maximumBitrate = max(configuration.forwarding.subscriberBandwidth.maximumBitrate,
                                                                          subscriberStartBitrate)
-        var logger = Logger(label: "mediaengine.server")
-        logger.logLevel = LogLevel.level(or: .notice)
         let server = SignalingServer(configuration: configuration, authority: await TokenAuthority(secret: secret), store: store,
                                      logger: logger)
         Interruption.unblockSignals()
@@ -203,7 +262,8 @@ struct ServerCommand: AsyncParsableCommand {
         }
         let records = (try? await store.recordCount()) ?? 0
         let meetings = (try? await store.meetingRecords(of: nil, limit: 1_000_000).count) ?? 0
-        print("stopped; \(records) call records and \(meetings) meeting records in \(db)")
+        print("stopped; \(records) call records and \(meetings) meeting records in \(storeName)")
+        await (store as? PostgresCallStore)?.close()
     }
 }
 
