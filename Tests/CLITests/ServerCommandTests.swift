@@ -89,9 +89,13 @@ import Testing
     ])
     func badOptionsAreNamed(arguments: [String], message: String) async throws {
         try await Heavy.run {
-            let run = try CLI.run(arguments)
+            // In a directory of its own: a bad option writes nothing (no secret file, no database).
+            let directory = try temporaryDirectory("bad-options")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let run = try CLI.run(arguments, directory: directory)
             #expect(run.status != 0)
             #expect(run.stderr.contains(message), "\(run.stderr)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).isEmpty)
         }
     }
 

@@ -19,9 +19,11 @@ public enum CLI {
         return directory.appendingPathComponent("mediaengine")
     }
 
-    /// Runs `mediaengine arguments...` to completion, with `environment` added to ours.
-    public static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> CLIRun {
-        let process = try BackgroundProcess(executable: executable, arguments: arguments, environment: environment)
+    /// Runs `mediaengine arguments...` to completion, with `environment` added to ours, in
+    /// `directory` (nil: ours).
+    public static func run(_ arguments: [String], environment: [String: String] = [:], directory: URL? = nil) throws -> CLIRun {
+        let process = try BackgroundProcess(executable: executable, arguments: arguments, environment: environment,
+                                            workingDirectory: directory)
         return try process.wait(timeout: 600)
     }
 
@@ -49,8 +51,10 @@ public final class BackgroundProcess: @unchecked Sendable {
 
     /// Starts `executable` with `arguments`, and `environment` added to this process's.
     /// With `input`, standard input is a FIFO that `write` feeds (the child holds it open
-    /// for writing too, so it never reads an end of file); otherwise /dev/null.
-    public init(executable: URL, arguments: [String], environment: [String: String] = [:], input: Bool = false) throws {
+    /// for writing too, so it never reads an end of file); otherwise /dev/null. It runs in
+    /// `workingDirectory` (nil: ours).
+    public init(executable: URL, arguments: [String], environment: [String: String] = [:], input: Bool = false,
+                workingDirectory: URL? = nil) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("proc-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         outURL = directory.appendingPathComponent("stdout")
@@ -75,6 +79,9 @@ public final class BackgroundProcess: @unchecked Sendable {
         // open for as long as it runs, and that server could not start again on its port.
         guard Self.closeFrom(&actions, 3) == 0 else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "posix_spawn_file_actions_addclosefrom_np failed"])
+        }
+        if let workingDirectory, Self.changeDirectory(&actions, workingDirectory.path) != 0 {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "posix_spawn_file_actions_addchdir_np failed"])
         }
 
         var attributes = posix_spawnattr_t()
@@ -104,15 +111,18 @@ public final class BackgroundProcess: @unchecked Sendable {
         pid = child
     }
 
-    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's
-    /// Glibc module does not import: the child closes every descriptor from the given one up.
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later) and
+    /// `posix_spawn_file_actions_addchdir_np` (2.29), which Swift's Glibc module does not
+    /// import: the child closes every descriptor from the given one up, or changes directory.
     private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
-    private static let closeFrom: AddCloseFrom = {
-        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
-            fatalError("glibc 2.34 or later is needed (posix_spawn_file_actions_addclosefrom_np)")
-        }
-        return unsafeBitCast(symbol, to: AddCloseFrom.self)
-    }()
+    private typealias AddChangeDirectory = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, UnsafePointer<CChar>?) -> Int32
+    private static let closeFrom = glibc("posix_spawn_file_actions_addclosefrom_np", as: AddCloseFrom.self)
+    private static let changeDirectory = glibc("posix_spawn_file_actions_addchdir_np", as: AddChangeDirectory.self)
+
+    private static func glibc<Function>(_ name: String, as type: Function.Type) -> Function {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else { fatalError("glibc 2.34 or later is needed (\(name))") }
+        return unsafeBitCast(symbol, to: type)
+    }
 
     /// Starts a program found on PATH.
     public convenience init(program: String, arguments: [String]) throws {

@@ -125,9 +125,10 @@ struct ServerCommand: AsyncParsableCommand {
     /// Where the store is, from --store or --db.
     enum StoreChoice {
         case sqlite(String)
-        case postgres(url: String)
+        case postgres(PostgresCallStore.Location)
     }
 
+    /// --store or --db, parsed (no file or server is touched).
     func storeChoice() throws -> StoreChoice {
         guard let store else {
             if storePasswordFile != nil { throw ValidationError("--store-password-file needs --store postgres://...") }
@@ -140,34 +141,37 @@ struct ServerCommand: AsyncParsableCommand {
             if storePasswordFile != nil { throw ValidationError("--store-password-file needs --store postgres://...") }
             return .sqlite(path)
         }
-        if store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") { return .postgres(url: store) }
-        // The text may hold a password: it is not repeated.
-        throw ValidationError("--store: use sqlite:PATH or postgres://USER@HOST[:PORT]/DATABASE")
+        guard store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") else {
+            // The text may hold a password: it is not repeated.
+            throw ValidationError("--store: use sqlite:PATH or postgres://USER@HOST[:PORT]/DATABASE")
+        }
+        do {
+            return .postgres(try PostgresCallStore.Location(url: store))
+        } catch {
+            throw ValidationError("--store: \(error.message)")
+        }
     }
 
-    /// Opens the store --store or --db names.
-    func openStore(logger: Logger) async throws -> (any CallStore, String) {
-        switch try storeChoice() {
-        case .sqlite(let path):
-            do {
+    /// The store's location with its password from where it was given (warning when that
+    /// is the URL); before any file is written, so a bad password option changes nothing.
+    func resolvedStore() throws -> StoreChoice {
+        guard case .postgres(var location) = try storeChoice() else { return try storeChoice() }
+        location.password = try SecretSource.storePassword.resolve(argument: location.password, file: storePasswordFile)
+        return .postgres(location)
+    }
+
+    /// Opens the store.
+    /// - Returns: it, and its name for messages (a path, or the URL without the password).
+    func open(_ choice: StoreChoice, logger: Logger) async throws -> (any CallStore, String) {
+        do {
+            switch choice {
+            case .sqlite(let path):
                 return (try SQLiteCallStore(path: path), path)
-            } catch {
-                throw ValidationError(error.message)
+            case .postgres(let location):
+                return (try await PostgresCallStore(location: location, logger: logger), location.description)
             }
-        case .postgres(let url):
-            let location: PostgresCallStore.Location
-            do {
-                location = try PostgresCallStore.Location(url: url)
-            } catch {
-                throw ValidationError("--store: \(error.message)")
-            }
-            var withPassword = location
-            withPassword.password = try SecretSource.storePassword.resolve(argument: location.password, file: storePasswordFile)
-            do {
-                return (try await PostgresCallStore(location: withPassword, logger: logger), location.description)
-            } catch {
-                throw ValidationError(error.message)
-            }
+        } catch let error as StoreError {
+            throw ValidationError(error.message)
         }
     }
 
@@ -203,8 +207,10 @@ struct ServerCommand: AsyncParsableCommand {
 
     func run() async throws {
         let secret: ServerSecret
-        // Before the database or the secret file is touched: a bad TURN setting changes nothing.
+        // Before the database or the secret file is touched: a bad TURN or store setting
+        // changes nothing.
         let turn = try turnRelay()
+        let storeChoice = try resolvedStore()
         do {
             secret = try ServerSecret.load(path: secretFile, create: true)
         } catch {
@@ -212,7 +218,7 @@ struct ServerCommand: AsyncParsableCommand {
         }
         var logger = Logger(label: "mediaengine.server")
         logger.logLevel = LogLevel.level(or: .notice)
-        let (store, storeName) = try await openStore(logger: logger)
+        let (store, storeName) = try await open(storeChoice, logger: logger)
         var metricsToken: String?
         if let metricsTokenFile {
             guard let text = try? String(contentsOfFile: metricsTokenFile, encoding: .utf8),
