@@ -240,7 +240,16 @@ public final class PostgresCallStore: CallStore {
         }
     }
 
-    private func run<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws(StoreError) -> T {
+    /// Runs `body` in one transaction (retried whole when the connection went).
+    func transaction<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T)
+        async throws(StoreError) -> T {
+        let logger = logger
+        return try await run(what) { client in
+            try await client.withTransaction(logger: logger) { connection in try await body(connection, logger) }
+        }
+    }
+
+    func run<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresClient) async throws -> T) async throws(StoreError) -> T {
         let deadline = ContinuousClock.now + retryWindow
         var delay = Duration.milliseconds(50)
         let client = client

@@ -71,6 +71,25 @@ enum StoreSchema {
             """,
             "CREATE INDEX meetingAttendance_on_account ON meetingAttendance (account)",
         ]),
+        // Server nodes sharing the store (PostgreSQL; SQLite holds the table too, one
+        // history for both, but a single node never uses it). Times are the database's
+        // clock in milliseconds, so nodes' clocks never need to agree.
+        Migration(name: "v3: nodes", sqlite: { db in
+            try db.create(table: "node") { table in
+                table.primaryKey("id", .text)
+                table.column("incarnation", .text).notNull()
+                table.column("signalingURL", .text).notNull()
+                table.column("mediaAddress", .text).notNull()
+                table.column("load", .integer).notNull()
+                table.column("startedAt", .integer).notNull()
+                table.column("heartbeatAt", .integer).notNull()
+            }
+        }, postgres: [
+            """
+            CREATE TABLE node (id TEXT PRIMARY KEY, incarnation TEXT NOT NULL, signalingURL TEXT NOT NULL, mediaAddress TEXT NOT NULL,
+                load INTEGER NOT NULL, startedAt BIGINT NOT NULL, heartbeatAt BIGINT NOT NULL)
+            """,
+        ]),
     ]
 
     /// The SQLite migrator: the history, in order.
