@@ -90,6 +90,19 @@ enum StoreSchema {
                 load INTEGER NOT NULL, startedAt BIGINT NOT NULL, heartbeatAt BIGINT NOT NULL)
             """,
         ]),
+        // Messages between nodes: a row per message, announced by NOTIFY on the receiving
+        // node's channel, deleted once handled (PostgreSQL only; see ClusterBus).
+        Migration(name: "v4: node messages", sqlite: { db in
+            try db.create(table: "nodeMessage") { table in
+                table.autoIncrementedPrimaryKey("id")
+                table.column("toNode", .text).notNull().indexed()
+                table.column("fromNode", .text).notNull()
+                table.column("body", .blob).notNull()
+            }
+        }, postgres: [
+            "CREATE TABLE nodeMessage (id BIGSERIAL PRIMARY KEY, toNode TEXT NOT NULL, fromNode TEXT NOT NULL, body BYTEA NOT NULL)",
+            "CREATE INDEX nodeMessage_on_toNode ON nodeMessage (toNode, id)",
+        ]),
     ]
 
     /// The SQLite migrator: the history, in order.
