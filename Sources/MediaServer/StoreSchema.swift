@@ -103,6 +103,23 @@ enum StoreSchema {
             "CREATE TABLE nodeMessage (id BIGSERIAL PRIMARY KEY, toNode TEXT NOT NULL, fromNode TEXT NOT NULL, body BYTEA NOT NULL)",
             "CREATE INDEX nodeMessage_on_toNode ON nodeMessage (toNode, id)",
         ]),
+        // Which node and connection each logged-in device is on (PostgreSQL; see Presence).
+        Migration(name: "v5: presence", sqlite: { db in
+            try db.create(table: "presence") { table in
+                table.column("account", .text).notNull()
+                table.column("device", .text).notNull()
+                table.column("node", .text).notNull().indexed()
+                table.column("connection", .integer).notNull()
+                table.column("since", .integer).notNull()
+                table.primaryKey(["account", "device"])
+            }
+        }, postgres: [
+            """
+            CREATE TABLE presence (account TEXT NOT NULL, device TEXT NOT NULL, node TEXT NOT NULL, connection BIGINT NOT NULL,
+                since BIGINT NOT NULL, PRIMARY KEY (account, device))
+            """,
+            "CREATE INDEX presence_on_node ON presence (node)",
+        ]),
     ]
 
     /// The SQLite migrator: the history, in order.

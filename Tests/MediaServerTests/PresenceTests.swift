@@ -1,0 +1,42 @@
+import Foundation
+import Testing
+import TestSupport
+@testable import MediaServer
+
+/// Which node each device is on: logins across nodes, a relogin elsewhere, closes that
+/// must not remove a newer login, and a dead node's stale rows.
+@Suite(.serialized) struct PresenceAcrossNodes {
+    @Test func devicesAreListedWhereTheyAreAndADeadNodesRowsAreNot() async throws {
+        let server = try PostgresTestServer()
+        let registry = try await NodeRegistries.registry(server, deadAfter: .seconds(1))
+        let presence = Presence(registry: registry)
+        let nodes = try ["node-1", "node-2", "node-3"].map(NodeID.init)
+        let incarnations = nodes.map { _ in UUID() }
+        for (index, node) in nodes.enumerated() {
+            try await registry.register(node, incarnation: incarnations[index], signalingURL: "ws://n\(index)/", mediaAddress: "n\(index):1")
+        }
+        #expect(try await presence.arrive(account: "bob", device: "phone", node: nodes[1], connection: 7) == nil)
+        #expect(try await presence.arrive(account: "bob", device: "laptop", node: nodes[2], connection: 9) == nil)
+        #expect(try await presence.arrive(account: "alice", device: "d", node: nodes[0], connection: 1) == nil)
+        #expect(try await presence.devices(of: "bob").map { "\($0.device)@\($0.node):\($0.connection)" }
+                == ["laptop@node-3:9", "phone@node-2:7"])
+
+        // The phone logs in again on node-1: node-2's connection is named to be closed, and
+        // its close afterwards does not remove the new row.
+        let previous = try await presence.arrive(account: "bob", device: "phone", node: nodes[0], connection: 2)
+        #expect(previous == DevicePresence(account: "bob", device: "phone", node: nodes[1], connection: 7))
+        try await presence.leave(account: "bob", device: "phone", node: nodes[1], connection: 7)
+        #expect(try await presence.devices(of: "bob").map { "\($0.device)@\($0.node)" } == ["laptop@node-3", "phone@node-1"])
+        try await presence.leave(account: "bob", device: "phone", node: nodes[0], connection: 2)
+        #expect(try await presence.devices(of: "bob").map(\.device) == ["laptop"])
+
+        // node-3 falls silent (a crash): its rows are no longer listed, then swept.
+        try await Task.sleep(for: .milliseconds(1_300))
+        _ = try await registry.heartbeat(nodes[0], incarnation: incarnations[0], load: 0)
+        #expect(try await presence.devices(of: "bob").isEmpty)
+        #expect(try await presence.devices(of: "alice").map(\.device) == ["d"])
+        #expect(try await presence.sweep(nodes[2]) == 1)
+        #expect(try await presence.sweep(nodes[2]) == 0)
+        await registry.store.close()
+    }
+}
