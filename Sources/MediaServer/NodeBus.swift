@@ -23,6 +23,8 @@ public struct NodeMessage: Sendable, Hashable {
 /// when a notification is lost (a silently dead listening connection, which postgres-nio
 /// does not probe). A message is handed over at least once and, through a bounded memory
 /// of the IDs it handed over, once: a row read again before its deletion landed is skipped.
+/// Each send carries a key of its own, so a send retried after its reply was lost (the
+/// first try had committed) adds no second row.
 public final class NodeBus: Sendable {
     public struct Configuration: Sendable {
         /// How often the rows are read without a notification.
@@ -61,17 +63,38 @@ public final class NodeBus: Sendable {
             throw StoreError("a message of \(body.count) bytes for node \(node) is more than \(configuration.maximumBodySize)")
         }
         let from = self.node.rawValue
+        // The key makes a retried send (its first try committed, but the reply was lost
+        // with the connection) insert nothing a second time.
+        let key = UUID().uuidString
         _ = try await store.transaction("send to node \(node)") { connection, logger in
             try await connection.query("""
-                INSERT INTO nodeMessage (toNode, fromNode, body) VALUES (\(node.rawValue), \(from), \(body))
+                INSERT INTO nodeMessage (toNode, fromNode, key, body) VALUES (\(node.rawValue), \(from), \(key), \(body))
+                ON CONFLICT (key) DO NOTHING
                 """, logger: logger)
             try await connection.query("SELECT pg_notify(\(Self.channel(node)), '')", logger: logger)
         }
     }
 
     /// Listens and hands messages over until cancelled; reconnects with backoff when the
-    /// listening connection goes.
+    /// listening connection goes. The rows are read every `pollInterval` whatever the
+    /// listening connection's state, so a message never waits longer than that once the
+    /// store can be read.
     public func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                while !Task.isCancelled {
+                    await self.drain()
+                    try? await Task.sleep(for: self.configuration.pollInterval)
+                }
+            }
+            group.addTask { await self.listen() }
+            await group.next()
+            group.cancelAll()
+        }
+        sink.finish()
+    }
+
+    private func listen() async {
         var delay = Duration.milliseconds(100)
         while !Task.isCancelled {
             do {
@@ -79,20 +102,7 @@ public final class NodeBus: Sendable {
                     try await connection.listen(on: Self.channel(self.node)) { notifications in
                         // Rows sent while this node was not listening.
                         await self.drain()
-                        try await withThrowingTaskGroup(of: Void.self) { group in
-                            group.addTask {
-                                for try await _ in notifications { await self.drain() }
-                                throw CancellationError()  // the connection ended
-                            }
-                            group.addTask {
-                                while !Task.isCancelled {
-                                    try await Task.sleep(for: self.configuration.pollInterval)
-                                    await self.drain()
-                                }
-                            }
-                            defer { group.cancelAll() }
-                            try await group.next()
-                        }
+                        for try await _ in notifications { await self.drain() }
                     }
                 }
                 delay = .milliseconds(100)
@@ -103,7 +113,6 @@ public final class NodeBus: Sendable {
                 delay = min(delay * 2, .seconds(5))
             }
         }
-        sink.finish()
     }
 
     /// Reads this node's rows in ID order, hands over those not handed over yet, deletes them.

@@ -97,10 +97,14 @@ enum StoreSchema {
                 table.autoIncrementedPrimaryKey("id")
                 table.column("toNode", .text).notNull().indexed()
                 table.column("fromNode", .text).notNull()
+                table.column("key", .text).notNull().unique()
                 table.column("body", .blob).notNull()
             }
         }, postgres: [
-            "CREATE TABLE nodeMessage (id BIGSERIAL PRIMARY KEY, toNode TEXT NOT NULL, fromNode TEXT NOT NULL, body BYTEA NOT NULL)",
+            """
+            CREATE TABLE nodeMessage (id BIGSERIAL PRIMARY KEY, toNode TEXT NOT NULL, fromNode TEXT NOT NULL, key TEXT NOT NULL UNIQUE,
+                body BYTEA NOT NULL)
+            """,
             "CREATE INDEX nodeMessage_on_toNode ON nodeMessage (toNode, id)",
         ]),
         // Which node and connection each logged-in device is on (PostgreSQL; see Presence).
