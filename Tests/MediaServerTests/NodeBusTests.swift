@@ -78,7 +78,25 @@ import TestSupport
         for index in 0..<5 { try await one.send(Data("before \(index)".utf8), to: two) }
         try server.restart()
         for index in 0..<5 { try await one.send(Data("after \(index)".utf8), to: two) }
-        #expect(await inbox.first(15).dropFirst(5).map(Self.text) == (0..<5).map { "before \($0)" } + (0..<5).map { "after \($0)" })
+        let waited = ContinuousClock.now
+        let got = await inbox.first(15).dropFirst(5).map(Self.text)
+        let left = try await Self.rowsLeft(server)
+        #expect(got == (0..<5).map { "before \($0)" } + (0..<5).map { "after \($0)" },
+                "\(got) after \(ContinuousClock.now - waited); rows left: \(left)")
+    }
+
+    /// The messages still in the store, for a failure's message.
+    static func rowsLeft(_ server: PostgresTestServer) async throws -> [String] {
+        let store = try await PostgresCallStore(location: .init(url: server.url()), logger: Stores.quiet)
+        let rows = try await store.run("rows left") { client in
+            var rows: [String] = []
+            for try await (id, to, body) in try await client.query("SELECT id, toNode, body FROM nodeMessage ORDER BY id").decode((Int64, String, Data).self) {
+                rows.append("\(id)→\(to): \(String(decoding: body, as: UTF8.self))")
+            }
+            return rows
+        }
+        await store.close()
+        return rows
     }
 
     @Test func aBodyLargerThanTheLimitIsRefused() async throws {

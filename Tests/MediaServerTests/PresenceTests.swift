@@ -8,16 +8,23 @@ import TestSupport
 @Suite(.serialized) struct PresenceAcrossNodes {
     @Test func devicesAreListedWhereTheyAreAndADeadNodesRowsAreNot() async throws {
         let server = try PostgresTestServer()
-        let registry = try await NodeRegistries.registry(server, deadAfter: .seconds(1))
+        // Every check that needs the nodes live follows a heartbeat of all three, so a slow
+        // step (a loaded machine) cannot make one look dead.
+        let deadAfter = Duration.seconds(2)
+        let registry = try await NodeRegistries.registry(server, deadAfter: deadAfter)
         let presence = Presence(registry: registry)
         let nodes = try ["node-1", "node-2", "node-3"].map(NodeID.init)
         let incarnations = nodes.map { _ in UUID() }
         for (index, node) in nodes.enumerated() {
             try await registry.register(node, incarnation: incarnations[index], signalingURL: "ws://n\(index)/", mediaAddress: "n\(index):1")
         }
+        func beat() async throws {
+            for (index, node) in nodes.enumerated() { _ = try await registry.heartbeat(node, incarnation: incarnations[index], load: 0) }
+        }
         #expect(try await presence.arrive(account: "bob", device: "phone", node: nodes[1], connection: 7) == nil)
         #expect(try await presence.arrive(account: "bob", device: "laptop", node: nodes[2], connection: 9) == nil)
         #expect(try await presence.arrive(account: "alice", device: "d", node: nodes[0], connection: 1) == nil)
+        try await beat()
         #expect(try await presence.devices(of: "bob").map { "\($0.device)@\($0.node):\($0.connection)" }
                 == ["laptop@node-3:9", "phone@node-2:7"])
 
@@ -26,12 +33,14 @@ import TestSupport
         let previous = try await presence.arrive(account: "bob", device: "phone", node: nodes[0], connection: 2)
         #expect(previous == DevicePresence(account: "bob", device: "phone", node: nodes[1], connection: 7))
         try await presence.leave(account: "bob", device: "phone", node: nodes[1], connection: 7)
+        try await beat()
         #expect(try await presence.devices(of: "bob").map { "\($0.device)@\($0.node)" } == ["laptop@node-3", "phone@node-1"])
         try await presence.leave(account: "bob", device: "phone", node: nodes[0], connection: 2)
+        try await beat()
         #expect(try await presence.devices(of: "bob").map(\.device) == ["laptop"])
 
         // node-3 falls silent (a crash): its rows are no longer listed, then swept.
-        try await Task.sleep(for: .milliseconds(1_300))
+        try await Task.sleep(for: deadAfter + .milliseconds(300))
         _ = try await registry.heartbeat(nodes[0], incarnation: incarnations[0], load: 0)
         #expect(try await presence.devices(of: "bob").isEmpty)
         #expect(try await presence.devices(of: "alice").map(\.device) == ["d"])
