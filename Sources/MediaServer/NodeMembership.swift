@@ -7,7 +7,7 @@ import Logging
 /// own ID was taken over (it had been silent that long itself): the node must stop serving.
 public final class NodeMembership: Sendable {
     public enum Event: Sendable, Hashable {
-        /// Another node went silent for `deadAfter`; its presence rows are swept.
+        /// Another node went silent for `deadAfter`, or left; its presence rows are swept.
         case nodeDied(NodeID)
         /// Another node is live (first seen, or back after being reported dead).
         case nodeLive(NodeID)
@@ -38,6 +38,7 @@ public final class NodeMembership: Sendable {
     public func register(signalingURL: String, mediaAddress: String) async throws(StoreError) {
         try await registry.register(node, incarnation: incarnation, signalingURL: signalingURL, mediaAddress: mediaAddress)
         try await presence.sweep(node)
+        try await discardMessages(to: node)
     }
 
     /// Heartbeats and watches until cancelled or fenced.
@@ -56,6 +57,7 @@ public final class NodeMembership: Sendable {
                     if other.silence >= registry.configuration.deadAfter {
                         guard !dead.contains(other.id) else { continue }
                         let swept = try await presence.sweep(other.id)
+                        try await discardMessages(to: other.id)
                         logger.warning("node \(other.id) is dead (silent \(other.silence)); \(swept) devices of it forgotten")
                         dead.insert(other.id)
                         live.remove(other.id)
@@ -65,6 +67,14 @@ public final class NodeMembership: Sendable {
                         sink.yield(.nodeLive(other.id))
                     }
                 }
+                // A node that left the registry (a graceful stop) is as gone as a dead one.
+                for gone in live.subtracting(nodes.map(\.id)).sorted(by: { $0.rawValue < $1.rawValue }) {
+                    try await presence.sweep(gone)
+                    try await discardMessages(to: gone)
+                    logger.notice("node \(gone) left")
+                    live.remove(gone)
+                    sink.yield(.nodeDied(gone))
+                }
             } catch {
                 // The store is unreachable: this node goes on serving what it has; it is
                 // fenced later if it stayed away too long.
@@ -73,6 +83,14 @@ public final class NodeMembership: Sendable {
             try? await Task.sleep(for: registry.configuration.heartbeatInterval)
         }
         sink.finish()
+    }
+
+    /// Drops the bus messages waiting for `node`: they were for an incarnation that is
+    /// gone (its connections, its calls), never for the next one.
+    func discardMessages(to node: NodeID) async throws(StoreError) {
+        try await registry.store.run("messages of node \(node)") { client in
+            try await client.query("DELETE FROM nodeMessage WHERE toNode = \(node.rawValue)")
+        }
     }
 
     /// Leaves the registry (a graceful stop): others see the node gone at once.
