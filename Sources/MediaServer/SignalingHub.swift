@@ -30,16 +30,16 @@ public actor SignalingHub {
     private let authority: TokenAuthority
     private let store: any CallStore
     private let limits: ConnectionGuard.Limits
-    private var registry: CallRegistry
+    var registry: CallRegistry
     private var meetings: MeetingRegistry
     private var mediaPlane: (any MediaPlane)?
     private var livePlane: (any LivePlane)?
     private var connections: [ConnectionID: Connection] = [:]
-    private var nextConnection: UInt64 = 1
+    var nextConnection: UInt64 = 1
     private var shuttingDown = false
     private let clock = ContinuousClock()
     private let origin: ContinuousClock.Instant
-    private let logger: Logger
+    let logger: Logger
     /// The UDP echo port announced to logged-in clients (net-detect), if one runs.
     private var echoPort: Int?
     /// The TURN server whose credentials logins get, if any.
@@ -50,6 +50,11 @@ public actor SignalingHub {
     /// Records that could not be stored, kept to retry (never dropped).
     private var unsaved: [CallRecord] = []
     private var unsavedMeetings: [MeetingRecord] = []
+
+    /// The nodes this one shares its store with, when it is one of several.
+    var cluster: ClusterNode?
+    /// Calls that cross nodes: proxies of remote devices, routes of calls owned elsewhere.
+    var clusterState = ClusterState()
 
     public init(authority: TokenAuthority, store: any CallStore, limits: ConnectionGuard.Limits = .init(),
                 registry: CallRegistry.Configuration = .init(), meetings: MeetingRegistry.Configuration = .init(),
@@ -125,8 +130,10 @@ public actor SignalingHub {
         guard let connection = connections.removeValue(forKey: id) else { return }
         connection.sink.finish()
         let now = time
+        let party = registry.device(of: id)
         meetings.disconnected(id, at: now)
         await perform(registry.disconnected(id, at: now))
+        if cluster != nil { await clusterClosed(id, account: party?.account, device: party?.device) }
     }
 
     /// Handles one message from a connection.
@@ -165,6 +172,17 @@ public actor SignalingHub {
             let identity = MeetingRegistry.Identity(account: account, device: device, grants: connection.grants)
             await perform(meetings.handle(id, identity, requestID: requestID, type: envelope.type, message: data,
                                           credentials: Self.legCredentials(), at: now))
+        } else if let owner = remoteOwner(of: envelope.type, message: data, from: id), let cluster,
+                  let (account, device) = registry.device(of: id) {
+            // A call another node owns: the request goes there, its reply comes back.
+            cluster.send(.request(connection: id.value, account: account, device: device, requestID: requestID,
+                                  type: envelope.type, message: data), to: owner)
+        } else if envelope.type == MessageType.start, cluster != nil {
+            await addRemoteDevices(for: data)
+            let outputs = registry.handle(id, requestID: requestID, type: envelope.type, message: data, at: time)
+            routeStartedCall(of: id)
+            await perform(outputs)
+            pruneProxies()
         } else {
             await perform(registry.handle(id, requestID: requestID, type: envelope.type, message: data, at: now))
         }
@@ -212,6 +230,9 @@ public actor SignalingHub {
             _ = meetings.connected(id, MeetingRegistry.Identity(account: account, device: device, grants: grants))
             logger.info("login", metadata: ["connection": "\(id)", "account": "\(account)", "device": "\(device)"])
             var announced = reply
+            if cluster != nil {
+                announced.activeCalls = (announced.activeCalls + (await clusterLoggedIn(id, account: account, device: device))).sorted()
+            }
             announced.echoPort = echoPort
             announced.iceServers = iceServers(for: account)
             await perform([CallRegistry.okReply(id, requestID, announced)] + outputs)
@@ -275,13 +296,21 @@ public actor SignalingHub {
         for id in connections.keys { close(id, code: 1_001, reason: "server shutting down") }
     }
 
-    private func perform(_ outputs: [CallRegistry.Output]) async {
+    func perform(_ outputs: [CallRegistry.Output]) async {
         for output in outputs {
             switch output {
             case .send(let id, let data):
-                send(.text(data), to: id)
+                if let remote = remote(id) {
+                    cluster?.send(.deliver(connection: remote.connection, text: data), to: remote.node)
+                } else {
+                    send(.text(data), to: id)
+                }
             case .close(let id, let code, let reason):
-                close(id, code: code, reason: reason)
+                if let remote = remote(id) {
+                    cluster?.send(.close(connection: remote.connection, code: code, reason: reason), to: remote.node)
+                } else {
+                    close(id, code: code, reason: reason)
+                }
             case .record(let record, let notify):
                 logger.info("call ended", metadata: ["callID": "\(record.callID)", "reason": "\(record.endReason.rawValue)"])
                 do {
@@ -291,7 +320,14 @@ public actor SignalingHub {
                     unsaved.append(record)
                 }
                 let event = TypedEnvelope(id: nil, type: MessageType.callRecord, body: Event.Record(record: record)).encoded()
-                for id in notify { send(.text(event), to: id) }
+                for id in notify {
+                    if let remote = remote(id) {
+                        cluster?.send(.deliver(connection: remote.connection, text: event), to: remote.node)
+                    } else {
+                        send(.text(event), to: id)
+                    }
+                }
+                if cluster != nil { callEnded(record.callID) }
             }
         }
     }
@@ -336,7 +372,7 @@ public actor SignalingHub {
         }
     }
 
-    private func send(_ message: OutboundMessage, to id: ConnectionID) {
+    func send(_ message: OutboundMessage, to id: ConnectionID) {
         guard let connection = connections[id] else { return }
         if case .dropped = connection.sink.yield(message) {
             logger.notice("closing a connection that does not read", metadata: ["connection": "\(id)"])
@@ -344,7 +380,7 @@ public actor SignalingHub {
         }
     }
 
-    private func close(_ id: ConnectionID, code: UInt16, reason: String) {
+    func close(_ id: ConnectionID, code: UInt16, reason: String) {
         guard let connection = connections[id] else { return }
         // The close goes through even when the queue is full: finishing lets the writer
         // drain what it has, and the reader's end reports the closure.

@@ -55,6 +55,10 @@ public final class SignalingServer: Sendable {
         /// in its `iceServers`; nil: logins get the media port's STUN entries only. Holds
         /// the shared secret (redacted when printed).
         public var turn: TURNRelay?
+        /// Serve as one of several nodes sharing the store (which must be PostgreSQL): the
+        /// node registers under its ID, heartbeats, writes its logins to presence, and
+        /// takes part in calls with devices on the other nodes. Nil: a single server.
+        public var cluster: ClusterNode.Configuration?
 
         public init() {}
     }
@@ -65,11 +69,13 @@ public final class SignalingServer: Sendable {
     private let state = ServerState()
     /// The metrics `/metrics` serves.
     public let metrics = ServerMetrics()
+    private let store: any CallStore
 
     /// Creates a server; nothing is bound until `start`.
     public init(configuration: Configuration, authority: TokenAuthority, store: any CallStore, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
+        self.store = store
         hub = SignalingHub(authority: authority, store: store, limits: configuration.limits, registry: configuration.calls,
                            meetings: configuration.meetings, turn: configuration.turn,
                            logger: logger)
@@ -177,12 +183,45 @@ public final class SignalingServer: Sendable {
                     throw error
                 }
             }
+            if let settings = configuration.cluster {
+                do {
+                    try await join(settings, port: port)
+                } catch {
+                    await shutdown()
+                    throw error
+                }
+            }
             return port
         }
         // The group ended before binding: report why.
         try await task.value
         throw StoreError("\(configuration.host):\(configuration.port): the server stopped before it was listening")
     }
+
+    /// Registers the node and starts its heartbeat and bus.
+    private func join(_ settings: ClusterNode.Configuration, port: Int) async throws {
+        guard let store = store as? PostgresCallStore else {
+            throw StoreError("node \(settings.node): the nodes of a cluster share a PostgreSQL store; this one is not")
+        }
+        let hub = self.hub
+        let cluster = ClusterNode(configuration: settings, store: store, logger: logger) {
+            let figures = await hub.metricsSnapshot
+            return figures.connections + figures.participants
+        }
+        let host = configuration.publicHost ?? configuration.host
+        let media = state.media.map { "\(host):\($0.server.localAddress.port)" } ?? ""
+        try await cluster.register(signalingURL: "ws://\(host):\(port)/", mediaAddress: media)
+        await hub.attach(cluster: cluster)
+        state.setCluster(cluster)
+        let group = state.group
+        cluster.start(hub: hub) {
+            // Another incarnation holds this node's ID: this one must stop serving.
+            await group?.triggerGracefulShutdown()
+        }
+    }
+
+    /// The node's part in a cluster, when it is one.
+    public var cluster: ClusterNode? { state.cluster }
 
     /// Waits until the server stops (after a signal or `shutdown`).
     public func wait() async throws {
@@ -194,6 +233,8 @@ public final class SignalingServer: Sendable {
         guard let group = state.group else { return }
         await group.triggerGracefulShutdown()
         _ = try? await state.task?.value
+        // After the hub's shutdown queued its hangups and records for other nodes.
+        await state.cluster?.stop()
         if let (rooms, reports, sink) = state.live {
             await withCheckedContinuation { continuation in Thread.detachNewThread { rooms.stopAll(); continuation.resume() } }
             sink.finish()
@@ -299,6 +340,12 @@ final class ServerState: Sendable {
     var live: (rooms: LiveRooms, reports: Task<Void, Never>, sink: AsyncStream<LivePlaneReport>.Continuation)? {
         liveLock.withLock { $0 }
     }
+
+    private let clusterLock = Locked<ClusterNode?>(nil)
+
+    func setCluster(_ cluster: ClusterNode) { clusterLock.withLock { $0 = cluster } }
+
+    var cluster: ClusterNode? { clusterLock.withLock { $0 } }
 
     func set(group: ServiceGroup, task: Task<Void, any Error>) {
         lock.withLock { $0 = (group, task) }

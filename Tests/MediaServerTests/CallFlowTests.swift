@@ -23,9 +23,15 @@ import TestSupport
         let manager: NetCallManager
         let box = Box()
 
-        init(server: TestServer, account: String, audio: String, video: String?, device: String = "d",
+        convenience init(server: TestServer, account: String, audio: String, video: String?, device: String = "d",
+                         mediaTimeout: Duration = .seconds(10), videoInAudioCalls: Bool = false) async throws {
+            try await self.init(url: server.url, token: try await server.token(account), audio: audio, video: video, device: device,
+                                mediaTimeout: mediaTimeout, videoInAudioCalls: videoInAudioCalls)
+        }
+
+        /// An endpoint logged in at `url` (any node of a cluster) with `token`.
+        init(url: String, token: String, audio: String, video: String?, device: String = "d",
              mediaTimeout: Duration = .seconds(10), videoInAudioCalls: Bool = false) async throws {
-            let token = try await server.token(account)
             let box = self.box
             let media: MediaSessionFactory = { type, _ in
                 let sendsVideo = type == .video || videoInAudioCalls
@@ -38,7 +44,7 @@ import TestSupport
                 configuration.remoteVideo = { _, frame in box.seen.withLock { if $0.frames.count < 300 { $0.frames.append(frame) } } }
                 return configuration
             }
-            var settings = NetCallManager.Configuration(server: server.url, token: token, device: device, media: media)
+            var settings = NetCallManager.Configuration(server: url, token: token, device: device, media: media)
             settings.videoSource = { quality in
                 let preset = quality.encoding
                 return try MediaSources.video("testsrc:\(preset.width)x\(preset.height)@15")

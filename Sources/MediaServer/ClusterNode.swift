@@ -1,0 +1,134 @@
+import Foundation
+import Logging
+import MediaEngine
+import Signaling
+
+/// What one node tells another about calls (DESIGN: the call's owner is its caller's node;
+/// the callee's devices on other nodes take part through it).
+enum ClusterMessage: Sendable, Hashable, Codable {
+    /// Owner → device node: the call `call` has the receiver's `connection` as a party;
+    /// requests about it from that connection go to the sender. Sent before anything else
+    /// about the call, so it arrives first (a sender's messages keep their order).
+    case route(call: UInt64, connection: UInt64, account: String, device: String, caller: String, callee: String,
+               type: CallType, startedAt: Int64)
+    /// Owner → device node: send this signaling message on `connection`.
+    case deliver(connection: UInt64, text: Data)
+    /// Owner → device node: close `connection` (a login of its device elsewhere replaced it).
+    case close(connection: UInt64, code: UInt16, reason: String)
+    /// Owner → device node: the call ended (its record is stored); forget its route.
+    case ended(call: UInt64)
+    /// Device node → owner: a request from `connection`, logged in there as `account`
+    /// on `device`, about a call the receiver owns.
+    case request(connection: UInt64, account: String, device: String, requestID: UInt64, type: String, message: Data)
+    /// Device node → owner: `connection` closed.
+    case disconnected(connection: UInt64)
+    /// Device node → owner: `device` of `account`, a party of `call` whose connection
+    /// dropped, logged in again on the sender's `connection`.
+    case reattached(call: UInt64, connection: UInt64, account: String, device: String)
+
+    func encoded() -> Data { (try? JSONEncoder().encode(self)) ?? Data() }
+
+    static func decode(_ data: Data) -> ClusterMessage? { try? JSONDecoder().decode(ClusterMessage.self, from: data) }
+}
+
+/// A server node among the nodes sharing a PostgreSQL store: its membership (registration,
+/// heartbeat, other nodes' deaths), its bus to the other nodes, and the presence of its
+/// logged-in devices. Messages to other nodes leave through one queue, in the order they
+/// were given (a call's events must not overtake each other), each as a row and a NOTIFY.
+public final class ClusterNode: Sendable {
+    public struct Configuration: Sendable {
+        public var node: NodeID
+        public var registry = NodeRegistry.Configuration()
+        public var bus = NodeBus.Configuration()
+
+        public init(node: NodeID) { self.node = node }
+    }
+
+    public let configuration: Configuration
+    public var node: NodeID { configuration.node }
+    let store: PostgresCallStore
+    let membership: NodeMembership
+    let bus: NodeBus
+    var presence: Presence { membership.presence }
+    private let outbox: AsyncStream<(NodeID, ClusterMessage)>.Continuation
+    private let outgoing: AsyncStream<(NodeID, ClusterMessage)>
+    private let tasks = Locked<[Task<Void, Never>]>([])
+    private let logger: Logger
+
+    public init(configuration: Configuration, store: PostgresCallStore, logger: Logger, load: @escaping @Sendable () async -> Int) {
+        self.configuration = configuration
+        self.store = store
+        self.logger = logger
+        let registry = NodeRegistry(store: store, configuration: configuration.registry)
+        membership = NodeMembership(node: configuration.node, presence: Presence(registry: registry), logger: logger, load: load)
+        bus = NodeBus(node: configuration.node, store: store, configuration: configuration.bus, logger: logger)
+        (outgoing, outbox) = AsyncStream<(NodeID, ClusterMessage)>.makeStream()
+    }
+
+    /// Registers the node (refused when a live node holds its ID).
+    func register(signalingURL: String, mediaAddress: String) async throws(StoreError) {
+        try await membership.register(signalingURL: signalingURL, mediaAddress: mediaAddress)
+    }
+
+    /// Queues a message to another node.
+    func send(_ message: ClusterMessage, to node: NodeID) {
+        outbox.yield((node, message))
+    }
+
+    /// Runs the heartbeat, the bus and the outbox, handing what arrives to `hub`, until
+    /// `stop`. `fenced` runs when another incarnation took this node's ID.
+    func start(hub: SignalingHub, fenced: @escaping @Sendable () async -> Void) {
+        let membership = self.membership, bus = self.bus, outgoing = self.outgoing, logger = self.logger
+        tasks.withLock {
+            $0.append(Task { await membership.run() })
+            $0.append(Task {
+                for await event in membership.events {
+                    if case .fenced = event {
+                        await fenced()
+                    } else {
+                        await hub.clusterEvent(event)
+                    }
+                }
+            })
+            $0.append(Task { await bus.run() })
+            $0.append(Task {
+                for await message in bus.messages {
+                    guard let decoded = ClusterMessage.decode(message.body) else {
+                        logger.warning("node bus: an undecodable message of \(message.body.count) bytes from node \(message.from) dropped")
+                        continue
+                    }
+                    await hub.clusterReceived(decoded, from: message.from)
+                }
+            })
+        }
+        // The outbox is not cancelled by `stop`: it ends when its queue is finished and
+        // sent, so what a shutdown queued (hangups, records) goes out.
+        outboxTask.withLock {
+            $0 = Task {
+                for await (node, message) in outgoing {
+                    do throws(StoreError) {
+                        try await bus.send(message.encoded(), to: node)
+                    } catch {
+                        logger.error("node bus: a message to node \(node) was lost: \(error.message)")
+                    }
+                }
+            }
+        }
+    }
+
+    private let outboxTask = Locked<Task<Void, Never>?>(nil)
+
+    /// Sends what is queued, stops listening and heartbeating, and leaves the registry
+    /// (other nodes see this node gone at once).
+    func stop() async {
+        outbox.finish()
+        await outboxTask.withLock { $0 }?.value
+        let running = tasks.withLock { tasks in
+            defer { tasks = [] }
+            return tasks
+        }
+        for task in running { task.cancel() }
+        for task in running { await task.value }
+        await membership.deregister()
+    }
+}

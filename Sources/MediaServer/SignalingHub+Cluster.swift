@@ -1,0 +1,282 @@
+import Foundation
+import Signaling
+
+/// What a hub keeps about calls that cross nodes.
+///
+/// As a call's owner (its caller's node), the hub holds a *proxy* connection for each
+/// callee device on another node: a `ConnectionID` of its own, logged in to the call
+/// registry as that device, whose outputs go to the device's node over the bus. The
+/// registry runs the call exactly as on one node (multi-device ring, answers, controls,
+/// deadlines, the record).
+///
+/// As a device's node, it holds a *route* per call another node owns: which of its
+/// connections take part, so their requests about the call go to the owner.
+struct ClusterState: Sendable {
+    struct Remote: Hashable, Sendable {
+        var node: NodeID
+        var connection: UInt64
+    }
+
+    /// A call another node owns, as one of its parties' nodes sees it.
+    struct Route: Sendable {
+        var owner: NodeID
+        var account: String
+        var caller: String
+        var callee: String
+        var type: CallType
+        var startedAt: Int64
+        /// This node's connections taking part, by device.
+        var parties: [ConnectionID: String] = [:]
+        /// Devices whose connection closed, which may log in again.
+        var dropped: Set<String> = []
+        /// When a party here reported media connected (for a record if the owner dies).
+        var connectedAt: Duration?
+    }
+
+    /// Owner side: proxy connection → the device's node and connection there.
+    var proxies: [ConnectionID: Remote] = [:]
+    var proxyOf: [Remote: ConnectionID] = [:]
+    /// Owner side: the nodes that hold a route of each call.
+    var callNodes: [UInt64: Set<NodeID>] = [:]
+    /// Device side: the calls other nodes own that connections here take part in.
+    var routes: [UInt64: Route] = [:]
+
+    mutating func removeProxy(_ id: ConnectionID) {
+        if let remote = proxies.removeValue(forKey: id) { proxyOf[remote] = nil }
+    }
+}
+
+/// The call requests that name a call, for finding whether another node owns it.
+private struct CallReference: Decodable {
+    var callID: UInt64
+}
+
+extension SignalingHub {
+    static let routedRequests: Set<String> = [MessageType.response, MessageType.control, MessageType.candidates,
+                                               MessageType.hangup, MessageType.mediaStatus]
+
+    /// Joins the nodes sharing the cluster's store: logins are written to presence, calls
+    /// reach devices on other nodes.
+    public func attach(cluster: ClusterNode) {
+        self.cluster = cluster
+        // Connection numbers name connections to other nodes (in presence, routes and
+        // proxies): they start from the clock, so a restarted node never reuses one that
+        // a message still in flight or a peer's stale proxy names.
+        let now = UInt64(max(0, time.epochMilliseconds))
+        nextConnection = max(nextConnection, now << 16)
+    }
+
+    // MARK: Owner side
+
+    /// Before a `start`: the callee's devices on other nodes (from presence) join the
+    /// registry as proxies, so the call invites them with the local ones.
+    func addRemoteDevices(for message: Data) async {
+        guard let cluster, let start = try? Envelope.decodeBody(Request.Start.self, from: message, messageType: MessageType.start),
+              !start.callee.isEmpty, start.callee.utf8.count <= 128 else { return }
+        let found: [DevicePresence]
+        do {
+            found = try await cluster.presence.devices(of: start.callee)
+        } catch {
+            logger.warning("presence of \(start.callee) unknown (\(error.message)): only this node's devices are called")
+            return
+        }
+        let now = time
+        for device in found where device.node != cluster.node {
+            let remote = ClusterState.Remote(node: device.node, connection: device.connection)
+            guard clusterState.proxyOf[remote] == nil else { continue }
+            // A device logged in here is this node's (the presence row is being taken over).
+            if registry.devices[CallRegistry.DeviceKey(account: start.callee, device: device.device)]?.connection != nil { continue }
+            let proxy = ConnectionID(nextConnection)
+            nextConnection += 1
+            guard let (_, outputs) = try? registry.login(proxy, account: start.callee, device: device.device, at: now) else { continue }
+            clusterState.proxies[proxy] = remote
+            clusterState.proxyOf[remote] = proxy
+            await perform(outputs)
+        }
+    }
+
+    /// After a `start` from `caller`: routes to the nodes of the invited proxies, before
+    /// the invitations go out; proxies the call did not take are dropped.
+    func routeStartedCall(of caller: ConnectionID) {
+        guard let cluster, let account = registry.account(of: caller), let id = registry.accountCall[account],
+              let call = registry.calls[id], call.caller.account == account else { return }
+        for key in call.invited {
+            guard let proxy = registry.connection(of: key), let remote = clusterState.proxies[proxy] else { continue }
+            cluster.send(.route(call: id, connection: remote.connection, account: key.account, device: key.device,
+                                caller: call.caller.account, callee: call.callee, type: call.type, startedAt: call.startedAt),
+                         to: remote.node)
+            clusterState.callNodes[id, default: []].insert(remote.node)
+        }
+    }
+
+    /// Drops proxies whose device is in no call (the registry forgets the device).
+    func pruneProxies() {
+        let now = time
+        for proxy in Array(clusterState.proxies.keys) {
+            guard let key = registry.connections[proxy] else {
+                clusterState.removeProxy(proxy)
+                continue
+            }
+            let inCall = registry.accountCall[key.account].flatMap { registry.calls[$0] }
+                .map { $0.caller == key || $0.answeredBy == key || $0.invited.contains(key) } ?? false
+            if !inCall {
+                _ = registry.disconnected(proxy, at: now)
+                clusterState.removeProxy(proxy)
+            }
+        }
+    }
+
+    /// Where an output for `id` goes when it is a proxy.
+    func remote(_ id: ConnectionID) -> ClusterState.Remote? { clusterState.proxies[id] }
+
+    /// After a call's record: its routes elsewhere are forgotten, and its proxies.
+    func callEnded(_ callID: UInt64) {
+        if let cluster, let nodes = clusterState.callNodes.removeValue(forKey: callID) {
+            for node in nodes { cluster.send(.ended(call: callID), to: node) }
+        }
+        if !clusterState.proxies.isEmpty { pruneProxies() }
+    }
+
+    // MARK: Device side
+
+    /// The node owning the call a request from `id` is about, when another does.
+    func remoteOwner(of type: String, message: Data, from id: ConnectionID) -> NodeID? {
+        guard cluster != nil, !clusterState.routes.isEmpty, Self.routedRequests.contains(type),
+              let reference = try? Envelope.decodeBody(CallReference.self, from: message, messageType: type) else { return nil }
+        if reference.callID == 0 {
+            // `hangup` of the current call: this node's own first.
+            guard let account = registry.account(of: id), registry.accountCall[account] == nil else { return nil }
+            return clusterState.routes.first { $0.value.parties[id] != nil }?.value.owner
+        }
+        guard registry.calls[reference.callID] == nil, let route = clusterState.routes[reference.callID],
+              route.parties[id] != nil else { return nil }
+        if type == MessageType.mediaStatus, route.connectedAt == nil,
+           let status = try? Envelope.decodeBody(Request.MediaStatus.self, from: message, messageType: type), status.connected {
+            clusterState.routes[reference.callID]?.connectedAt = time.monotonic
+        }
+        return route.owner
+    }
+
+    /// A login here: written to presence (a login of the same device on another node is
+    /// closed there), and calls of the device owned elsewhere that it dropped out of are
+    /// rejoined. Returns those calls' IDs for the login reply.
+    func clusterLoggedIn(_ id: ConnectionID, account: String, device: String) async -> [UInt64] {
+        guard let cluster else { return [] }
+        do {
+            if let previous = try await cluster.presence.arrive(account: account, device: device, node: cluster.node, connection: id.value),
+               previous.node != cluster.node {
+                cluster.send(.close(connection: previous.connection, code: 4_000, reason: "replaced by a new login of device \(device)"),
+                             to: previous.node)
+            }
+        } catch {
+            logger.error("presence of \(account): \(error.message); devices on other nodes cannot call this one")
+        }
+        var rejoined: [UInt64] = []
+        for (callID, route) in clusterState.routes where route.account == account && route.dropped.contains(device) {
+            clusterState.routes[callID]?.dropped.remove(device)
+            clusterState.routes[callID]?.parties[id] = device
+            cluster.send(.reattached(call: callID, connection: id.value, account: account, device: device), to: route.owner)
+            rejoined.append(callID)
+        }
+        return rejoined.sorted()
+    }
+
+    /// A connection here closed: presence forgets it, owners of its calls are told.
+    func clusterClosed(_ id: ConnectionID, account: String?, device: String?) async {
+        guard let cluster else { return }
+        var owners: Set<NodeID> = []
+        for (callID, route) in clusterState.routes {
+            guard let device = route.parties[id] else { continue }
+            clusterState.routes[callID]?.parties[id] = nil
+            clusterState.routes[callID]?.dropped.insert(device)
+            owners.insert(route.owner)
+        }
+        for owner in owners { cluster.send(.disconnected(connection: id.value), to: owner) }
+        if let account, let device {
+            do {
+                try await cluster.presence.leave(account: account, device: device, node: cluster.node, connection: id.value)
+            } catch {
+                logger.warning("presence of \(account): \(error.message)")
+            }
+        }
+    }
+
+    // MARK: Messages and events
+
+    /// A message from another node.
+    func clusterReceived(_ message: ClusterMessage, from node: NodeID) async {
+        let now = time
+        switch message {
+        case .route(let call, let connection, let account, let device, let caller, let callee, let type, let startedAt):
+            let id = ConnectionID(connection)
+            guard let party = registry.device(of: id), party.account == account, party.device == device else {
+                // Closed before the route came: the owner treats the device as gone.
+                cluster?.send(.disconnected(connection: connection), to: node)
+                return
+            }
+            var route = clusterState.routes[call]
+                ?? ClusterState.Route(owner: node, account: account, caller: caller, callee: callee, type: type, startedAt: startedAt)
+            route.parties[id] = device
+            clusterState.routes[call] = route
+        case .deliver(let connection, let text):
+            send(.text(text), to: ConnectionID(connection))
+        case .close(let connection, let code, let reason):
+            close(ConnectionID(connection), code: code, reason: reason)
+        case .ended(let call):
+            clusterState.routes[call] = nil
+        case .request(let connection, let account, let device, let requestID, let type, let data):
+            let remote = ClusterState.Remote(node: node, connection: connection)
+            guard let proxy = clusterState.proxyOf[remote], let party = registry.device(of: proxy),
+                  party.account == account, party.device == device else {
+                let error = SignalingError(.callNotFound, "\(type): the call does not exist or has ended")
+                cluster?.send(.deliver(connection: connection,
+                                       text: TypedEnvelope(id: requestID, type: MessageType.error, body: ErrorBody(error)).encoded()),
+                              to: node)
+                return
+            }
+            await perform(registry.handle(proxy, requestID: requestID, type: type, message: data, at: now))
+        case .disconnected(let connection):
+            let remote = ClusterState.Remote(node: node, connection: connection)
+            guard let proxy = clusterState.proxyOf[remote] else { return }
+            clusterState.removeProxy(proxy)
+            await perform(registry.disconnected(proxy, at: now))
+        case .reattached(let call, let connection, let account, let device):
+            let key = CallRegistry.DeviceKey(account: account, device: device)
+            guard let entry = registry.calls[call], entry.caller == key || entry.answeredBy == key || entry.invited.contains(key),
+                  registry.devices[key]?.connection == nil else { return }
+            let proxy = ConnectionID(nextConnection)
+            nextConnection += 1
+            guard let (_, outputs) = try? registry.login(proxy, account: account, device: device, at: now) else { return }
+            let remote = ClusterState.Remote(node: node, connection: connection)
+            clusterState.proxies[proxy] = remote
+            clusterState.proxyOf[remote] = proxy
+            clusterState.callNodes[call, default: []].insert(node)
+            await perform(outputs)
+        }
+    }
+
+    /// What the node's membership saw of another node.
+    func clusterEvent(_ event: NodeMembership.Event) async {
+        guard case .nodeDied(let dead) = event else { return }
+        let now = time
+        // Its devices in calls owned here dropped out, as a closed connection would: they
+        // have the reconnect grace to log in again, then the call fails.
+        for (proxy, remote) in clusterState.proxies where remote.node == dead {
+            clusterState.removeProxy(proxy)
+            await perform(registry.disconnected(proxy, at: now))
+        }
+        for callID in Array(clusterState.callNodes.keys) { clusterState.callNodes[callID]?.remove(dead) }
+        // Calls it owned end here: its parties are told, and the record it can no longer
+        // store is stored (an upsert by call ID: stored once whoever stores it).
+        for (callID, route) in clusterState.routes.sorted(by: { $0.key < $1.key }) where route.owner == dead {
+            clusterState.routes[callID] = nil
+            let connected = route.connectedAt.map { Int64((now.monotonic - $0) / .milliseconds(1)) } ?? 0
+            let record = CallRecord(callID: callID, caller: route.caller, callee: route.callee, type: route.type,
+                                    startedAt: route.startedAt, connectedDuration: connected, endReason: .failed, endedBy: nil)
+            let hangup = TypedEnvelope(id: nil, type: MessageType.hangup, body: Event.Hangup(callID: callID, by: nil, reason: .failed)).encoded()
+            for party in route.parties.keys.sorted() { send(.text(hangup), to: party) }
+            logger.warning("node \(dead), owner of call \(callID), died: the call ended here as failed")
+            await perform([CallRegistry.Output.record(record, notify: route.parties.keys.sorted())])
+        }
+    }
+}

@@ -1,0 +1,184 @@
+import Foundation
+import Logging
+import MediaEngine
+import Signaling
+import Testing
+import TestSupport
+@testable import MediaServer
+
+/// Several server nodes sharing one PostgreSQL (started by the test), each a whole server
+/// on loopback: calls between accounts logged in on different nodes.
+struct TestCluster {
+    let postgres: PostgresTestServer
+    let nodes: [SignalingServer]
+    let ports: [Int]
+    let authority: TokenAuthority
+    let store: PostgresCallStore
+
+    /// `count` nodes named node-1...; heartbeats every 200 ms, dead after 1 s.
+    static func start(nodes count: Int, configure: (inout SignalingServer.Configuration) -> Void = { _ in }) async throws -> TestCluster {
+        let postgres = try PostgresTestServer()
+        let authority = await TokenAuthority(secret: TestServer.secret)
+        var nodes: [SignalingServer] = []
+        var ports: [Int] = []
+        for index in 1...count {
+            var configuration = SignalingServer.Configuration()
+            configuration.live = nil
+            var cluster = ClusterNode.Configuration(node: try NodeID("node-\(index)"))
+            cluster.registry.heartbeatInterval = .milliseconds(200)
+            cluster.registry.deadAfter = .seconds(1)
+            configuration.cluster = cluster
+            configure(&configuration)
+            let store = try await PostgresCallStore(location: .init(url: postgres.url()), logger: Stores.quiet)
+            let node = SignalingServer(configuration: configuration, authority: authority, store: store, logger: Stores.quiet)
+            ports.append(try await node.start())
+            nodes.append(node)
+        }
+        let store = try await PostgresCallStore(location: .init(url: postgres.url()), logger: Stores.quiet)
+        return TestCluster(postgres: postgres, nodes: nodes, ports: ports, authority: authority, store: store)
+    }
+
+    /// Node `index`'s (1-based) signaling URL.
+    func url(_ index: Int) -> String { "ws://127.0.0.1:\(ports[index - 1])/" }
+
+    func token(_ account: String) async throws -> String {
+        try await authority.mint(account: account, lifetime: .seconds(600))
+    }
+
+    /// A signaling client logged in as `account` on node `index`.
+    func client(_ account: String, device: String = "d", on index: Int) async throws -> TestClient {
+        let client = try await TestClient(url: url(index))
+        let reply = try await client.client.request(MessageType.login, Request.Login(token: try await token(account), device: device),
+                                                    as: Reply.Login.self)
+        precondition(reply.account == account)
+        return client
+    }
+
+    func shutdown() async {
+        for node in nodes { await node.shutdown() }
+        await store.close()
+    }
+}
+
+@Suite(.serialized, .timeLimit(.minutes(2))) struct ClusterCalls {
+    /// Three nodes: alice on node 1 calls bob on node 2 with real media between them. The
+    /// call connects, each hears the other, and the record is stored once (by node 1, the
+    /// caller's) and reaches both.
+    @Test func aCallBetweenTwoNodesConnectsWithAudioBothWaysAndOneRecord() async throws {
+        try await Heavy.run {
+            let cluster = try await TestCluster.start(nodes: 3)
+            let alice = try await CallFlows.Endpoint(url: cluster.url(1), token: try await cluster.token("alice"),
+                                                     audio: "tones:440,1000", video: nil)
+            let bob = try await CallFlows.Endpoint(url: cluster.url(2), token: try await cluster.token("bob"),
+                                                   audio: "tones:440,1000", video: nil)
+            let id = try await alice.manager.start(callee: "bob", type: .audio)
+            _ = try #require(await bob.wait { CallFlows.invitation($0) == id })
+            try await bob.manager.response(callID: id, accept: true)
+            #expect(await alice.wait(for: CallFlows.isConnected) != nil)
+            #expect(await bob.wait(for: CallFlows.isConnected) != nil)
+            try await Task.sleep(for: .seconds(3))
+            try await alice.manager.hangup(callID: id)
+            let bobRecord = try #require(await bob.wait { CallFlows.record($0) != nil }.flatMap(CallFlows.record))
+            let aliceRecord = try #require(await alice.wait { CallFlows.record($0) != nil }.flatMap(CallFlows.record))
+            #expect(bobRecord == aliceRecord)
+            #expect(bobRecord.callID == id && bobRecord.endReason == .completed && bobRecord.endedBy == "alice")
+            #expect(bobRecord.connectedDuration > 2_000, "\(bobRecord.connectedDuration) ms connected")
+            for (name, party) in [("alice", alice), ("bob", bob)] {
+                let heard = party.snapshot.audio
+                let correlation = CallFlows.correlation(heard)
+                #expect(heard.count > 48_000 * 2 && correlation >= 0.9, "\(name) heard \(heard.count) samples, correlation \(correlation)")
+            }
+            let stored = try await cluster.store.records(of: "bob", limit: 10)
+            #expect(stored == [bobRecord], "stored once: \(stored)")
+            await alice.manager.logout()
+            await bob.manager.logout()
+            await cluster.shutdown()
+        }
+    }
+
+    /// bob is logged in on nodes 2 and 3 (and alice on 1): both devices ring, controls
+    /// cross, the phone answers and the laptop is told, a late answer is refused, and the
+    /// hangup and records reach everyone, exactly as on one node.
+    @Test func aCalleeOnTwoOtherNodesRingsOnBothAndTheOneThatAnswersWins() async throws {
+        let cluster = try await TestCluster.start(nodes: 3)
+        let alice = try await cluster.client("alice", on: 1)
+        let phone = try await cluster.client("bob", device: "phone", on: 2)
+        let laptop = try await cluster.client("bob", device: "laptop", on: 3)
+
+        let started = try await alice.request(MessageType.start, Request.Start(
+            callee: "bob", type: .video, option: CallOption(videoQuality: .p720, extendMessage: "hi"), media: SignalingServerCalls.media(5_000)),
+            as: Reply.Start.self)
+        for device in [phone, laptop] {
+            let invitation = try #require(await device.next(MessageType.receive)).body(Event.Receive.self)
+            #expect(invitation == Event.Receive(callID: started.callID, from: "alice", type: .video,
+                                                option: CallOption(videoQuality: .p720, extendMessage: "hi")))
+        }
+        _ = try await laptop.request(MessageType.control, Request.Control(callID: started.callID, control: .feedback), as: Reply.Empty.self)
+        #expect(try #require(await alice.next(MessageType.control)).body(Event.Control.self).control == .feedback)
+
+        let answer = try await phone.request(MessageType.response, Request.Response(callID: started.callID, accept: true,
+                                                                                    media: SignalingServerCalls.media(6_000)),
+                                             as: Reply.Response.self)
+        #expect(answer.media?.candidates.first?.port == 5_000)
+        let response = try #require(await alice.next(MessageType.response)).body(Event.Response.self)
+        #expect(response.accepted && response.media?.candidates.first?.port == 6_000)
+        #expect(try #require(await laptop.next(MessageType.responsedByOther)).body(Event.ResponsedByOther.self).accepted)
+        #expect(await laptop.code(MessageType.response, Request.Response(callID: started.callID, accept: true,
+                                                                         media: SignalingServerCalls.media(7_000)))
+                == SignalingError.Code.handledElsewhere.rawValue)
+
+        for control in CallControl.allCases {
+            _ = try await alice.request(MessageType.control, Request.Control(callID: started.callID, control: control), as: Reply.Empty.self)
+        }
+        for control in CallControl.allCases {
+            #expect(try #require(await phone.next(MessageType.control)).body(Event.Control.self).control == control)
+        }
+        _ = try await phone.request(MessageType.candidates, Request.Candidates(
+            callID: started.callID, candidates: [MediaCandidate(host: "127.0.0.1", port: 6_001)], complete: true), as: Reply.Empty.self)
+        #expect(try #require(await alice.next(MessageType.candidates)).body(Event.Candidates.self).candidates.first?.port == 6_001)
+        for party in [alice, phone] {
+            _ = try await party.request(MessageType.mediaStatus, Request.MediaStatus(callID: started.callID, connected: true),
+                                        as: Reply.Empty.self)
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        // The phone hangs up its current call (callID 0), which node 1 owns.
+        _ = try await phone.request(MessageType.hangup, Request.Hangup(callID: 0), as: Reply.Empty.self)
+        #expect(try #require(await alice.next(MessageType.hangup)).body(Event.Hangup.self)
+                == Event.Hangup(callID: started.callID, by: "bob", reason: .completed))
+        for party in [alice, phone] {
+            let record = try #require(await party.next(MessageType.callRecord)).body(Event.Record.self).record
+            #expect(record.callID == started.callID && record.endReason == .completed && record.endedBy == "bob")
+            #expect(record.connectedDuration >= 300, "\(record.connectedDuration) ms")
+        }
+        #expect(try await cluster.store.records(of: "bob", limit: 10).map(\.callID) == [started.callID])
+        // The call is gone everywhere: a request about it is refused on either node.
+        #expect(await phone.code(MessageType.control, Request.Control(callID: started.callID, control: .feedback))
+                == SignalingError.Code.callNotFound.rawValue)
+        #expect(await alice.code(MessageType.control, Request.Control(callID: started.callID, control: .feedback))
+                == SignalingError.Code.callNotFound.rawValue)
+        await cluster.shutdown()
+    }
+
+    /// The callee's node stops with the call up: its devices drop out as a closed
+    /// connection would, and the call fails after the reconnect grace, with its record.
+    @Test func aCalleeWhoseNodeLeavesIsAPartyThatDroppedOut() async throws {
+        let cluster = try await TestCluster.start(nodes: 2) { $0.calls.reconnectGrace = .seconds(1) }
+        let alice = try await cluster.client("alice", on: 1)
+        let bob = try await cluster.client("bob", on: 2)
+        let started = try await alice.request(MessageType.start, Request.Start(
+            callee: "bob", type: .audio, option: CallOption(), media: SignalingServerCalls.media(5_000)), as: Reply.Start.self)
+        _ = try #require(await bob.next(MessageType.receive))
+        _ = try await bob.request(MessageType.response, Request.Response(callID: started.callID, accept: true,
+                                                                         media: SignalingServerCalls.media(6_000)), as: Reply.Response.self)
+        _ = try #require(await alice.next(MessageType.response))
+        let stopped = ContinuousClock.now
+        await cluster.nodes[1].shutdown()
+        let hangup = try #require(await alice.next(MessageType.hangup, timeout: .seconds(10))).body(Event.Hangup.self)
+        #expect(hangup == Event.Hangup(callID: started.callID, by: nil, reason: .failed))
+        let took = ContinuousClock.now - stopped
+        #expect(took < .seconds(6), "failed after \(took) (grace 1 s)")
+        #expect(try #require(await alice.next(MessageType.callRecord)).body(Event.Record.self).record.endReason == .failed)
+        #expect(try await cluster.store.records(of: "bob", limit: 10).map(\.endReason) == [.failed])
+        await cluster.shutdown()
+    }
+}
