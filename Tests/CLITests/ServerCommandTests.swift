@@ -84,6 +84,9 @@ import Testing
         (["server", "--store", "postgres://127.0.0.1/db"], "--store: the store URL names no user"),
         (["server", "--db", "a.sqlite", "--store", "sqlite:b.sqlite"], "--db and --store cannot be combined"),
         (["server", "--store-password-file", "/tmp/pw"], "--store-password-file needs --store postgres://"),
+        (["server", "--node-id", "n1"], "--node-id needs --store postgres://"),
+        (["server", "--store", "postgres://u@127.0.0.1/db", "--node-id", "Node 1"], "--node-id: node id 'Node 1' must be 1 to 32 of a-z"),
+        (["server", "--reconnect-grace", "0"], "--reconnect-grace 0.0 must be within"),
         (["server", "--store", "postgres://u:in-url@127.0.0.1/db", "--store-password-file", "/tmp/pw"],
          "a password in --store's URL and --store-password-file cannot be combined"),
     ])

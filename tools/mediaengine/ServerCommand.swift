@@ -13,7 +13,11 @@ struct ServerCommand: AsyncParsableCommand {
         Clients connect to ws://HOST:PORT/ and log in with a token from `mediaengine token` (same secret file). \
         The database is created on first start and migrated on every start. SIGINT or SIGTERM ends live calls \
         (the parties are told, the records stored) and stops the server. Logins get the media port as a STUN server \
-        and, with --turn-url and --turn-secret-file, credentials for a coturn sharing the secret (docs/turnserver.conf).
+        and, with --turn-url and --turn-secret-file, credentials for a coturn sharing the secret (docs/turnserver.conf). \
+        Several servers sharing one PostgreSQL serve as one: give each --store postgres://... and its own --node-id, \
+        for example three nodes on hosts a, b and c: `mediaengine server --host 0.0.0.0 --public-host a.example \
+        --store postgres://media@db.example/media --store-password-file pw --node-id a` (and b, c alike). A call \
+        between clients of different nodes behaves as on one server (docs/cluster.md).
         """
     )
 
@@ -41,6 +45,19 @@ struct ServerCommand: AsyncParsableCommand {
 
     @Option(help: "Seconds a call may ring before it is missed.")
     var ringTimeout: Double = 45
+
+    @Option(help: "Seconds a call's party whose connection dropped has to log in again before the call fails.")
+    var reconnectGrace: Double = 30
+
+    @Option(name: .customLong("node-id"), help: """
+        Serve as this node of a cluster sharing --store postgres://...: 1 to 32 of a-z, 0-9, - and _. \
+        Each node needs its own; clients of any node can call each other. --public-host names the address \
+        the other nodes and clients reach this one at.
+        """)
+    var nodeID: String?
+
+    @Option(help: "Seconds of silence after which another node is dead (its devices' calls fail after --reconnect-grace).")
+    var nodeDeadAfter: Double = 5
 
     @Option(help: "Seconds to run (default: until SIGINT or SIGTERM).")
     var duration: Double?
@@ -119,7 +136,30 @@ struct ServerCommand: AsyncParsableCommand {
         guard ringTimeout > 0 && ringTimeout <= 3_600 else { throw ValidationError("--ring-timeout \(ringTimeout) must be within 0...3600 s") }
         if let duration, !(duration > 0) { throw ValidationError("--duration \(duration) must be more than 0") }
         try validateTURN()
-        _ = try storeChoice()
+        guard reconnectGrace > 0 && reconnectGrace <= 3_600 else {
+            throw ValidationError("--reconnect-grace \(reconnectGrace) must be within 0...3600 s")
+        }
+        guard nodeDeadAfter >= 0.5 && nodeDeadAfter <= 600 else { throw ValidationError("--node-dead-after must be within 0.5...600 s") }
+        _ = try clusterConfiguration(for: try storeChoice())
+    }
+
+    /// --node-id's cluster settings; nil without it.
+    func clusterConfiguration(for store: StoreChoice) throws -> ClusterNode.Configuration? {
+        guard let nodeID else { return nil }
+        guard case .postgres = store else {
+            throw ValidationError("--node-id needs --store postgres://...: the nodes of a cluster share a PostgreSQL store")
+        }
+        let id: NodeID
+        do {
+            id = try NodeID(nodeID)
+        } catch {
+            throw ValidationError("--node-id: \(error.message)")
+        }
+        var configuration = ClusterNode.Configuration(node: id)
+        configuration.registry.deadAfter = .milliseconds(Int64(nodeDeadAfter * 1_000))
+        // Five heartbeats in the time that makes a node dead: one late one is no death.
+        configuration.registry.heartbeatInterval = configuration.registry.deadAfter / 5
+        return configuration
     }
 
     /// Where the store is, from --store or --db.
@@ -233,6 +273,8 @@ struct ServerCommand: AsyncParsableCommand {
         configuration.host = host
         configuration.port = port
         configuration.calls.ringTimeout = .milliseconds(Int64(ringTimeout * 1_000))
+        configuration.calls.reconnectGrace = .milliseconds(Int64(reconnectGrace * 1_000))
+        configuration.cluster = try clusterConfiguration(for: storeChoice)
         configuration.publicHost = publicHost
         configuration.live = noLive ? nil : try liveFormat()
         configuration.liveRecordingDirectory = liveRecordingDirectory

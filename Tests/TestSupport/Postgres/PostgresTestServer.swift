@@ -89,6 +89,12 @@ public final class PostgresTestServer: @unchecked Sendable {
         _ = try run("createdb", ["-h", directory.path, "-p", String(port), "-U", user, name], environment: ["PGPASSWORD": password])
     }
 
+    /// Runs one SQL statement with psql on `database`; its rows, unaligned, one per line.
+    public func query(_ sql: String, database: String = "postgres") throws -> String {
+        try run("psql", ["-h", directory.path, "-p", String(port), "-U", user, "-d", database, "-At", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                environment: ["PGPASSWORD": password])
+    }
+
     /// The server's log so far.
     public var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
 

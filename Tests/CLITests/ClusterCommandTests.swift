@@ -1,0 +1,116 @@
+import Foundation
+import Signaling
+import TestSupport
+import Testing
+
+/// `mediaengine server --node-id` processes sharing one PostgreSQL, as an operator runs
+/// them, and what a node killed outright (SIGKILL) does to the calls it was part of.
+@Suite(.serialized, .timeLimit(.minutes(3))) struct ClusterCommands {
+    /// A signaling client whose events are kept as they come, to wait for one by type.
+    actor Client {
+        let client: SignalingClient
+        private var events: [ServerEvent] = []
+
+        init(url: String, token: String, device: String = "d") async throws {
+            client = try await SignalingClient.connect(url: url)
+            _ = try await client.request(MessageType.login, Request.Login(token: token, device: device), as: Reply.Login.self)
+            let stream = client.events
+            Task { await self.read(stream) }
+        }
+
+        private func read(_ stream: AsyncStream<ServerEvent>) async {
+            for await event in stream { events.append(event) }
+        }
+
+        /// The first event of `type` not taken yet, waiting up to `timeout`.
+        func next(_ type: String, timeout: Duration = .seconds(10)) async -> ServerEvent? {
+            let deadline = ContinuousClock.now + timeout
+            while ContinuousClock.now < deadline {
+                if let index = events.firstIndex(where: { $0.type == type }) { return events.remove(at: index) }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            return nil
+        }
+
+        func request<Body: Encodable & Sendable, Result: Decodable & Sendable>(_ type: String, _ body: Body, as result: Result.Type)
+            async throws -> Result {
+            try await client.request(type, body, as: result)
+        }
+    }
+
+    static func media(_ port: Int) -> MediaEndpoint {
+        MediaEndpoint(candidates: [MediaCandidate(host: "127.0.0.1", port: port)], srtpProfile: "AES_CM_128_HMAC_SHA1_80",
+                      srtpKey: "c2VjcmV0", audioSSRC: UInt32(port), videoSSRC: UInt32(port + 1), iceUfrag: "check\(port)",
+                      icePassword: "password-of-twenty-two-chars")
+    }
+
+    /// Node 2 (bob's) is killed with bob in a call alice started on node 1: alice gets a
+    /// hangup (failed) once node 2 is dead and the reconnect grace is over, and node 1
+    /// stores the record. Then node 3, owner of a call bob starts from it to alice, is
+    /// killed: node 1 ends the call for alice (failed) and stores the record node 3 could not.
+    @Test func aNodeKilledMidCallEndsItsCallsAsFailedWithTheirRecords() async throws {
+        try await Heavy.run {
+            let postgres = try PostgresTestServer()
+            let directory = try temporaryDirectory("cluster")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let passwordFile = directory.appendingPathComponent("pgpassword").path
+            _ = try CallCommands.Setup.writeToken(postgres.password, to: passwordFile)
+            let secret = directory.appendingPathComponent("secret").path
+            let store = "postgres://\(postgres.user)@127.0.0.1:\(postgres.port)/postgres"
+            func node(_ name: String) throws -> (BackgroundProcess, String) {
+                try CallCommands.Setup.startServer([
+                    "--port", "0", "--secret-file", secret, "--store", store, "--store-password-file", passwordFile, "--node-id", name,
+                    "--node-dead-after", "1", "--reconnect-grace", "1", "--no-live", "--duration", "150",
+                ])
+            }
+            let (one, oneURL) = try node("node-1")
+            defer { one.interrupt(); _ = try? one.wait(timeout: 10) }
+            let (two, twoURL) = try node("node-2")
+            let (three, threeURL) = try node("node-3")
+            func token(_ account: String) throws -> String {
+                try CLI.run(["token", "--account", account, "--secret-file", secret]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            let alice = try await Client(url: oneURL, token: try token("alice"))
+            let bob = try await Client(url: twoURL, token: try token("bob"))
+
+            // alice (node 1) calls bob (node 2); bob answers; node 2 dies.
+            let first = try await alice.request(MessageType.start, Request.Start(callee: "bob", type: .audio, option: CallOption(),
+                                                                                  media: Self.media(5_000)), as: Reply.Start.self)
+            _ = try #require(await bob.next(MessageType.receive))
+            _ = try await bob.request(MessageType.response, Request.Response(callID: first.callID, accept: true, media: Self.media(6_000)),
+                                      as: Reply.Response.self)
+            _ = try #require(await alice.next(MessageType.response))
+            var killed = ContinuousClock.now
+            two.killNow()
+            _ = try? two.wait(timeout: 10)
+            let hangup = try #require(await alice.next(MessageType.hangup, timeout: .seconds(15))).body(Event.Hangup.self)
+            var took = ContinuousClock.now - killed
+            #expect(hangup == Event.Hangup(callID: first.callID, by: nil, reason: .failed))
+            // Dead after 1 s of silence, then 1 s of grace: well within 8 s.
+            #expect(took < .seconds(8), "the hangup came \(took) after the kill")
+            #expect(try #require(await alice.next(MessageType.callRecord)).body(Event.Record.self).record.endReason == .failed)
+
+            // bob logs in on node 3 and calls alice: node 3 owns the call; it dies mid-call.
+            let bobAgain = try await Client(url: threeURL, token: try token("bob"))
+            let second = try await bobAgain.request(MessageType.start, Request.Start(callee: "alice", type: .audio, option: CallOption(),
+                                                                                     media: Self.media(5_002)), as: Reply.Start.self)
+            _ = try #require(await alice.next(MessageType.receive))
+            _ = try await alice.request(MessageType.response, Request.Response(callID: second.callID, accept: true, media: Self.media(6_002)),
+                                        as: Reply.Response.self)
+            _ = try #require(await bobAgain.next(MessageType.response))
+            killed = ContinuousClock.now
+            three.killNow()
+            _ = try? three.wait(timeout: 10)
+            let ended = try #require(await alice.next(MessageType.hangup, timeout: .seconds(15))).body(Event.Hangup.self)
+            took = ContinuousClock.now - killed
+            #expect(ended == Event.Hangup(callID: second.callID, by: nil, reason: .failed))
+            #expect(took < .seconds(8), "the hangup came \(took) after the kill")
+            let record = try #require(await alice.next(MessageType.callRecord)).body(Event.Record.self).record
+            #expect(record.callID == second.callID && record.caller == "bob" && record.callee == "alice" && record.endReason == .failed)
+
+            // Each call's record is in the store once.
+            let rows = try postgres.query("SELECT callID, endReason FROM callRecord ORDER BY callID")
+            #expect(rows == "\(first.callID)|failed\n\(second.callID)|failed\n", "\(rows)")
+        }
+    }
+}
