@@ -58,8 +58,11 @@ extension CallRegistry {
             throw SignalingError(.invalidRequest, "start: callee must be 1 to 128 bytes")
         }
         try Self.check(request.media, in: "start")
-        guard accountCall[key.account] == nil else {
-            throw SignalingError(.busy, "start: you are already in call \(accountCall[key.account]!)")
+        if let current = accountCall[key.account] {
+            throw SignalingError(.busy, "start: you are already in call \(current)")
+        }
+        guard !busyElsewhere.contains(key.account) else {
+            throw SignalingError(.busy, "start: you are already in a call")
         }
         let invited = devices.keys.filter { $0.account == request.callee && devices[$0]?.connection != nil }.sorted()
         guard !invited.isEmpty else {
@@ -70,7 +73,7 @@ extension CallRegistry {
         }
         let id = nextCallID(at: time)
         var outputs = [Self.okReply(connection, requestID, Reply.Start(callID: id))]
-        let busy = accountCall[request.callee] != nil
+        let busy = accountCall[request.callee] != nil || busyElsewhere.contains(request.callee)
         calls[id] = Call(id: id, type: request.type, option: request.option, caller: key, callee: request.callee,
                          invited: busy ? [] : invited, answeredBy: nil, callerMedia: request.media, phase: .ringing,
                          deadline: time.monotonic + configuration.ringTimeout, startedAt: time.epochMilliseconds)

@@ -108,6 +108,9 @@ public struct CallRegistry: Sendable {
     /// The call each account is in.
     var accountCall: [String: UInt64] = [:]
     var lastCallID: UInt64 = 0
+    /// Accounts in a call another node owns, as a node of a cluster found just before a
+    /// `start` (its caller and callee): they count as busy as if the call were here.
+    var busyElsewhere: Set<String> = []
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration

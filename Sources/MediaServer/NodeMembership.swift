@@ -19,6 +19,8 @@ public final class NodeMembership: Sendable {
     public let incarnation = UUID()
     public let presence: Presence
     public var registry: NodeRegistry { presence.registry }
+    /// The call each account is in, across the nodes.
+    public var parties: CallParties { CallParties(registry: registry) }
     public let events: AsyncStream<Event>
     private let sink: AsyncStream<Event>.Continuation
     private let load: @Sendable () async -> Int
@@ -39,6 +41,7 @@ public final class NodeMembership: Sendable {
         try await registry.register(node, incarnation: incarnation, signalingURL: signalingURL, mediaAddress: mediaAddress)
         try await presence.sweep(node)
         try await discardMessages(to: node)
+        try await parties.sweep(node)
     }
 
     /// Heartbeats and watches until cancelled or fenced.
@@ -58,6 +61,7 @@ public final class NodeMembership: Sendable {
                         guard !dead.contains(other.id) else { continue }
                         let swept = try await presence.sweep(other.id)
                         try await discardMessages(to: other.id)
+                        try await parties.sweep(other.id)
                         logger.warning("node \(other.id) is dead (silent \(other.silence)); \(swept) devices of it forgotten")
                         dead.insert(other.id)
                         live.remove(other.id)
@@ -71,6 +75,7 @@ public final class NodeMembership: Sendable {
                 for gone in live.subtracting(nodes.map(\.id)).sorted(by: { $0.rawValue < $1.rawValue }) {
                     try await presence.sweep(gone)
                     try await discardMessages(to: gone)
+                    try await parties.sweep(gone)
                     logger.notice("node \(gone) left")
                     live.remove(gone)
                     sink.yield(.nodeDied(gone))
@@ -96,6 +101,7 @@ public final class NodeMembership: Sendable {
     /// Leaves the registry (a graceful stop): others see the node gone at once.
     public func deregister() async {
         try? await presence.sweep(node)
+        try? await parties.sweep(node)
         try? await registry.deregister(node, incarnation: incarnation)
     }
 }

@@ -68,16 +68,57 @@ extension SignalingHub {
 
     // MARK: Owner side
 
+    /// A `start` on a node of a cluster: the caller and the callee are claimed across the
+    /// nodes (one that is in a call anywhere is busy), the callee's devices on other nodes
+    /// join as proxies, and the registry runs the start as on one node.
+    func startAcrossNodes(_ id: ConnectionID, requestID: UInt64, message: Data) async {
+        guard let cluster, let caller = registry.account(of: id),
+              let start = try? Envelope.decodeBody(Request.Start.self, from: message, messageType: MessageType.start),
+              !start.callee.isEmpty, start.callee.utf8.count <= 128, start.callee != caller else {
+            // The registry names what is wrong with it.
+            await perform(registry.handle(id, requestID: requestID, type: MessageType.start, message: message, at: time))
+            return
+        }
+        let parties = cluster.membership.parties
+        let accounts = [caller, start.callee]
+        var claimed = Set(accounts)
+        do {
+            claimed = try await parties.claim(accounts, node: cluster.node)
+        } catch {
+            logger.warning("call parties unknown (\(error.message)): calls elsewhere are not seen as busy")
+        }
+        await addRemoteDevices(of: start.callee)
+        let before = registry.lastCallID
+        registry.busyElsewhere = Set(accounts).subtracting(claimed)
+        let outputs = registry.handle(id, requestID: requestID, type: MessageType.start, message: message, at: time)
+        registry.busyElsewhere = []
+        let callID = registry.lastCallID
+        let started = callID != before && registry.calls[callID] != nil
+        // Before anyone learns of the call (the reply, the invitations): its end releases
+        // rows that name it.
+        do {
+            if started {
+                try await parties.settle(claimed, call: callID, node: cluster.node)
+            } else if !claimed.isEmpty {
+                try await parties.unclaim(claimed, node: cluster.node)
+            }
+        } catch {
+            logger.warning("call parties: \(error.message)")
+        }
+        if started { routeStartedCall(callID) }
+        await perform(outputs)
+        pruneProxies()
+    }
+
     /// Before a `start`: the callee's devices on other nodes (from presence) join the
     /// registry as proxies, so the call invites them with the local ones.
-    func addRemoteDevices(for message: Data) async {
-        guard let cluster, let start = try? Envelope.decodeBody(Request.Start.self, from: message, messageType: MessageType.start),
-              !start.callee.isEmpty, start.callee.utf8.count <= 128 else { return }
+    func addRemoteDevices(of callee: String) async {
+        guard let cluster else { return }
         let found: [DevicePresence]
         do {
-            found = try await cluster.presence.devices(of: start.callee)
+            found = try await cluster.presence.devices(of: callee)
         } catch {
-            logger.warning("presence of \(start.callee) unknown (\(error.message)): only this node's devices are called")
+            logger.warning("presence of \(callee) unknown (\(error.message)): only this node's devices are called")
             return
         }
         let now = time
@@ -85,21 +126,20 @@ extension SignalingHub {
             let remote = ClusterState.Remote(node: device.node, connection: device.connection)
             guard clusterState.proxyOf[remote] == nil else { continue }
             // A device logged in here is this node's (the presence row is being taken over).
-            if registry.devices[CallRegistry.DeviceKey(account: start.callee, device: device.device)]?.connection != nil { continue }
+            if registry.devices[CallRegistry.DeviceKey(account: callee, device: device.device)]?.connection != nil { continue }
             let proxy = ConnectionID(nextConnection)
             nextConnection += 1
-            guard let (_, outputs) = try? registry.login(proxy, account: start.callee, device: device.device, at: now) else { continue }
+            guard let (_, outputs) = try? registry.login(proxy, account: callee, device: device.device, at: now) else { continue }
             clusterState.proxies[proxy] = remote
             clusterState.proxyOf[remote] = proxy
             await perform(outputs)
         }
     }
 
-    /// After a `start` from `caller`: routes to the nodes of the invited proxies, before
-    /// the invitations go out; proxies the call did not take are dropped.
-    func routeStartedCall(of caller: ConnectionID) {
-        guard let cluster, let account = registry.account(of: caller), let id = registry.accountCall[account],
-              let call = registry.calls[id], call.caller.account == account else { return }
+    /// After a `start`: routes to the nodes of the invited proxies, before the
+    /// invitations go out.
+    func routeStartedCall(_ id: UInt64) {
+        guard let cluster, let call = registry.calls[id] else { return }
         for key in call.invited {
             guard let proxy = registry.connection(of: key), let remote = clusterState.proxies[proxy] else { continue }
             cluster.send(.route(call: id, connection: remote.connection, account: key.account, device: key.device,
@@ -129,9 +169,19 @@ extension SignalingHub {
     /// Where an output for `id` goes when it is a proxy.
     func remote(_ id: ConnectionID) -> ClusterState.Remote? { clusterState.proxies[id] }
 
+    /// A call ended: its parties are free on every node.
+    func releaseParties(of callID: UInt64) async {
+        do {
+            try await cluster?.membership.parties.release(call: callID)
+        } catch {
+            logger.warning("call parties of \(callID): \(error.message)")
+        }
+    }
+
     /// After a call's record: its routes elsewhere are forgotten, and its proxies.
     func callEnded(_ callID: UInt64) {
-        if let cluster, let nodes = clusterState.callNodes.removeValue(forKey: callID) {
+        guard let cluster else { return }
+        if let nodes = clusterState.callNodes.removeValue(forKey: callID) {
             for node in nodes { cluster.send(.ended(call: callID), to: node) }
         }
         if !clusterState.proxies.isEmpty { pruneProxies() }

@@ -178,11 +178,7 @@ public actor SignalingHub {
             cluster.send(.request(connection: id.value, account: account, device: device, requestID: requestID,
                                   type: envelope.type, message: data), to: owner)
         } else if envelope.type == MessageType.start, cluster != nil {
-            await addRemoteDevices(for: data)
-            let outputs = registry.handle(id, requestID: requestID, type: envelope.type, message: data, at: time)
-            routeStartedCall(of: id)
-            await perform(outputs)
-            pruneProxies()
+            await startAcrossNodes(id, requestID: requestID, message: data)
         } else {
             await perform(registry.handle(id, requestID: requestID, type: envelope.type, message: data, at: now))
         }
@@ -297,6 +293,11 @@ public actor SignalingHub {
     }
 
     func perform(_ outputs: [CallRegistry.Output]) async {
+        if cluster != nil {
+            // Calls that end here free their parties across the nodes before anyone is
+            // told (a party told of the end may start its next call at once).
+            for case .record(let record, _) in outputs { await releaseParties(of: record.callID) }
+        }
         for output in outputs {
             switch output {
             case .send(let id, let data):

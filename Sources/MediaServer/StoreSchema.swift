@@ -124,6 +124,19 @@ enum StoreSchema {
             """,
             "CREATE INDEX presence_on_node ON presence (node)",
         ]),
+        // The call each account is in, whichever node owns it (PostgreSQL; see CallParties).
+        Migration(name: "v6: call parties", sqlite: { db in
+            try db.create(table: "callParty") { table in
+                table.primaryKey("account", .text)
+                table.column("callID", .integer).notNull()
+                table.column("node", .text).notNull().indexed()
+                table.column("since", .integer).notNull()
+            }
+        }, postgres: [
+            "CREATE TABLE callParty (account TEXT PRIMARY KEY, callID BIGINT NOT NULL, node TEXT NOT NULL, since BIGINT NOT NULL)",
+            "CREATE INDEX callParty_on_node ON callParty (node)",
+            "CREATE INDEX callParty_on_callID ON callParty (callID)",
+        ]),
     ]
 
     /// The SQLite migrator: the history, in order.

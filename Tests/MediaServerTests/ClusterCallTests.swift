@@ -159,6 +159,41 @@ struct TestCluster {
         await cluster.shutdown()
     }
 
+    /// An account in a call another node owns is busy everywhere: called from a third
+    /// node it gives the caller a busy line; starting a call of its own from its node is
+    /// refused. Once that call ends, it can be called again.
+    @Test func anAccountInACallOwnedByAnotherNodeIsBusyOnEveryNode() async throws {
+        let cluster = try await TestCluster.start(nodes: 3)
+        let alice = try await cluster.client("alice", on: 1)
+        let bob = try await cluster.client("bob", on: 2)
+        let carol = try await cluster.client("carol", on: 3)
+        // carol (node 3) calls bob (node 2): node 3 owns the call, which rings.
+        let held = try await carol.request(MessageType.start, Request.Start(callee: "bob", type: .audio, media: SignalingServerCalls.media(5_000)),
+                                           as: Reply.Start.self).callID
+        _ = try #require(await bob.next(MessageType.receive))
+        // alice (node 1) calls bob: busy.
+        let busy = try await alice.request(MessageType.start, Request.Start(callee: "bob", type: .audio, media: SignalingServerCalls.media(5_002)),
+                                           as: Reply.Start.self).callID
+        #expect(try #require(await alice.next(MessageType.control)).body(Event.Control.self) == Event.Control(callID: busy, from: "bob", control: .busyLine))
+        #expect(try #require(await alice.next(MessageType.callRecord)).body(Event.Record.self).record.endReason == .busy)
+        #expect(await bob.next(MessageType.receive, timeout: .milliseconds(500)) == nil, "bob is not invited twice")
+        // bob (node 2, in node 3's call) calls alice: refused as busy.
+        #expect(await bob.code(MessageType.start, Request.Start(callee: "alice", type: .audio, media: SignalingServerCalls.media(5_004)))
+                == SignalingError.Code.busy.rawValue)
+        _ = try await carol.request(MessageType.hangup, Request.Hangup(callID: held), as: Reply.Empty.self)
+        #expect(try #require(await bob.next(MessageType.hangup)).body(Event.Hangup.self).reason == .cancelled)
+        _ = try #require(await carol.next(MessageType.callRecord))
+        // Free again: alice's call rings.
+        let next = try await alice.request(MessageType.start, Request.Start(callee: "bob", type: .audio, media: SignalingServerCalls.media(5_006)),
+                                           as: Reply.Start.self).callID
+        #expect(try #require(await bob.next(MessageType.receive)).body(Event.Receive.self).callID == next)
+        #expect(try await cluster.nodes[0].cluster?.membership.parties.all() == ["alice": try NodeID("node-1"), "bob": try NodeID("node-1")])
+        _ = try await alice.request(MessageType.hangup, Request.Hangup(callID: next), as: Reply.Empty.self)
+        _ = try #require(await alice.next(MessageType.callRecord))
+        #expect(try await cluster.nodes[0].cluster?.membership.parties.all() == [:])
+        await cluster.shutdown()
+    }
+
     /// The callee's node stops with the call up: its devices drop out as a closed
     /// connection would, and the call fails after the reconnect grace, with its record.
     @Test func aCalleeWhoseNodeLeavesIsAPartyThatDroppedOut() async throws {
