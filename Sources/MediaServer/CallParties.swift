@@ -13,21 +13,35 @@ public struct CallParties: Sendable {
 
     public init(registry: NodeRegistry) { self.registry = registry }
 
-    /// Claims `accounts` for a call `node` is about to start.
-    /// - Returns: those claimed; the others are in a call (on this node or a live other).
-    public func claim(_ accounts: [String], node: NodeID) async throws(StoreError) -> Set<String> {
+    /// Claims `accounts` for a call `node` is about to start, and takes the call's ID from
+    /// the IDs all nodes share.
+    /// - Returns: the ID, and the accounts claimed; the others are in a call (on this node
+    ///   or a live other).
+    public func claim(_ accounts: [String], node: NodeID) async throws(StoreError) -> (callID: UInt64, claimed: Set<String>) {
         let deadAfter = Int64(registry.configuration.deadAfter / .milliseconds(1))
         return try await store.run("claim \(accounts.count) accounts") { client in
             let rows = try await client.query("""
-                INSERT INTO callParty (account, callID, node, since)
-                SELECT account, 0, \(node.rawValue), \(unescaped: NodeRegistry.now) FROM UNNEST(\(accounts)::TEXT[]) AS account
-                ON CONFLICT (account) DO UPDATE SET callID = 0, node = EXCLUDED.node, since = EXCLUDED.since
-                    WHERE callParty.node NOT IN (SELECT id FROM node WHERE \(unescaped: NodeRegistry.now) - heartbeatAt < \(deadAfter))
-                RETURNING account
+                WITH claimed AS (
+                    INSERT INTO callParty (account, callID, node, since)
+                    SELECT account, 0, \(node.rawValue), \(unescaped: NodeRegistry.now) FROM UNNEST(\(accounts)::TEXT[]) AS account
+                    ON CONFLICT (account) DO UPDATE SET callID = 0, node = EXCLUDED.node, since = EXCLUDED.since
+                        WHERE callParty.node NOT IN (SELECT id FROM node WHERE \(unescaped: NodeRegistry.now) - heartbeatAt < \(deadAfter))
+                    RETURNING account)
+                SELECT nextval('callIDs'), COALESCE((SELECT array_agg(account) FROM claimed), '{}'::TEXT[])
                 """)
-            var claimed: Set<String> = []
-            for try await account in rows.decode(String.self) { claimed.insert(account) }
-            return claimed
+            var result: (UInt64, Set<String>) = (0, [])
+            for try await (id, claimed) in rows.decode((Int64, [String]).self) { result = (UInt64(bitPattern: id), Set(claimed)) }
+            return result
+        }
+    }
+
+    /// Moves the shared call IDs past this moment's (milliseconds since 1970 x 1024, as one
+    /// server numbers its calls), so they keep growing across restarts of the cluster.
+    public func advanceCallIDs() async throws(StoreError) {
+        try await store.run("call IDs") { client in
+            try await client.query("""
+                SELECT setval('callIDs', GREATEST((SELECT last_value FROM callIDs), \(unescaped: NodeRegistry.now) * 1024))
+                """)
         }
     }
 

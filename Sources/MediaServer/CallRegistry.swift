@@ -111,6 +111,9 @@ public struct CallRegistry: Sendable {
     /// Accounts in a call another node owns, as a node of a cluster found just before a
     /// `start` (its caller and callee): they count as busy as if the call were here.
     var busyElsewhere: Set<String> = []
+    /// The ID the next call gets, given by a node of a cluster (the nodes share one
+    /// sequence); nil: the registry numbers it.
+    var assignedCallID: UInt64?
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -226,6 +229,11 @@ public struct CallRegistry: Sendable {
     /// A fresh call ID: milliseconds since 1970 times 1024 plus a counter, so IDs keep
     /// growing across restarts and stay below 2^53 (exact in any JSON reader) until 2248.
     mutating func nextCallID(at time: ServerTime) -> UInt64 {
+        if let assigned = assignedCallID {
+            assignedCallID = nil
+            lastCallID = max(lastCallID, assigned)
+            return assigned
+        }
         let candidate = UInt64(max(0, time.epochMilliseconds)) << 10
         lastCallID = max(lastCallID + 1, candidate)
         return lastCallID

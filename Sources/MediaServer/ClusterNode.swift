@@ -78,7 +78,7 @@ public final class ClusterNode: Sendable {
     /// Runs the heartbeat, the bus and the outbox, handing what arrives to `hub`, until
     /// `stop`. `fenced` runs when another incarnation took this node's ID.
     func start(hub: SignalingHub, fenced: @escaping @Sendable () async -> Void) {
-        let membership = self.membership, bus = self.bus, outgoing = self.outgoing, logger = self.logger
+        let membership = self.membership, bus = self.bus, outgoing = self.outgoing, logger = self.logger, counters = self.counters
         tasks.withLock {
             $0.append(Task { await membership.run() })
             $0.append(Task {
@@ -97,6 +97,7 @@ public final class ClusterNode: Sendable {
                         logger.warning("node bus: an undecodable message of \(message.body.count) bytes from node \(message.from) dropped")
                         continue
                     }
+                    counters.withLock { $0.received += 1 }
                     await hub.clusterReceived(decoded, from: message.from)
                 }
             })
@@ -108,7 +109,9 @@ public final class ClusterNode: Sendable {
                 for await (node, message) in outgoing {
                     do throws(StoreError) {
                         try await bus.send(message.encoded(), to: node)
+                        counters.withLock { $0.sent += 1 }
                     } catch {
+                        counters.withLock { $0.lost += 1 }
                         logger.error("node bus: a message to node \(node) was lost: \(error.message)")
                     }
                 }
@@ -117,6 +120,20 @@ public final class ClusterNode: Sendable {
     }
 
     private let outboxTask = Locked<Task<Void, Never>?>(nil)
+
+    /// Messages sent, received and lost so far.
+    var counts: (sent: Int, received: Int, lost: Int) { counters.withLock { $0 } }
+    private let counters = Locked((sent: 0, received: 0, lost: 0))
+
+    /// The figures `/metrics` shows for this node.
+    func figures(remoteDevices: Int, remoteCalls: Int) -> ServerMetrics.Cluster {
+        let counts = self.counts
+        let nodes = membership.nodes
+        let deadAfter = configuration.registry.deadAfter
+        return ServerMetrics.Cluster(node: node, remoteDevices: remoteDevices, remoteCalls: remoteCalls, messagesSent: counts.sent,
+                                     messagesReceived: counts.received, messagesLost: counts.lost, nodes: nodes,
+                                     liveNodes: nodes.filter { $0.silence < deadAfter }.count)
+    }
 
     /// Sends what is queued, stops listening and heartbeating, and leaves the registry
     /// (other nodes see this node gone at once).

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import MediaEngine
 
 /// A node's life among the nodes sharing a store: registers, then heartbeats with its load
 /// every `heartbeatInterval` and watches the others. It reports a node that went silent
@@ -21,6 +22,9 @@ public final class NodeMembership: Sendable {
     public var registry: NodeRegistry { presence.registry }
     /// The call each account is in, across the nodes.
     public var parties: CallParties { CallParties(registry: registry) }
+    /// Every node as the last heartbeat saw it.
+    public var nodes: [NodeInfo] { lastSeen.withLock { $0 } }
+    private let lastSeen = Locked<[NodeInfo]>([])
     public let events: AsyncStream<Event>
     private let sink: AsyncStream<Event>.Continuation
     private let load: @Sendable () async -> Int
@@ -42,6 +46,7 @@ public final class NodeMembership: Sendable {
         try await presence.sweep(node)
         try await discardMessages(to: node)
         try await parties.sweep(node)
+        try await parties.advanceCallIDs()
     }
 
     /// Heartbeats and watches until cancelled or fenced.
@@ -56,6 +61,7 @@ public final class NodeMembership: Sendable {
                     break
                 }
                 let nodes = try await registry.nodes()
+                lastSeen.withLock { $0 = nodes }
                 for other in nodes where other.id != node {
                     if other.silence >= registry.configuration.deadAfter {
                         guard !dead.contains(other.id) else { continue }

@@ -27,12 +27,32 @@ public final class ServerMetrics: Sendable {
         public var meetings: Int
         public var participants: Int
 
-        public init(connections: Int, calls: Int, meetings: Int, participants: Int) {
+        /// This node's part in a cluster, when it is one.
+        public var cluster: Cluster?
+
+        public init(connections: Int, calls: Int, meetings: Int, participants: Int, cluster: Cluster? = nil) {
             self.connections = connections
             self.calls = calls
             self.meetings = meetings
             self.participants = participants
+            self.cluster = cluster
         }
+    }
+
+    /// A node's figures in a cluster.
+    public struct Cluster: Sendable, Hashable {
+        public var node: NodeID
+        /// Devices on other nodes taking part in calls this node owns.
+        public var remoteDevices: Int
+        /// Calls other nodes own that devices here take part in.
+        public var remoteCalls: Int
+        public var messagesSent: Int
+        public var messagesReceived: Int
+        /// Messages to other nodes the store refused after its retries.
+        public var messagesLost: Int
+        /// Every node as this one last saw it (itself included), and how many are live.
+        public var nodes: [NodeInfo]
+        public var liveNodes: Int
     }
 
     let registry = PrometheusCollectorRegistry()
@@ -63,6 +83,8 @@ public final class ServerMetrics: Sendable {
         var lastEcho = 0
         var lastSendFailures = 0
         var legGauges: [UInt64: LegGauges] = [:]
+        /// The cluster's gauges and counters, made at the first scrape that has them.
+        var cluster: ClusterMetrics?
 
         init(factory: PrometheusMetricsFactory) {
             self.factory = factory
@@ -108,6 +130,10 @@ public final class ServerMetrics: Sendable {
             state.calls.record(signaling.calls)
             state.meetings.record(signaling.meetings)
             state.participants.record(signaling.participants)
+            if let cluster = signaling.cluster {
+                if state.cluster == nil { state.cluster = ClusterMetrics(node: cluster.node, factory: state.factory) }
+                state.cluster?.update(cluster, factory: state.factory)
+            }
             guard let forwarding else { return }
             state.legs.record(forwarding.legs)
             let router = forwarding.router
@@ -166,6 +192,56 @@ public final class ServerMetrics: Sendable {
                          lostUplink: gauge("packets_lost", "uplink"), lostDownlink: gauge("packets_lost", "downlink"),
                          estimate: gauge("estimated_bitrate_bps", nil),
                          last: ForwardingRouter.LegStatistics(id: leg.id, meeting: leg.meeting, account: leg.account))
+    }
+
+    /// A cluster node's metrics, labelled with its ID (`node`): remote devices and calls,
+    /// messages sent, received and lost, live nodes; and per node it sees (`peer`), its
+    /// load and how long ago it heartbeated.
+    struct ClusterMetrics {
+        let remoteDevices, remoteCalls, liveNodes: CoreMetrics.Gauge
+        let sent, received, lost: CoreMetrics.Counter
+        var last = (sent: 0, received: 0, lost: 0)
+        var peers: [NodeID: (load: CoreMetrics.Gauge, silence: CoreMetrics.Gauge)] = [:]
+        let node: NodeID
+
+        init(node: NodeID, factory: PrometheusMetricsFactory) {
+            self.node = node
+            let label = [("node", node.rawValue)]
+            remoteDevices = CoreMetrics.Gauge(label: "mediaengine_cluster_remote_devices", dimensions: label, factory: factory)
+            remoteCalls = CoreMetrics.Gauge(label: "mediaengine_cluster_remote_calls", dimensions: label, factory: factory)
+            liveNodes = CoreMetrics.Gauge(label: "mediaengine_cluster_live_nodes", dimensions: label, factory: factory)
+            sent = CoreMetrics.Counter(label: "mediaengine_cluster_messages_total", dimensions: label + [("direction", "sent")], factory: factory)
+            received = CoreMetrics.Counter(label: "mediaengine_cluster_messages_total", dimensions: label + [("direction", "received")],
+                                           factory: factory)
+            lost = CoreMetrics.Counter(label: "mediaengine_cluster_messages_lost_total", dimensions: label, factory: factory)
+        }
+
+        mutating func update(_ figures: Cluster, factory: PrometheusMetricsFactory) {
+            remoteDevices.record(figures.remoteDevices)
+            remoteCalls.record(figures.remoteCalls)
+            if figures.messagesSent > last.sent { sent.increment(by: figures.messagesSent - last.sent) }
+            if figures.messagesReceived > last.received { received.increment(by: figures.messagesReceived - last.received) }
+            if figures.messagesLost > last.lost { lost.increment(by: figures.messagesLost - last.lost) }
+            last = (figures.messagesSent, figures.messagesReceived, figures.messagesLost)
+            var seen = Set<NodeID>()
+            for peer in figures.nodes {
+                seen.insert(peer.id)
+                let gauges = peers[peer.id] ?? {
+                    let label = [("node", node.rawValue), ("peer", peer.id.rawValue)]
+                    return (CoreMetrics.Gauge(label: "mediaengine_cluster_node_load", dimensions: label, factory: factory),
+                            CoreMetrics.Gauge(label: "mediaengine_cluster_node_silence_seconds", dimensions: label, factory: factory))
+                }()
+                gauges.load.record(peer.load)
+                gauges.silence.record(Double(peer.silence / .milliseconds(1)) / 1_000)
+                peers[peer.id] = gauges
+            }
+            for (id, gauges) in peers where !seen.contains(id) {
+                gauges.load.destroy()
+                gauges.silence.destroy()
+                peers[id] = nil
+            }
+            liveNodes.record(figures.liveNodes)
+        }
     }
 
     /// The exposition text (`text/plain; version=0.0.4`).

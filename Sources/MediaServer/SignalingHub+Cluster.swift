@@ -40,6 +40,9 @@ struct ClusterState: Sendable {
     var callNodes: [UInt64: Set<NodeID>] = [:]
     /// Device side: the calls other nodes own that connections here take part in.
     var routes: [UInt64: Route] = [:]
+    /// Owner side: proxies a `start` in progress is about to invite (it awaits the store
+    /// between making them and starting the call): never pruned meanwhile.
+    var pinned: [ConnectionID: Int] = [:]
 
     mutating func removeProxy(_ id: ConnectionID) {
         if let remote = proxies.removeValue(forKey: id) { proxyOf[remote] = nil }
@@ -82,18 +85,21 @@ extension SignalingHub {
         let parties = cluster.membership.parties
         let accounts = [caller, start.callee]
         var claimed = Set(accounts)
+        var assigned: UInt64?
         do {
-            claimed = try await parties.claim(accounts, node: cluster.node)
+            (assigned, claimed) = try await parties.claim(accounts, node: cluster.node)
         } catch {
             logger.warning("call parties unknown (\(error.message)): calls elsewhere are not seen as busy")
         }
-        await addRemoteDevices(of: start.callee)
-        let before = registry.lastCallID
+        let proxies = await addRemoteDevices(of: start.callee)
         registry.busyElsewhere = Set(accounts).subtracting(claimed)
+        registry.assignedCallID = assigned
         let outputs = registry.handle(id, requestID: requestID, type: MessageType.start, message: message, at: time)
         registry.busyElsewhere = []
-        let callID = registry.lastCallID
-        let started = callID != before && registry.calls[callID] != nil
+        // Unused when the start failed.
+        registry.assignedCallID = nil
+        let callID = assigned ?? registry.lastCallID
+        let started = registry.calls[callID].map { $0.caller.account == caller } ?? false
         // Before anyone learns of the call (the reply, the invitations): its end releases
         // rows that name it.
         do {
@@ -106,25 +112,35 @@ extension SignalingHub {
             logger.warning("call parties: \(error.message)")
         }
         if started { routeStartedCall(callID) }
+        for proxy in proxies {
+            clusterState.pinned[proxy, default: 1] -= 1
+            if clusterState.pinned[proxy] == 0 { clusterState.pinned[proxy] = nil }
+        }
         await perform(outputs)
         pruneProxies()
     }
 
     /// Before a `start`: the callee's devices on other nodes (from presence) join the
     /// registry as proxies, so the call invites them with the local ones.
-    func addRemoteDevices(of callee: String) async {
-        guard let cluster else { return }
+    /// - Returns: those proxies, pinned (the caller unpins them once the call started).
+    func addRemoteDevices(of callee: String) async -> [ConnectionID] {
+        guard let cluster else { return [] }
         let found: [DevicePresence]
         do {
             found = try await cluster.presence.devices(of: callee)
         } catch {
             logger.warning("presence of \(callee) unknown (\(error.message)): only this node's devices are called")
-            return
+            return []
         }
+        var pinned: [ConnectionID] = []
         let now = time
         for device in found where device.node != cluster.node {
             let remote = ClusterState.Remote(node: device.node, connection: device.connection)
-            guard clusterState.proxyOf[remote] == nil else { continue }
+            if let existing = clusterState.proxyOf[remote] {
+                clusterState.pinned[existing, default: 0] += 1
+                pinned.append(existing)
+                continue
+            }
             // A device logged in here is this node's (the presence row is being taken over).
             if registry.devices[CallRegistry.DeviceKey(account: callee, device: device.device)]?.connection != nil { continue }
             let proxy = ConnectionID(nextConnection)
@@ -132,8 +148,11 @@ extension SignalingHub {
             guard let (_, outputs) = try? registry.login(proxy, account: callee, device: device.device, at: now) else { continue }
             clusterState.proxies[proxy] = remote
             clusterState.proxyOf[remote] = proxy
+            clusterState.pinned[proxy, default: 0] += 1
+            pinned.append(proxy)
             await perform(outputs)
         }
+        return pinned
     }
 
     /// After a `start`: routes to the nodes of the invited proxies, before the
@@ -152,7 +171,7 @@ extension SignalingHub {
     /// Drops proxies whose device is in no call (the registry forgets the device).
     func pruneProxies() {
         let now = time
-        for proxy in Array(clusterState.proxies.keys) {
+        for proxy in Array(clusterState.proxies.keys) where clusterState.pinned[proxy] == nil {
             guard let key = registry.connections[proxy] else {
                 clusterState.removeProxy(proxy)
                 continue

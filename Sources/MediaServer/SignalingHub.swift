@@ -84,7 +84,8 @@ public actor SignalingHub {
 
     /// The counts `/metrics` reports.
     public var metricsSnapshot: ServerMetrics.Signaling {
-        ServerMetrics.Signaling(connections: connectionCount, calls: callCount, meetings: meetingCount, participants: participantCount)
+        ServerMetrics.Signaling(connections: connectionCount, calls: callCount, meetings: meetingCount, participants: participantCount,
+                                cluster: cluster?.figures(remoteDevices: clusterState.proxies.count, remoteCalls: clusterState.routes.count))
     }
 
     /// Connects the media plane meetings run on, and where participants reach it.
@@ -293,7 +294,16 @@ public actor SignalingHub {
     }
 
     func perform(_ outputs: [CallRegistry.Output]) async {
+        // Where each proxy's outputs go, taken before any await: meanwhile another task
+        // may prune a proxy whose call these outputs ended.
+        var remotes: [ConnectionID: ClusterState.Remote] = [:]
         if cluster != nil {
+            for output in outputs {
+                switch output {
+                case .send(let id, _), .close(let id, _, _): remotes[id] = remote(id)
+                case .record(_, let notify): for id in notify { remotes[id] = remote(id) }
+                }
+            }
             // Calls that end here free their parties across the nodes before anyone is
             // told (a party told of the end may start its next call at once).
             for case .record(let record, _) in outputs { await releaseParties(of: record.callID) }
@@ -301,13 +311,13 @@ public actor SignalingHub {
         for output in outputs {
             switch output {
             case .send(let id, let data):
-                if let remote = remote(id) {
+                if let remote = remotes[id] {
                     cluster?.send(.deliver(connection: remote.connection, text: data), to: remote.node)
                 } else {
                     send(.text(data), to: id)
                 }
             case .close(let id, let code, let reason):
-                if let remote = remote(id) {
+                if let remote = remotes[id] {
                     cluster?.send(.close(connection: remote.connection, code: code, reason: reason), to: remote.node)
                 } else {
                     close(id, code: code, reason: reason)
@@ -322,7 +332,7 @@ public actor SignalingHub {
                 }
                 let event = TypedEnvelope(id: nil, type: MessageType.callRecord, body: Event.Record(record: record)).encoded()
                 for id in notify {
-                    if let remote = remote(id) {
+                    if let remote = remotes[id] {
                         cluster?.send(.deliver(connection: remote.connection, text: event), to: remote.node)
                     } else {
                         send(.text(event), to: id)

@@ -136,6 +136,9 @@ enum StoreSchema {
             "CREATE TABLE callParty (account TEXT PRIMARY KEY, callID BIGINT NOT NULL, node TEXT NOT NULL, since BIGINT NOT NULL)",
             "CREATE INDEX callParty_on_node ON callParty (node)",
             "CREATE INDEX callParty_on_callID ON callParty (callID)",
+            // Call IDs of every node: each node's own counter would give two calls started
+            // in the same millisecond on two nodes one ID (and one record).
+            "CREATE SEQUENCE callIDs",
         ]),
     ]
 

@@ -5,7 +5,7 @@ import Testing
 
 /// `mediaengine server --node-id` processes sharing one PostgreSQL, as an operator runs
 /// them, and what a node killed outright (SIGKILL) does to the calls it was part of.
-@Suite(.serialized, .timeLimit(.minutes(3))) struct ClusterCommands {
+@Suite(.serialized) struct ClusterCommands {
     /// A signaling client whose events are kept as they come, to wait for one by type.
     actor Client {
         let client: SignalingClient

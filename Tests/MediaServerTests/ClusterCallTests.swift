@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import Logging
 import MediaEngine
 import Signaling
@@ -54,13 +57,19 @@ struct TestCluster {
         return client
     }
 
+    /// Node `index`'s /metrics samples.
+    func metrics(_ index: Int) async throws -> [MetricSample] {
+        let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(ports[index - 1])/metrics")!)
+        return MetricSample.parse(String(decoding: data, as: UTF8.self))
+    }
+
     func shutdown() async {
         for node in nodes { await node.shutdown() }
         await store.close()
     }
 }
 
-@Suite(.serialized, .timeLimit(.minutes(2))) struct ClusterCalls {
+@Suite(.serialized) struct ClusterCalls {
     /// Three nodes: alice on node 1 calls bob on node 2 with real media between them. The
     /// call connects, each hears the other, and the record is stored once (by node 1, the
     /// caller's) and reaches both.
@@ -127,6 +136,19 @@ struct TestCluster {
                                                                          media: SignalingServerCalls.media(7_000)))
                 == SignalingError.Code.handledElsewhere.rawValue)
 
+        // Node 1 owns the call with a device of node 2 and one of node 3 in it (the laptop stays a
+        // party to be told its late answer was handled elsewhere); node 2 holds a route.
+        // Each node lists the others from its next heartbeat (every 200 ms) on.
+        var owner = try await cluster.metrics(1)
+        for _ in 0..<50 where owner.value("mediaengine_cluster_live_nodes", ["node": "node-1"]) != 3 {
+            try await Task.sleep(for: .milliseconds(100))
+            owner = try await cluster.metrics(1)
+        }
+        #expect(owner.value("mediaengine_cluster_remote_devices", ["node": "node-1"]) == 2)
+        #expect(owner.value("mediaengine_cluster_live_nodes", ["node": "node-1"]) == 3)
+        #expect((owner.value("mediaengine_cluster_messages_total", ["node": "node-1", "direction": "sent"]) ?? 0) >= 4)
+        #expect(owner.value("mediaengine_cluster_node_load", ["node": "node-1", "peer": "node-2"]) != nil)
+        #expect(try await cluster.metrics(2).value("mediaengine_cluster_remote_calls", ["node": "node-2"]) == 1)
         for control in CallControl.allCases {
             _ = try await alice.request(MessageType.control, Request.Control(callID: started.callID, control: control), as: Reply.Empty.self)
         }

@@ -43,7 +43,10 @@ struct SignalingBench: AsyncParsableCommand {
         discussion: """
         Starts the server in this process with a temporary database, connects and logs in --clients WebSocket \
         clients, then runs --calls call setups at once (start, invitation, accept, media connected, hangup, a \
-        record to both sides), and checks that every event that should arrive did, exactly once.
+        record to both sides), and checks that every event that should arrive did, exactly once. With --nodes N \
+        and --store postgres://..., runs N server nodes sharing that PostgreSQL, spreads the clients over them and \
+        makes half the calls between clients of one node and half across nodes: both setups are reported, and the \
+        round trip of a message between two nodes (the store's NOTIFY). tools/with-postgres runs it on a scratch database.
         """
     )
 
@@ -53,12 +56,45 @@ struct SignalingBench: AsyncParsableCommand {
     @Option(help: "Concurrent call setups (each uses two clients).")
     var calls = 200
 
+    @Option(help: "Server nodes sharing --store (PostgreSQL); 1: one server with SQLite.")
+    var nodes = 1
+
+    @Option(help: "postgres://USER@HOST[:PORT]/DATABASE the nodes share (password from --store-password-file or PGPASSWORD).")
+    var store: String?
+
+    @Option(help: "File holding the PostgreSQL password.")
+    var storePasswordFile: String?
+
     @Flag(help: "Print JSON.")
     var json = false
 
     func validate() throws {
         guard clients >= 2 && clients <= 20_000 else { throw ValidationError("--clients \(clients) must be within 2...20000") }
         guard calls >= 1 && calls * 2 <= clients else { throw ValidationError("--calls \(calls) needs 2 clients each (--clients \(clients))") }
+        guard (1...8).contains(nodes) else { throw ValidationError("--nodes \(nodes) must be within 1...8") }
+        if nodes > 1 {
+            guard let store, store.hasPrefix("postgres://") || store.hasPrefix("postgresql://") else {
+                throw ValidationError("--nodes \(nodes) needs --store postgres://USER@HOST[:PORT]/DATABASE")
+            }
+            // Each node takes the clients of one call's caller and callee in turn.
+            guard clients >= 2 * calls + 2 * nodes else {
+                throw ValidationError("--nodes \(nodes): --clients must be at least 2 x --calls + 2 x --nodes")
+            }
+        } else if store != nil {
+            throw ValidationError("--store needs --nodes 2 or more (one node uses a temporary SQLite database)")
+        }
+    }
+
+    /// The nodes' store location, with its password.
+    func location() throws -> PostgresCallStore.Location {
+        var location: PostgresCallStore.Location
+        do {
+            location = try PostgresCallStore.Location(url: store ?? "")
+        } catch {
+            throw ValidationError("--store: \(error.message)")
+        }
+        location.password = try SecretSource.storePassword.resolve(argument: location.password, file: storePasswordFile)
+        return location
     }
 
     struct Report: Codable {
@@ -73,6 +109,12 @@ struct SignalingBench: AsyncParsableCommand {
         var eventsReceived: Int
         var eventsLost: Int
         var eventsDuplicated: Int
+        var nodes: Int
+        /// Setups with caller and callee on one node, and on different nodes.
+        var setupSameNode: Spread
+        var setupCrossNode: Spread
+        /// A message from one node to another and back through the store (NOTIFY).
+        var nodeRoundTrip: Spread?
         var recordsStored: Int
         var connectionsAfter: Int
         var residentMegabytes: Double
@@ -85,16 +127,37 @@ struct SignalingBench: AsyncParsableCommand {
         defer { try? FileManager.default.removeItem(at: directory) }
         var random = SystemRandomNumberGenerator()
         let authority = await TokenAuthority(secret: try ServerSecret(bytes: (0..<32).map { _ in UInt8.random(in: 0...255, using: &random) }))
-        let store = try SQLiteCallStore(path: directory.appendingPathComponent("calls.sqlite").path)
         var logger = Logger(label: "mediaengine.bench")
         logger.logLevel = .error
         var configuration = SignalingServer.Configuration()
         // One process opens every client: the per-connection rate limit is not what is measured.
         configuration.limits.messageRate = 1_000
         configuration.limits.messageBurst = 1_000
-        let server = SignalingServer(configuration: configuration, authority: authority, store: store, logger: logger)
-        let url = "ws://127.0.0.1:\(try await server.start())/"
-        if !json { say("server on \(url); connecting \(clients) clients") }
+        configuration.live = nil
+        var servers: [SignalingServer] = []
+        var urls: [String] = []
+        let store: any CallStore
+        var postgres: [PostgresCallStore] = []
+        if nodes == 1 {
+            store = try SQLiteCallStore(path: directory.appendingPathComponent("calls.sqlite").path)
+            servers.append(SignalingServer(configuration: configuration, authority: authority, store: store, logger: logger))
+        } else {
+            let location = try location()
+            // Node IDs of this run only: a run never meets rows an earlier one left.
+            let run = String(UInt32.random(in: 0 ... .max), radix: 36)
+            for index in 1...nodes {
+                let nodeStore = try await PostgresCallStore(location: location, logger: logger)
+                postgres.append(nodeStore)
+                var settings = configuration
+                settings.cluster = ClusterNode.Configuration(node: try NodeID("bench-\(run)-\(index)"))
+                servers.append(SignalingServer(configuration: settings, authority: authority, store: nodeStore, logger: logger))
+            }
+            store = postgres[0]
+        }
+        for server in servers { urls.append("ws://127.0.0.1:\(try await server.start())/") }
+        let nodeURLs = urls
+        let recordsBefore = (try? await store.recordCount()) ?? 0
+        if !json { say("\(nodes == 1 ? "server on \(urls[0])" : "\(nodes) nodes sharing one PostgreSQL"); connecting \(clients) clients") }
 
         let connectStart = ContinuousClock.now
         var endpoints: [BenchClient?] = Array(repeating: nil, count: clients)
@@ -105,7 +168,7 @@ struct SignalingBench: AsyncParsableCommand {
                     group.addTask {
                         let token = try await authority.mint(account: "user\(index)", lifetime: .seconds(3_600))
                         let started = ContinuousClock.now
-                        let client = try await BenchClient(url: url)
+                        let client = try await BenchClient(url: nodeURLs[index % nodeURLs.count])
                         _ = try await client.client.request(MessageType.login, Request.Login(token: token, device: "bench"),
                                                             as: Reply.Login.self, timeout: .seconds(30))
                         return (index, client, ContinuousClock.now - started)
@@ -118,30 +181,48 @@ struct SignalingBench: AsyncParsableCommand {
             }
         }
         let connectSeconds = (ContinuousClock.now - connectStart) / .seconds(1)
-        let connected = await server.hub.connectionCount
+        var connected = 0
+        for server in servers { connected += await server.hub.connectionCount }
         if !json { say("\(connected) clients logged in in \(String(format: "%.1f", connectSeconds)) s; \(calls) call setups at once") }
 
         let all = endpoints.compactMap { $0 }
-        var setups: [Duration] = []
-        var completed = 0
-        await withTaskGroup(of: Duration?.self) { group in
-            for index in 0..<calls {
-                let caller = all[index]
-                let callee = all[calls + index]
-                group.addTask { await Self.call(from: caller, to: callee, calleeAccount: "user\(calls + index)", index: index) }
+        guard all.count == clients else { throw CommandFailure("\(clients - all.count) clients did not log in") }
+        // Client i is on node i % nodes. Each call takes a caller on node k % nodes and a
+        // callee on the same node (even k) or the next (odd k); one node: all on it.
+        var free: [[Int]] = (0..<nodes).map { node in Array(stride(from: node, to: clients, by: nodes).reversed()) }
+        var pairs: [(caller: Int, callee: Int, cross: Bool)] = []
+        for call in 0..<calls {
+            let callerNode = call % nodes
+            let calleeNode = call % 2 == 0 ? callerNode : (callerNode + 1) % nodes
+            guard let caller = free[callerNode].popLast(), let callee = free[calleeNode].popLast() else {
+                throw CommandFailure("not enough clients on node \(callerNode + 1) for \(calls) calls")
             }
-            for await setup in group {
-                if let setup {
-                    setups.append(setup)
+            pairs.append((caller, callee, callerNode != calleeNode))
+        }
+        var same: [Duration] = []
+        var cross: [Duration] = []
+        var completed = 0
+        await withTaskGroup(of: (Duration, Bool)?.self) { group in
+            for (index, pair) in pairs.enumerated() {
+                let caller = all[pair.caller]
+                let callee = all[pair.callee]
+                group.addTask {
+                    await Self.call(from: caller, to: callee, calleeAccount: "user\(pair.callee)", index: index).map { ($0, pair.cross) }
+                }
+            }
+            for await result in group {
+                if let (setup, crossed) = result {
+                    if crossed { cross.append(setup) } else { same.append(setup) }
                     completed += 1
                 }
             }
         }
+        let setups = same + cross
         // Every call: the callee gets receive, hangup and callRecord; the caller response and callRecord.
         let expected = calls * 5
         var received = 0
         var duplicated = 0
-        for index in 0..<(2 * calls) {
+        for index in pairs.flatMap({ [$0.caller, $0.callee] }) {
             let counts = await all[index].counts
             for type in [MessageType.receive, MessageType.response, MessageType.hangup, MessageType.callRecord] {
                 let count = counts[type] ?? 0
@@ -149,14 +230,18 @@ struct SignalingBench: AsyncParsableCommand {
                 duplicated += max(0, count - 1)
             }
         }
-        let connectionsAfter = await server.hub.connectionCount
-        let records = (try? await store.recordCount()) ?? 0
+        var connectionsAfter = 0
+        for server in servers { connectionsAfter += await server.hub.connectionCount }
+        let records = ((try? await store.recordCount()) ?? 0) - recordsBefore
+        let roundTrip = postgres.isEmpty ? nil : try await Self.nodeRoundTrips(postgres[0], logger: logger)
         let report = Report(clients: clients, connected: connected, connectSeconds: connectSeconds, login: Spread(logins), calls: calls,
                             callsCompleted: completed, setupSignaling: Spread(setups), eventsExpected: expected, eventsReceived: received,
-                            eventsLost: expected - received, eventsDuplicated: duplicated, recordsStored: records,
+                            eventsLost: expected - received, eventsDuplicated: duplicated, nodes: nodes, setupSameNode: Spread(same),
+                            setupCrossNode: Spread(cross), nodeRoundTrip: roundTrip.map(Spread.init), recordsStored: records,
                             connectionsAfter: connectionsAfter, residentMegabytes: residentMegabytes())
         for client in all { await client.close() }
-        await server.shutdown()
+        for server in servers { await server.shutdown() }
+        for store in postgres { await store.close() }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -164,12 +249,41 @@ struct SignalingBench: AsyncParsableCommand {
         } else {
             say("logins: \(report.login.text)")
             say("calls: \(completed)/\(calls) completed; setup (start -> accepted response at the caller): \(report.setupSignaling.text)")
+            if nodes > 1 {
+                say("  caller and callee on one node: \(report.setupSameNode.text)")
+                say("  on different nodes:            \(report.setupCrossNode.text)")
+                if let roundTrip = report.nodeRoundTrip { say("node to node and back through PostgreSQL (NOTIFY): \(roundTrip.text)") }
+            }
             say("events: \(received)/\(expected) delivered, \(expected - received) lost, \(duplicated) duplicated; \(records) records stored")
             say("connections held after the calls: \(connectionsAfter)/\(clients); resident memory \(String(format: "%.0f", report.residentMegabytes)) MB")
         }
-        guard report.eventsLost == 0, report.eventsDuplicated == 0, completed == calls, connectionsAfter == clients else {
+        guard report.eventsLost == 0, report.eventsDuplicated == 0, completed == calls, connectionsAfter == clients, records == calls else {
             throw CommandFailure("the server lost events or connections under load")
         }
+    }
+
+    /// Messages from one node's bus to another's and straight back, one at a time: the
+    /// round trip of a signaling message between nodes, both NOTIFYs included.
+    static func nodeRoundTrips(_ store: PostgresCallStore, count: Int = 200, logger: Logger) async throws -> [Duration] {
+        let run = String(UInt32.random(in: 0 ... .max), radix: 36)
+        let ping = NodeBus(node: try NodeID("rtt-\(run)-a"), store: store, logger: logger)
+        let pong = NodeBus(node: try NodeID("rtt-\(run)-b"), store: store, logger: logger)
+        let tasks = [Task { await ping.run() }, Task { await pong.run() }]
+        defer { tasks.forEach { $0.cancel() } }
+        let echo = Task {
+            for await message in pong.messages { try? await pong.send(message.body, to: ping.node) }
+        }
+        defer { echo.cancel() }
+        var replies = ping.messages.makeAsyncIterator()
+        var samples: [Duration] = []
+        for index in 0..<(count + 10) {
+            let started = ContinuousClock.now
+            try await ping.send(Data("\(index)".utf8), to: pong.node)
+            guard await replies.next() != nil else { break }
+            // The first few warm the pools' connections up.
+            if index >= 10 { samples.append(ContinuousClock.now - started) }
+        }
+        return samples
     }
 
     /// One call through signaling only (media reported connected without media): returns
