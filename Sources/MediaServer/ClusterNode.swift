@@ -50,8 +50,10 @@ public final class ClusterNode: Sendable {
     let membership: NodeMembership
     let bus: NodeBus
     var presence: Presence { membership.presence }
-    private let outbox: AsyncStream<(NodeID, ClusterMessage)>.Continuation
-    private let outgoing: AsyncStream<(NodeID, ClusterMessage)>
+    /// Messages waiting to go, and a bell rung when some were added.
+    private let outbox = Locked<[(NodeID, ClusterMessage)]>([])
+    private let bell: AsyncStream<Void>
+    private let ring: AsyncStream<Void>.Continuation
     private let tasks = Locked<[Task<Void, Never>]>([])
     private let logger: Logger
 
@@ -62,7 +64,7 @@ public final class ClusterNode: Sendable {
         let registry = NodeRegistry(store: store, configuration: configuration.registry)
         membership = NodeMembership(node: configuration.node, presence: Presence(registry: registry), logger: logger, load: load)
         bus = NodeBus(node: configuration.node, store: store, configuration: configuration.bus, logger: logger)
-        (outgoing, outbox) = AsyncStream<(NodeID, ClusterMessage)>.makeStream()
+        (bell, ring) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Registers the node (refused when a live node holds its ID).
@@ -72,13 +74,42 @@ public final class ClusterNode: Sendable {
 
     /// Queues a message to another node.
     func send(_ message: ClusterMessage, to node: NodeID) {
-        outbox.yield((node, message))
+        outbox.withLock { $0.append((node, message)) }
+        ring.yield()
+    }
+
+    /// Sends what is queued: per node, everything queued for it in one transaction, in
+    /// the order it was queued.
+    private func flush() async {
+        while true {
+            let batch = outbox.withLock { queued in
+                defer { queued = [] }
+                return queued
+            }
+            guard !batch.isEmpty else { return }
+            var order: [NodeID] = []
+            var bodies: [NodeID: [Data]] = [:]
+            for (node, message) in batch {
+                if bodies[node] == nil { order.append(node) }
+                bodies[node, default: []].append(message.encoded())
+            }
+            for node in order {
+                let messages = bodies[node] ?? []
+                do throws(StoreError) {
+                    try await bus.send(messages, to: node)
+                    counters.withLock { $0.sent += messages.count }
+                } catch {
+                    counters.withLock { $0.lost += messages.count }
+                    logger.error("node bus: \(messages.count) messages to node \(node) were lost: \(error.message)")
+                }
+            }
+        }
     }
 
     /// Runs the heartbeat, the bus and the outbox, handing what arrives to `hub`, until
     /// `stop`. `fenced` runs when another incarnation took this node's ID.
     func start(hub: SignalingHub, fenced: @escaping @Sendable () async -> Void) {
-        let membership = self.membership, bus = self.bus, outgoing = self.outgoing, logger = self.logger, counters = self.counters
+        let membership = self.membership, bus = self.bus, logger = self.logger, counters = self.counters
         tasks.withLock {
             $0.append(Task { await membership.run() })
             $0.append(Task {
@@ -102,19 +133,13 @@ public final class ClusterNode: Sendable {
                 }
             })
         }
-        // The outbox is not cancelled by `stop`: it ends when its queue is finished and
-        // sent, so what a shutdown queued (hangups, records) goes out.
+        // The outbox is not cancelled by `stop`: it ends when its bell is silenced, after
+        // sending what was queued, so what a shutdown queued (hangups, records) goes out.
+        let bell = self.bell
         outboxTask.withLock {
             $0 = Task {
-                for await (node, message) in outgoing {
-                    do throws(StoreError) {
-                        try await bus.send(message.encoded(), to: node)
-                        counters.withLock { $0.sent += 1 }
-                    } catch {
-                        counters.withLock { $0.lost += 1 }
-                        logger.error("node bus: a message to node \(node) was lost: \(error.message)")
-                    }
-                }
+                for await _ in bell { await self.flush() }
+                await self.flush()
             }
         }
     }
@@ -138,7 +163,7 @@ public final class ClusterNode: Sendable {
     /// Sends what is queued, stops listening and heartbeating, and leaves the registry
     /// (other nodes see this node gone at once).
     func stop() async {
-        outbox.finish()
+        ring.finish()
         await outboxTask.withLock { $0 }?.value
         let running = tasks.withLock { tasks in
             defer { tasks = [] }

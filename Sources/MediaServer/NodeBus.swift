@@ -59,16 +59,28 @@ public final class NodeBus: Sendable {
     /// Sends `body` to `node`.
     /// - Throws: `StoreError` when it is too large or the store fails (after its retries).
     public func send(_ body: Data, to node: NodeID) async throws(StoreError) {
-        guard body.count <= configuration.maximumBodySize else {
-            throw StoreError("a message of \(body.count) bytes for node \(node) is more than \(configuration.maximumBodySize)")
+        try await send([body], to: node)
+    }
+
+    /// Sends `bodies` to `node`, in this order, in one transaction and one notification.
+    /// - Throws: `StoreError` when one is too large or the store fails (after its retries).
+    public func send(_ bodies: [Data], to node: NodeID) async throws(StoreError) {
+        guard !bodies.isEmpty else { return }
+        if let large = bodies.first(where: { $0.count > configuration.maximumBodySize }) {
+            throw StoreError("a message of \(large.count) bytes for node \(node) is more than \(configuration.maximumBodySize)")
         }
         let from = self.node.rawValue
-        // The key makes a retried send (its first try committed, but the reply was lost
+        // The keys make a retried send (its first try committed, but the reply was lost
         // with the connection) insert nothing a second time.
-        let key = UUID().uuidString
+        let keys = bodies.map { _ in UUID().uuidString }
+        let encoded = bodies.map { $0.base64EncodedString() }
         _ = try await store.transaction("send to node \(node)") { connection, logger in
+            // Rows are inserted in the order given, so their IDs keep it.
             try await connection.query("""
-                INSERT INTO nodeMessage (toNode, fromNode, key, body) VALUES (\(node.rawValue), \(from), \(key), \(body))
+                INSERT INTO nodeMessage (toNode, fromNode, key, body)
+                SELECT \(node.rawValue), \(from), message.key, decode(message.body, 'base64')
+                FROM UNNEST(\(keys)::TEXT[], \(encoded)::TEXT[]) WITH ORDINALITY AS message(key, body, position)
+                ORDER BY message.position
                 ON CONFLICT (key) DO NOTHING
                 """, logger: logger)
             try await connection.query("SELECT pg_notify(\(Self.channel(node)), '')", logger: logger)

@@ -44,6 +44,21 @@ import Testing
                       icePassword: "password-of-twenty-two-chars")
     }
 
+    /// `bench signaling --nodes 3`: clients spread over three nodes, half the calls across
+    /// nodes, every event delivered once and every record stored.
+    @Test func benchSignalingAcrossThreeNodesLosesNothing() async throws {
+        try await Heavy.run {
+            let postgres = try PostgresTestServer()
+            let run = try CLI.run(["bench", "signaling", "--nodes", "3", "--clients", "90", "--calls", "30",
+                                   "--store", "postgres://\(postgres.user)@127.0.0.1:\(postgres.port)/postgres"],
+                                  environment: ["PGPASSWORD": postgres.password])
+            #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+            #expect(run.stdout.contains("events: 150/150 delivered, 0 lost, 0 duplicated; 30 records stored"), "\(run.stdout)")
+            #expect(run.stdout.contains("caller and callee on one node: p50") && run.stdout.contains("on different nodes:            p50"))
+            #expect(run.stdout.contains("(NOTIFY): p50") && !run.stdout.contains(postgres.password))
+        }
+    }
+
     /// Node 2 (bob's) is killed with bob in a call alice started on node 1: alice gets a
     /// hangup (failed) once node 2 is dead and the reconnect grace is over, and node 1
     /// stores the record. Then node 3, owner of a call bob starts from it to alice, is
