@@ -3,9 +3,9 @@ import PostgresNIO
 
 /// The call each account is in, in the store the nodes share, whichever node owns it: an
 /// account is in at most one call across the cluster, as on one node. A node claims the
-/// caller and the callee before it starts a call (both in one statement, so of two nodes
-/// calling the same account at once one gets it), names the call once it has an ID, and
-/// releases the rows when it ends. Rows of dead nodes count for nothing: a claim takes
+/// caller and the callee under the call's ID before it starts the call (both in one
+/// statement, so of two nodes calling the same account at once one gets it), and releases
+/// the rows when it ends (or at once, when the start failed). Rows of dead nodes count for nothing: a claim takes
 /// them over, and they are swept.
 public struct CallParties: Sendable {
     public let registry: NodeRegistry
@@ -13,25 +13,52 @@ public struct CallParties: Sendable {
 
     public init(registry: NodeRegistry) { self.registry = registry }
 
-    /// Claims `accounts` for a call `node` is about to start, and takes the call's ID from
-    /// the IDs all nodes share.
-    /// - Returns: the ID, and the accounts claimed; the others are in a call (on this node
-    ///   or a live other).
-    public func claim(_ accounts: [String], node: NodeID) async throws(StoreError) -> (callID: UInt64, claimed: Set<String>) {
+    /// What a claim found.
+    public struct Claim: Sendable, Hashable {
+        /// The call's ID, from the IDs all nodes share.
+        public var callID: UInt64
+        /// The accounts claimed; the others are in a call (on this node or a live other).
+        public var claimed: Set<String>
+        /// Where `callee`'s devices are logged in (live nodes only).
+        public var devices: [DevicePresence]
+    }
+
+    /// Claims `caller` and `callee` for a call `node` is about to start, under an ID from
+    /// the IDs all nodes share, and finds the callee's devices: one round trip.
+    public func claim(caller: String, callee: String, node: NodeID) async throws(StoreError) -> Claim {
         let deadAfter = Int64(registry.configuration.deadAfter / .milliseconds(1))
-        return try await store.run("claim \(accounts.count) accounts") { client in
+        let accounts = [caller, callee]
+        return try await store.run("claim \(caller) and \(callee)") { client in
             let rows = try await client.query("""
-                WITH claimed AS (
+                WITH id AS (SELECT nextval('callIDs') AS value),
+                live AS (SELECT id FROM node WHERE \(unescaped: NodeRegistry.now) - heartbeatAt < \(deadAfter)),
+                claimed AS (
                     INSERT INTO callParty (account, callID, node, since)
-                    SELECT account, 0, \(node.rawValue), \(unescaped: NodeRegistry.now) FROM UNNEST(\(accounts)::TEXT[]) AS account
-                    ON CONFLICT (account) DO UPDATE SET callID = 0, node = EXCLUDED.node, since = EXCLUDED.since
-                        WHERE callParty.node NOT IN (SELECT id FROM node WHERE \(unescaped: NodeRegistry.now) - heartbeatAt < \(deadAfter))
-                    RETURNING account)
-                SELECT nextval('callIDs'), COALESCE((SELECT array_agg(account) FROM claimed), '{}'::TEXT[])
+                    SELECT account, (SELECT value FROM id), \(node.rawValue), \(unescaped: NodeRegistry.now)
+                    FROM UNNEST(\(accounts)::TEXT[]) AS account
+                    ON CONFLICT (account) DO UPDATE SET callID = EXCLUDED.callID, node = EXCLUDED.node, since = EXCLUDED.since
+                        WHERE callParty.node NOT IN (SELECT id FROM live)
+                    RETURNING account),
+                devices AS (
+                    SELECT device, node, connection FROM presence
+                    WHERE account = \(callee) AND node IN (SELECT id FROM live) ORDER BY device)
+                SELECT (SELECT value FROM id),
+                    COALESCE((SELECT array_agg(account) FROM claimed), '{}'::TEXT[]),
+                    COALESCE((SELECT array_agg(device) FROM devices), '{}'::TEXT[]),
+                    COALESCE((SELECT array_agg(node) FROM devices), '{}'::TEXT[]),
+                    COALESCE((SELECT array_agg(connection) FROM devices), '{}'::BIGINT[])
                 """)
-            var result: (UInt64, Set<String>) = (0, [])
-            for try await (id, claimed) in rows.decode((Int64, [String]).self) { result = (UInt64(bitPattern: id), Set(claimed)) }
-            return result
+            var claim = Claim(callID: 0, claimed: [], devices: [])
+            for try await (id, claimed, devices, nodes, connections) in rows.decode((Int64, [String], [String], [String], [Int64]).self) {
+                claim.callID = UInt64(bitPattern: id)
+                claim.claimed = Set(claimed)
+                for (index, device) in devices.enumerated() where index < nodes.count && index < connections.count {
+                    guard let node = try? NodeID(nodes[index]) else { continue }
+                    claim.devices.append(DevicePresence(account: callee, device: device, node: node,
+                                                        connection: UInt64(bitPattern: connections[index])))
+                }
+            }
+            return claim
         }
     }
 
@@ -45,24 +72,10 @@ public struct CallParties: Sendable {
         }
     }
 
-    /// The call that `node` claimed `accounts` for got its ID.
-    public func settle(_ accounts: Set<String>, call: UInt64, node: NodeID) async throws(StoreError) {
-        let list = Array(accounts)
+    /// The call `node` claimed accounts for did not start.
+    public func unclaim(call: UInt64, node: NodeID) async throws(StoreError) {
         try await store.run("call \(call) parties") { client in
-            try await client.query("""
-                UPDATE callParty SET callID = \(Int64(bitPattern: call))
-                WHERE account = ANY(\(list)::TEXT[]) AND node = \(node.rawValue) AND callID = 0
-                """)
-        }
-    }
-
-    /// The call `node` claimed `accounts` for did not start.
-    public func unclaim(_ accounts: Set<String>, node: NodeID) async throws(StoreError) {
-        let list = Array(accounts)
-        try await store.run("unclaim \(list.count) accounts") { client in
-            try await client.query("""
-                DELETE FROM callParty WHERE account = ANY(\(list)::TEXT[]) AND node = \(node.rawValue) AND callID = 0
-                """)
+            try await client.query("DELETE FROM callParty WHERE callID = \(Int64(bitPattern: call)) AND node = \(node.rawValue)")
         }
     }
 

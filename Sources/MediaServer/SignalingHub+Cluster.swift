@@ -83,55 +83,43 @@ extension SignalingHub {
             return
         }
         let parties = cluster.membership.parties
-        let accounts = [caller, start.callee]
-        var claimed = Set(accounts)
-        var assigned: UInt64?
+        let accounts: Set<String> = [caller, start.callee]
+        var claim: CallParties.Claim?
         do {
-            (assigned, claimed) = try await parties.claim(accounts, node: cluster.node)
+            claim = try await parties.claim(caller: caller, callee: start.callee, node: cluster.node)
         } catch {
-            logger.warning("call parties unknown (\(error.message)): calls elsewhere are not seen as busy")
+            logger.warning("call parties unknown (\(error.message)): calls elsewhere are not seen as busy, devices elsewhere not called")
         }
-        let proxies = await addRemoteDevices(of: start.callee)
-        registry.busyElsewhere = Set(accounts).subtracting(claimed)
-        registry.assignedCallID = assigned
+        let proxies = addRemoteDevices(claim?.devices ?? [])
+        registry.busyElsewhere = claim.map { accounts.subtracting($0.claimed) } ?? []
+        registry.assignedCallID = claim?.callID
         let outputs = registry.handle(id, requestID: requestID, type: MessageType.start, message: message, at: time)
         registry.busyElsewhere = []
         // Unused when the start failed.
         registry.assignedCallID = nil
-        let callID = assigned ?? registry.lastCallID
+        let callID = claim?.callID ?? registry.lastCallID
         let started = registry.calls[callID].map { $0.caller.account == caller } ?? false
-        // Before anyone learns of the call (the reply, the invitations): its end releases
-        // rows that name it.
-        do {
-            if started {
-                try await parties.settle(claimed, call: callID, node: cluster.node)
-            } else if !claimed.isEmpty {
-                try await parties.unclaim(claimed, node: cluster.node)
-            }
-        } catch {
-            logger.warning("call parties: \(error.message)")
-        }
         if started { routeStartedCall(callID) }
         for proxy in proxies {
             clusterState.pinned[proxy, default: 1] -= 1
             if clusterState.pinned[proxy] == 0 { clusterState.pinned[proxy] = nil }
         }
+        if let claim, !started {
+            do {
+                try await parties.unclaim(call: claim.callID, node: cluster.node)
+            } catch {
+                logger.warning("call parties: \(error.message)")
+            }
+        }
         await perform(outputs)
         pruneProxies()
     }
 
-    /// Before a `start`: the callee's devices on other nodes (from presence) join the
-    /// registry as proxies, so the call invites them with the local ones.
-    /// - Returns: those proxies, pinned (the caller unpins them once the call started).
-    func addRemoteDevices(of callee: String) async -> [ConnectionID] {
+    /// Before a `start`: the callee's devices on other nodes join the registry as proxies,
+    /// so the call invites them with the local ones.
+    /// - Returns: those proxies, pinned until the caller unpins them.
+    func addRemoteDevices(_ found: [DevicePresence]) -> [ConnectionID] {
         guard let cluster else { return [] }
-        let found: [DevicePresence]
-        do {
-            found = try await cluster.presence.devices(of: callee)
-        } catch {
-            logger.warning("presence of \(callee) unknown (\(error.message)): only this node's devices are called")
-            return []
-        }
         var pinned: [ConnectionID] = []
         let now = time
         for device in found where device.node != cluster.node {
@@ -142,15 +130,16 @@ extension SignalingHub {
                 continue
             }
             // A device logged in here is this node's (the presence row is being taken over).
-            if registry.devices[CallRegistry.DeviceKey(account: callee, device: device.device)]?.connection != nil { continue }
+            if registry.devices[CallRegistry.DeviceKey(account: device.account, device: device.device)]?.connection != nil { continue }
             let proxy = ConnectionID(nextConnection)
             nextConnection += 1
-            guard let (_, outputs) = try? registry.login(proxy, account: callee, device: device.device, at: now) else { continue }
+            // A proxy for a device that is new here replaces nothing, so the login has no
+            // outputs; one over the account's device limit is not called.
+            guard (try? registry.login(proxy, account: device.account, device: device.device, at: now)) != nil else { continue }
             clusterState.proxies[proxy] = remote
             clusterState.proxyOf[remote] = proxy
             clusterState.pinned[proxy, default: 0] += 1
             pinned.append(proxy)
-            await perform(outputs)
         }
         return pinned
     }
