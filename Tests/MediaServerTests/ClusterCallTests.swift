@@ -18,7 +18,8 @@ struct TestCluster {
     let authority: TokenAuthority
     let store: PostgresCallStore
 
-    /// `count` nodes named node-1...; heartbeats every 200 ms, dead after 1 s.
+    /// `count` nodes named node-1...; heartbeats every 300 ms, dead after 3 s (generous:
+    /// CI runs these under ThreadSanitizer, where a heartbeat can come late).
     static func start(nodes count: Int, configure: (inout SignalingServer.Configuration) -> Void = { _ in }) async throws -> TestCluster {
         let postgres = try PostgresTestServer()
         let authority = await TokenAuthority(secret: TestServer.secret)
@@ -28,8 +29,8 @@ struct TestCluster {
             var configuration = SignalingServer.Configuration()
             configuration.live = nil
             var cluster = ClusterNode.Configuration(node: try NodeID("node-\(index)"))
-            cluster.registry.heartbeatInterval = .milliseconds(200)
-            cluster.registry.deadAfter = .seconds(1)
+            cluster.registry.heartbeatInterval = .milliseconds(300)
+            cluster.registry.deadAfter = .seconds(3)
             configuration.cluster = cluster
             configure(&configuration)
             let store = try await PostgresCallStore(location: .init(url: postgres.url()), logger: Stores.quiet)
@@ -138,7 +139,7 @@ struct TestCluster {
 
         // Node 1 owns the call with a device of node 2 and one of node 3 in it (the laptop stays a
         // party to be told its late answer was handled elsewhere); node 2 holds a route.
-        // Each node lists the others from its next heartbeat (every 200 ms) on.
+        // Each node lists the others from its next heartbeat (every 300 ms) on.
         var owner = try await cluster.metrics(1)
         for _ in 0..<50 where owner.value("mediaengine_cluster_live_nodes", ["node": "node-1"]) != 3 {
             try await Task.sleep(for: .milliseconds(100))

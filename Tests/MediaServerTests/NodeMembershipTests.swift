@@ -33,7 +33,7 @@ import TestSupport
         let started = ContinuousClock.now
         #expect(await events.next() == .nodeDied(two.node))
         let took = ContinuousClock.now - started
-        #expect(took < .seconds(3), "reported after \(took) (dead after 1 s, heartbeats every 200 ms)")
+        #expect(took < .seconds(5), "reported after \(took) (dead after 1 s, heartbeats every 200 ms)")
         #expect(try await one.presence.devices(of: "bob").isEmpty)
         #expect(try await one.presence.sweep(two.node) == 0, "swept already")
     }

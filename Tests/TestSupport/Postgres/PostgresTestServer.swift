@@ -10,6 +10,11 @@ import Foundation
 ///
 /// initdb refuses to run as root, so as root the cluster belongs to, and runs as, the
 /// `postgres` user. `stop()` stops it; deinit stops it and deletes the directory.
+///
+/// Nothing is synced to disk (`initdb --no-sync`, `fsync=off`): a clean stop or restart
+/// keeps every commit, and a full run starts a dozen of these at once: their syncs would
+/// load the disk while other tests' servers must answer in time (in one full run two CLI
+/// servers went 10 s without answering while these started; the likely cause).
 public final class PostgresTestServer: @unchecked Sendable {
     // @unchecked: a test owns its server; `port` and `running` change only in its calls.
     /// The superuser's name and password.
@@ -34,7 +39,7 @@ public final class PostgresTestServer: @unchecked Sendable {
             _ = try Self.run("/bin/chown", ["-R", "postgres:postgres", directory.path], asPostgres: false)
         }
         _ = try run("initdb", ["-D", data.path, "-U", user, "--pwfile=\(passwordFile.path)", "-A", "scram-sha-256", "-E", "UTF8",
-                               "--no-instructions"])
+                               "--no-instructions", "--no-sync"])
         try? FileManager.default.removeItem(at: passwordFile)
         try start()
     }
@@ -60,7 +65,7 @@ public final class PostgresTestServer: @unchecked Sendable {
         while true {
             do {
                 _ = try run("pg_ctl", ["-D", data.path, "-l", log.path, "-w", "-t", "30", "-o",
-                                       "-p \(candidate) -k \(directory.path) -c listen_addresses=127.0.0.1", "start"])
+                                       "-p \(candidate) -k \(directory.path) -c listen_addresses=127.0.0.1 \(Self.noDurability)", "start"])
                 port = candidate
                 running = true
                 return
@@ -88,6 +93,9 @@ public final class PostgresTestServer: @unchecked Sendable {
     public func createDatabase(_ name: String) throws {
         _ = try run("createdb", ["-h", directory.path, "-p", String(port), "-U", user, name], environment: ["PGPASSWORD": password])
     }
+
+    /// Server settings for a cluster that only has to survive clean restarts.
+    static let noDurability = "-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
 
     /// Runs one SQL statement with psql on `database`; its rows, unaligned, one per line.
     public func query(_ sql: String, database: String = "postgres") throws -> String {
