@@ -230,8 +230,12 @@ extension SignalingHub {
             logger.error("presence of \(account): \(error.message); devices on other nodes cannot call this one")
         }
         var rejoined: [UInt64] = []
-        for (callID, route) in clusterState.routes where route.account == account && route.dropped.contains(device) {
+        // The device's old connection may not have closed here yet (its close comes after
+        // this login): the new one takes its place all the same.
+        for (callID, route) in clusterState.routes
+        where route.account == account && (route.dropped.contains(device) || route.parties.values.contains(device)) {
             clusterState.routes[callID]?.dropped.remove(device)
+            for (old, name) in route.parties where name == device { clusterState.routes[callID]?.parties[old] = nil }
             clusterState.routes[callID]?.parties[id] = device
             cluster.send(.reattached(call: callID, connection: id.value, account: account, device: device), to: route.owner)
             rejoined.append(callID)
@@ -300,8 +304,15 @@ extension SignalingHub {
             await perform(registry.disconnected(proxy, at: now))
         case .reattached(let call, let connection, let account, let device):
             let key = CallRegistry.DeviceKey(account: account, device: device)
-            guard let entry = registry.calls[call], entry.caller == key || entry.answeredBy == key || entry.invited.contains(key),
-                  registry.devices[key]?.connection == nil else { return }
+            guard let entry = registry.calls[call], entry.caller == key || entry.answeredBy == key || entry.invited.contains(key) else {
+                return
+            }
+            // Its old connection may still count here (its close is on its way): a proxy of
+            // the same node is replaced; a device now logged in elsewhere is left alone.
+            if let current = registry.devices[key]?.connection {
+                guard clusterState.proxies[current]?.node == node else { return }
+                clusterState.removeProxy(current)
+            }
             let proxy = ConnectionID(nextConnection)
             nextConnection += 1
             guard let (_, outputs) = try? registry.login(proxy, account: account, device: device, at: now) else { return }

@@ -110,133 +110,176 @@ struct TestCluster {
     /// cross, the phone answers and the laptop is told, a late answer is refused, and the
     /// hangup and records reach everyone, exactly as on one node.
     @Test func aCalleeOnTwoOtherNodesRingsOnBothAndTheOneThatAnswersWins() async throws {
-        let cluster = try await TestCluster.start(nodes: 3)
-        let alice = try await cluster.client("alice", on: 1)
-        let phone = try await cluster.client("bob", device: "phone", on: 2)
-        let laptop = try await cluster.client("bob", device: "laptop", on: 3)
+        try await Heavy.run {
+            let cluster = try await TestCluster.start(nodes: 3)
+            let alice = try await cluster.client("alice", on: 1)
+            let phone = try await cluster.client("bob", device: "phone", on: 2)
+            let laptop = try await cluster.client("bob", device: "laptop", on: 3)
 
-        let started = try await alice.request(MessageType.start, Request.Start(
-            callee: "bob", type: .video, option: CallOption(videoQuality: .p720, extendMessage: "hi"), media: SignalingServerCalls.media(5_000)),
-            as: Reply.Start.self)
-        for device in [phone, laptop] {
-            let invitation = try #require(await device.next(MessageType.receive)).body(Event.Receive.self)
-            #expect(invitation == Event.Receive(callID: started.callID, from: "alice", type: .video,
-                                                option: CallOption(videoQuality: .p720, extendMessage: "hi")))
-        }
-        _ = try await laptop.request(MessageType.control, Request.Control(callID: started.callID, control: .feedback), as: Reply.Empty.self)
-        #expect(try #require(await alice.next(MessageType.control)).body(Event.Control.self).control == .feedback)
+            let started = try await alice.request(MessageType.start, Request.Start(
+                callee: "bob", type: .video, option: CallOption(videoQuality: .p720, extendMessage: "hi"), media: SignalingServerCalls.media(5_000)),
+                as: Reply.Start.self)
+            for device in [phone, laptop] {
+                let invitation = try #require(await device.next(MessageType.receive)).body(Event.Receive.self)
+                #expect(invitation == Event.Receive(callID: started.callID, from: "alice", type: .video,
+                                                    option: CallOption(videoQuality: .p720, extendMessage: "hi")))
+            }
+            _ = try await laptop.request(MessageType.control, Request.Control(callID: started.callID, control: .feedback), as: Reply.Empty.self)
+            #expect(try #require(await alice.next(MessageType.control)).body(Event.Control.self).control == .feedback)
 
-        let answer = try await phone.request(MessageType.response, Request.Response(callID: started.callID, accept: true,
-                                                                                    media: SignalingServerCalls.media(6_000)),
-                                             as: Reply.Response.self)
-        #expect(answer.media?.candidates.first?.port == 5_000)
-        let response = try #require(await alice.next(MessageType.response)).body(Event.Response.self)
-        #expect(response.accepted && response.media?.candidates.first?.port == 6_000)
-        #expect(try #require(await laptop.next(MessageType.responsedByOther)).body(Event.ResponsedByOther.self).accepted)
-        #expect(await laptop.code(MessageType.response, Request.Response(callID: started.callID, accept: true,
-                                                                         media: SignalingServerCalls.media(7_000)))
-                == SignalingError.Code.handledElsewhere.rawValue)
+            let answer = try await phone.request(MessageType.response, Request.Response(callID: started.callID, accept: true,
+                                                                                        media: SignalingServerCalls.media(6_000)),
+                                                 as: Reply.Response.self)
+            #expect(answer.media?.candidates.first?.port == 5_000)
+            let response = try #require(await alice.next(MessageType.response)).body(Event.Response.self)
+            #expect(response.accepted && response.media?.candidates.first?.port == 6_000)
+            #expect(try #require(await laptop.next(MessageType.responsedByOther)).body(Event.ResponsedByOther.self).accepted)
+            #expect(await laptop.code(MessageType.response, Request.Response(callID: started.callID, accept: true,
+                                                                             media: SignalingServerCalls.media(7_000)))
+                    == SignalingError.Code.handledElsewhere.rawValue)
 
-        // Node 1 owns the call with a device of node 2 and one of node 3 in it (the laptop stays a
-        // party to be told its late answer was handled elsewhere); node 2 holds a route.
-        // Each node lists the others from its next heartbeat (every 300 ms) on.
-        var owner = try await cluster.metrics(1)
-        for _ in 0..<50 where owner.value("mediaengine_cluster_live_nodes", ["node": "node-1"]) != 3 {
-            try await Task.sleep(for: .milliseconds(100))
-            owner = try await cluster.metrics(1)
+            // Node 1 owns the call with a device of node 2 and one of node 3 in it (the laptop stays a
+            // party to be told its late answer was handled elsewhere); node 2 holds a route.
+            // Each node lists the others from its next heartbeat (every 300 ms) on.
+            var owner = try await cluster.metrics(1)
+            for _ in 0..<50 where owner.value("mediaengine_cluster_live_nodes", ["node": "node-1"]) != 3 {
+                try await Task.sleep(for: .milliseconds(100))
+                owner = try await cluster.metrics(1)
+            }
+            #expect(owner.value("mediaengine_cluster_remote_devices", ["node": "node-1"]) == 2)
+            #expect(owner.value("mediaengine_cluster_live_nodes", ["node": "node-1"]) == 3)
+            #expect((owner.value("mediaengine_cluster_messages_total", ["node": "node-1", "direction": "sent"]) ?? 0) >= 4)
+            #expect(owner.value("mediaengine_cluster_node_load", ["node": "node-1", "peer": "node-2"]) != nil)
+            #expect(try await cluster.metrics(2).value("mediaengine_cluster_remote_calls", ["node": "node-2"]) == 1)
+            for control in CallControl.allCases {
+                _ = try await alice.request(MessageType.control, Request.Control(callID: started.callID, control: control), as: Reply.Empty.self)
+            }
+            for control in CallControl.allCases {
+                #expect(try #require(await phone.next(MessageType.control)).body(Event.Control.self).control == control)
+            }
+            _ = try await phone.request(MessageType.candidates, Request.Candidates(
+                callID: started.callID, candidates: [MediaCandidate(host: "127.0.0.1", port: 6_001)], complete: true), as: Reply.Empty.self)
+            #expect(try #require(await alice.next(MessageType.candidates)).body(Event.Candidates.self).candidates.first?.port == 6_001)
+            for party in [alice, phone] {
+                _ = try await party.request(MessageType.mediaStatus, Request.MediaStatus(callID: started.callID, connected: true),
+                                            as: Reply.Empty.self)
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            // The phone hangs up its current call (callID 0), which node 1 owns.
+            _ = try await phone.request(MessageType.hangup, Request.Hangup(callID: 0), as: Reply.Empty.self)
+            #expect(try #require(await alice.next(MessageType.hangup)).body(Event.Hangup.self)
+                    == Event.Hangup(callID: started.callID, by: "bob", reason: .completed))
+            for party in [alice, phone] {
+                let record = try #require(await party.next(MessageType.callRecord)).body(Event.Record.self).record
+                #expect(record.callID == started.callID && record.endReason == .completed && record.endedBy == "bob")
+                #expect(record.connectedDuration >= 300, "\(record.connectedDuration) ms")
+            }
+            #expect(try await cluster.store.records(of: "bob", limit: 10).map(\.callID) == [started.callID])
+            // The call is gone everywhere: a request about it is refused on either node.
+            #expect(await phone.code(MessageType.control, Request.Control(callID: started.callID, control: .feedback))
+                    == SignalingError.Code.callNotFound.rawValue)
+            #expect(await alice.code(MessageType.control, Request.Control(callID: started.callID, control: .feedback))
+                    == SignalingError.Code.callNotFound.rawValue)
+            await cluster.shutdown()
         }
-        #expect(owner.value("mediaengine_cluster_remote_devices", ["node": "node-1"]) == 2)
-        #expect(owner.value("mediaengine_cluster_live_nodes", ["node": "node-1"]) == 3)
-        #expect((owner.value("mediaengine_cluster_messages_total", ["node": "node-1", "direction": "sent"]) ?? 0) >= 4)
-        #expect(owner.value("mediaengine_cluster_node_load", ["node": "node-1", "peer": "node-2"]) != nil)
-        #expect(try await cluster.metrics(2).value("mediaengine_cluster_remote_calls", ["node": "node-2"]) == 1)
-        for control in CallControl.allCases {
-            _ = try await alice.request(MessageType.control, Request.Control(callID: started.callID, control: control), as: Reply.Empty.self)
-        }
-        for control in CallControl.allCases {
-            #expect(try #require(await phone.next(MessageType.control)).body(Event.Control.self).control == control)
-        }
-        _ = try await phone.request(MessageType.candidates, Request.Candidates(
-            callID: started.callID, candidates: [MediaCandidate(host: "127.0.0.1", port: 6_001)], complete: true), as: Reply.Empty.self)
-        #expect(try #require(await alice.next(MessageType.candidates)).body(Event.Candidates.self).candidates.first?.port == 6_001)
-        for party in [alice, phone] {
-            _ = try await party.request(MessageType.mediaStatus, Request.MediaStatus(callID: started.callID, connected: true),
-                                        as: Reply.Empty.self)
-        }
-        try await Task.sleep(for: .milliseconds(300))
-        // The phone hangs up its current call (callID 0), which node 1 owns.
-        _ = try await phone.request(MessageType.hangup, Request.Hangup(callID: 0), as: Reply.Empty.self)
-        #expect(try #require(await alice.next(MessageType.hangup)).body(Event.Hangup.self)
-                == Event.Hangup(callID: started.callID, by: "bob", reason: .completed))
-        for party in [alice, phone] {
-            let record = try #require(await party.next(MessageType.callRecord)).body(Event.Record.self).record
-            #expect(record.callID == started.callID && record.endReason == .completed && record.endedBy == "bob")
-            #expect(record.connectedDuration >= 300, "\(record.connectedDuration) ms")
-        }
-        #expect(try await cluster.store.records(of: "bob", limit: 10).map(\.callID) == [started.callID])
-        // The call is gone everywhere: a request about it is refused on either node.
-        #expect(await phone.code(MessageType.control, Request.Control(callID: started.callID, control: .feedback))
-                == SignalingError.Code.callNotFound.rawValue)
-        #expect(await alice.code(MessageType.control, Request.Control(callID: started.callID, control: .feedback))
-                == SignalingError.Code.callNotFound.rawValue)
-        await cluster.shutdown()
     }
 
     /// An account in a call another node owns is busy everywhere: called from a third
     /// node it gives the caller a busy line; starting a call of its own from its node is
     /// refused. Once that call ends, it can be called again.
     @Test func anAccountInACallOwnedByAnotherNodeIsBusyOnEveryNode() async throws {
-        let cluster = try await TestCluster.start(nodes: 3)
-        let alice = try await cluster.client("alice", on: 1)
-        let bob = try await cluster.client("bob", on: 2)
-        let carol = try await cluster.client("carol", on: 3)
-        // carol (node 3) calls bob (node 2): node 3 owns the call, which rings.
-        let held = try await carol.request(MessageType.start, Request.Start(callee: "bob", type: .audio, media: SignalingServerCalls.media(5_000)),
-                                           as: Reply.Start.self).callID
-        _ = try #require(await bob.next(MessageType.receive))
-        // alice (node 1) calls bob: busy.
-        let busy = try await alice.request(MessageType.start, Request.Start(callee: "bob", type: .audio, media: SignalingServerCalls.media(5_002)),
-                                           as: Reply.Start.self).callID
-        #expect(try #require(await alice.next(MessageType.control)).body(Event.Control.self) == Event.Control(callID: busy, from: "bob", control: .busyLine))
-        #expect(try #require(await alice.next(MessageType.callRecord)).body(Event.Record.self).record.endReason == .busy)
-        #expect(await bob.next(MessageType.receive, timeout: .milliseconds(500)) == nil, "bob is not invited twice")
-        // bob (node 2, in node 3's call) calls alice: refused as busy.
-        #expect(await bob.code(MessageType.start, Request.Start(callee: "alice", type: .audio, media: SignalingServerCalls.media(5_004)))
-                == SignalingError.Code.busy.rawValue)
-        _ = try await carol.request(MessageType.hangup, Request.Hangup(callID: held), as: Reply.Empty.self)
-        #expect(try #require(await bob.next(MessageType.hangup)).body(Event.Hangup.self).reason == .cancelled)
-        _ = try #require(await carol.next(MessageType.callRecord))
-        // Free again: alice's call rings.
-        let next = try await alice.request(MessageType.start, Request.Start(callee: "bob", type: .audio, media: SignalingServerCalls.media(5_006)),
-                                           as: Reply.Start.self).callID
-        #expect(try #require(await bob.next(MessageType.receive)).body(Event.Receive.self).callID == next)
-        #expect(try await cluster.nodes[0].cluster?.membership.parties.all() == ["alice": try NodeID("node-1"), "bob": try NodeID("node-1")])
-        _ = try await alice.request(MessageType.hangup, Request.Hangup(callID: next), as: Reply.Empty.self)
-        _ = try #require(await alice.next(MessageType.callRecord))
-        #expect(try await cluster.nodes[0].cluster?.membership.parties.all() == [:])
-        await cluster.shutdown()
+        try await Heavy.run {
+            let cluster = try await TestCluster.start(nodes: 3)
+            let alice = try await cluster.client("alice", on: 1)
+            let bob = try await cluster.client("bob", on: 2)
+            let carol = try await cluster.client("carol", on: 3)
+            // carol (node 3) calls bob (node 2): node 3 owns the call, which rings.
+            let held = try await carol.request(MessageType.start, Request.Start(callee: "bob", type: .audio, media: SignalingServerCalls.media(5_000)),
+                                               as: Reply.Start.self).callID
+            _ = try #require(await bob.next(MessageType.receive))
+            // alice (node 1) calls bob: busy.
+            let busy = try await alice.request(MessageType.start, Request.Start(callee: "bob", type: .audio, media: SignalingServerCalls.media(5_002)),
+                                               as: Reply.Start.self).callID
+            #expect(try #require(await alice.next(MessageType.control)).body(Event.Control.self) == Event.Control(callID: busy, from: "bob", control: .busyLine))
+            #expect(try #require(await alice.next(MessageType.callRecord)).body(Event.Record.self).record.endReason == .busy)
+            #expect(await bob.next(MessageType.receive, timeout: .milliseconds(500)) == nil, "bob is not invited twice")
+            // bob (node 2, in node 3's call) calls alice: refused as busy.
+            #expect(await bob.code(MessageType.start, Request.Start(callee: "alice", type: .audio, media: SignalingServerCalls.media(5_004)))
+                    == SignalingError.Code.busy.rawValue)
+            _ = try await carol.request(MessageType.hangup, Request.Hangup(callID: held), as: Reply.Empty.self)
+            #expect(try #require(await bob.next(MessageType.hangup)).body(Event.Hangup.self).reason == .cancelled)
+            _ = try #require(await carol.next(MessageType.callRecord))
+            // Free again: alice's call rings.
+            let next = try await alice.request(MessageType.start, Request.Start(callee: "bob", type: .audio, media: SignalingServerCalls.media(5_006)),
+                                               as: Reply.Start.self).callID
+            #expect(try #require(await bob.next(MessageType.receive)).body(Event.Receive.self).callID == next)
+            #expect(try await cluster.nodes[0].cluster?.membership.parties.all() == ["alice": try NodeID("node-1"), "bob": try NodeID("node-1")])
+            _ = try await alice.request(MessageType.hangup, Request.Hangup(callID: next), as: Reply.Empty.self)
+            _ = try #require(await alice.next(MessageType.callRecord))
+            #expect(try await cluster.nodes[0].cluster?.membership.parties.all() == [:])
+            await cluster.shutdown()
+        }
+    }
+
+    /// bob's connection to node 2 drops mid-call (node 1 owns the call) and he logs in
+    /// again on node 2 within the grace: the login names the call, it goes on (alice's
+    /// controls reach the new connection) and ends completed, not failed.
+    @Test func aCalleeThatReconnectsToItsNodeKeepsACallOwnedElsewhere() async throws {
+        try await Heavy.run {
+            let cluster = try await TestCluster.start(nodes: 2)
+            let alice = try await cluster.client("alice", on: 1)
+            let bob = try await cluster.client("bob", device: "phone", on: 2)
+            let started = try await alice.request(MessageType.start, Request.Start(
+                callee: "bob", type: .audio, option: CallOption(), media: SignalingServerCalls.media(5_000)), as: Reply.Start.self)
+            _ = try #require(await bob.next(MessageType.receive))
+            _ = try await bob.request(MessageType.response, Request.Response(callID: started.callID, accept: true,
+                                                                             media: SignalingServerCalls.media(6_000)), as: Reply.Response.self)
+            _ = try #require(await alice.next(MessageType.response))
+            await cluster.nodes[1].hub.dropConnections(of: "bob", reason: "network change")
+            #expect(await bob.waitForEnd())
+            let again = try await TestClient(url: cluster.url(2))
+            let login = try await again.client.request(MessageType.login, Request.Login(token: try await cluster.token("bob"), device: "phone"),
+                                                       as: Reply.Login.self)
+            #expect(login.activeCalls == [started.callID])
+            // Node 1 learns of the new connection over the bus (events for the device before
+            // then are lost, as those while it was away are).
+            let connection = try #require(await cluster.nodes[1].hub.registry.connections.first { $0.value.account == "bob" }?.key)
+            let remote = ClusterState.Remote(node: try NodeID("node-2"), connection: connection.value)
+            for _ in 0..<100 where await cluster.nodes[0].hub.clusterState.proxyOf[remote] == nil {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            _ = try await alice.request(MessageType.control, Request.Control(callID: started.callID, control: .feedback), as: Reply.Empty.self)
+            #expect(try #require(await again.next(MessageType.control)).body(Event.Control.self).control == .feedback)
+            _ = try await again.request(MessageType.hangup, Request.Hangup(callID: started.callID), as: Reply.Empty.self)
+            #expect(try #require(await alice.next(MessageType.hangup)).body(Event.Hangup.self)
+                    == Event.Hangup(callID: started.callID, by: "bob", reason: .completed))
+            #expect(try #require(await again.next(MessageType.callRecord)).body(Event.Record.self).record.endReason == .completed)
+            await cluster.shutdown()
+        }
     }
 
     /// The callee's node stops with the call up: its devices drop out as a closed
     /// connection would, and the call fails after the reconnect grace, with its record.
     @Test func aCalleeWhoseNodeLeavesIsAPartyThatDroppedOut() async throws {
-        let cluster = try await TestCluster.start(nodes: 2) { $0.calls.reconnectGrace = .seconds(1) }
-        let alice = try await cluster.client("alice", on: 1)
-        let bob = try await cluster.client("bob", on: 2)
-        let started = try await alice.request(MessageType.start, Request.Start(
-            callee: "bob", type: .audio, option: CallOption(), media: SignalingServerCalls.media(5_000)), as: Reply.Start.self)
-        _ = try #require(await bob.next(MessageType.receive))
-        _ = try await bob.request(MessageType.response, Request.Response(callID: started.callID, accept: true,
-                                                                         media: SignalingServerCalls.media(6_000)), as: Reply.Response.self)
-        _ = try #require(await alice.next(MessageType.response))
-        let stopped = ContinuousClock.now
-        await cluster.nodes[1].shutdown()
-        let hangup = try #require(await alice.next(MessageType.hangup, timeout: .seconds(10))).body(Event.Hangup.self)
-        #expect(hangup == Event.Hangup(callID: started.callID, by: nil, reason: .failed))
-        let took = ContinuousClock.now - stopped
-        #expect(took < .seconds(6), "failed after \(took) (grace 1 s)")
-        #expect(try #require(await alice.next(MessageType.callRecord)).body(Event.Record.self).record.endReason == .failed)
-        #expect(try await cluster.store.records(of: "bob", limit: 10).map(\.endReason) == [.failed])
-        await cluster.shutdown()
+        try await Heavy.run {
+            let cluster = try await TestCluster.start(nodes: 2) { $0.calls.reconnectGrace = .seconds(1) }
+            let alice = try await cluster.client("alice", on: 1)
+            let bob = try await cluster.client("bob", on: 2)
+            let started = try await alice.request(MessageType.start, Request.Start(
+                callee: "bob", type: .audio, option: CallOption(), media: SignalingServerCalls.media(5_000)), as: Reply.Start.self)
+            _ = try #require(await bob.next(MessageType.receive))
+            _ = try await bob.request(MessageType.response, Request.Response(callID: started.callID, accept: true,
+                                                                             media: SignalingServerCalls.media(6_000)), as: Reply.Response.self)
+            _ = try #require(await alice.next(MessageType.response))
+            let stopped = ContinuousClock.now
+            await cluster.nodes[1].shutdown()
+            let hangup = try #require(await alice.next(MessageType.hangup, timeout: .seconds(10))).body(Event.Hangup.self)
+            #expect(hangup == Event.Hangup(callID: started.callID, by: nil, reason: .failed))
+            let took = ContinuousClock.now - stopped
+            #expect(took < .seconds(6), "failed after \(took) (grace 1 s)")
+            #expect(try #require(await alice.next(MessageType.callRecord)).body(Event.Record.self).record.endReason == .failed)
+            #expect(try await cluster.store.records(of: "bob", limit: 10).map(\.endReason) == [.failed])
+            await cluster.shutdown()
+        }
     }
 }
