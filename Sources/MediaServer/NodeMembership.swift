@@ -43,9 +43,7 @@ public final class NodeMembership: Sendable {
     /// - Throws: `StoreError` when a live node holds the ID, or the store fails.
     public func register(signalingURL: String, mediaAddress: String) async throws(StoreError) {
         try await registry.register(node, incarnation: incarnation, signalingURL: signalingURL, mediaAddress: mediaAddress)
-        try await presence.sweep(node)
-        try await discardMessages(to: node)
-        try await parties.sweep(node)
+        try await sweep(node)
         try await parties.advanceCallIDs()
     }
 
@@ -65,9 +63,7 @@ public final class NodeMembership: Sendable {
                 for other in nodes where other.id != node {
                     if other.silence >= registry.configuration.deadAfter {
                         guard !dead.contains(other.id) else { continue }
-                        let swept = try await presence.sweep(other.id)
-                        try await discardMessages(to: other.id)
-                        try await parties.sweep(other.id)
+                        let swept = try await sweep(other.id)
                         logger.warning("node \(other.id) is dead (silent \(other.silence)); \(swept) devices of it forgotten")
                         dead.insert(other.id)
                         live.remove(other.id)
@@ -79,9 +75,7 @@ public final class NodeMembership: Sendable {
                 }
                 // A node that left the registry (a graceful stop) is as gone as a dead one.
                 for gone in live.subtracting(nodes.map(\.id)).sorted(by: { $0.rawValue < $1.rawValue }) {
-                    try await presence.sweep(gone)
-                    try await discardMessages(to: gone)
-                    try await parties.sweep(gone)
+                    try await sweep(gone)
                     logger.notice("node \(gone) left")
                     live.remove(gone)
                     sink.yield(.nodeDied(gone))
@@ -94,6 +88,17 @@ public final class NodeMembership: Sendable {
             try? await Task.sleep(for: registry.configuration.heartbeatInterval)
         }
         sink.finish()
+    }
+
+    /// Forgets what `node` left in the store: its devices' presence, its calls' claims, and
+    /// the bus messages waiting for it.
+    /// - Returns: how many devices were forgotten.
+    @discardableResult
+    func sweep(_ node: NodeID) async throws(StoreError) -> Int {
+        let devices = try await presence.sweep(node)
+        try await discardMessages(to: node)
+        try await parties.sweep(node)
+        return devices
     }
 
     /// Drops the bus messages waiting for `node`: they were for an incarnation that is

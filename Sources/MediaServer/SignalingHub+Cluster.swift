@@ -40,9 +40,6 @@ struct ClusterState: Sendable {
     var callNodes: [UInt64: Set<NodeID>] = [:]
     /// Device side: the calls other nodes own that connections here take part in.
     var routes: [UInt64: Route] = [:]
-    /// Owner side: proxies a `start` in progress is about to invite (it awaits the store
-    /// between making them and starting the call): never pruned meanwhile.
-    var pinned: [ConnectionID: Int] = [:]
 
     mutating func removeProxy(_ id: ConnectionID) {
         if let remote = proxies.removeValue(forKey: id) { proxyOf[remote] = nil }
@@ -90,7 +87,9 @@ extension SignalingHub {
         } catch {
             logger.warning("call parties unknown (\(error.message)): calls elsewhere are not seen as busy, devices elsewhere not called")
         }
-        let proxies = addRemoteDevices(claim?.devices ?? [])
+        // No await from here to the start: nothing can prune the new proxies before the
+        // call invites them, and those it did not take are pruned below.
+        addRemoteDevices(claim?.devices ?? [])
         registry.busyElsewhere = claim.map { accounts.subtracting($0.claimed) } ?? []
         registry.assignedCallID = claim?.callID
         let outputs = registry.handle(id, requestID: requestID, type: MessageType.start, message: message, at: time)
@@ -100,10 +99,6 @@ extension SignalingHub {
         let callID = claim?.callID ?? registry.lastCallID
         let started = registry.calls[callID].map { $0.caller.account == caller } ?? false
         if started { routeStartedCall(callID) }
-        for proxy in proxies {
-            clusterState.pinned[proxy, default: 1] -= 1
-            if clusterState.pinned[proxy] == 0 { clusterState.pinned[proxy] = nil }
-        }
         if let claim, !started {
             do {
                 try await parties.unclaim(call: claim.callID, node: cluster.node)
@@ -117,18 +112,12 @@ extension SignalingHub {
 
     /// Before a `start`: the callee's devices on other nodes join the registry as proxies,
     /// so the call invites them with the local ones.
-    /// - Returns: those proxies, pinned until the caller unpins them.
-    func addRemoteDevices(_ found: [DevicePresence]) -> [ConnectionID] {
-        guard let cluster else { return [] }
-        var pinned: [ConnectionID] = []
+    func addRemoteDevices(_ found: [DevicePresence]) {
+        guard let cluster else { return }
         let now = time
         for device in found where device.node != cluster.node {
             let remote = ClusterState.Remote(node: device.node, connection: device.connection)
-            if let existing = clusterState.proxyOf[remote] {
-                clusterState.pinned[existing, default: 0] += 1
-                pinned.append(existing)
-                continue
-            }
+            guard clusterState.proxyOf[remote] == nil else { continue }
             // A device logged in here is this node's (the presence row is being taken over).
             if registry.devices[CallRegistry.DeviceKey(account: device.account, device: device.device)]?.connection != nil { continue }
             let proxy = ConnectionID(nextConnection)
@@ -138,10 +127,7 @@ extension SignalingHub {
             guard (try? registry.login(proxy, account: device.account, device: device.device, at: now)) != nil else { continue }
             clusterState.proxies[proxy] = remote
             clusterState.proxyOf[remote] = proxy
-            clusterState.pinned[proxy, default: 0] += 1
-            pinned.append(proxy)
         }
-        return pinned
     }
 
     /// After a `start`: routes to the nodes of the invited proxies, before the
@@ -160,7 +146,7 @@ extension SignalingHub {
     /// Drops proxies whose device is in no call (the registry forgets the device).
     func pruneProxies() {
         let now = time
-        for proxy in Array(clusterState.proxies.keys) where clusterState.pinned[proxy] == nil {
+        for proxy in Array(clusterState.proxies.keys) {
             guard let key = registry.connections[proxy] else {
                 clusterState.removeProxy(proxy)
                 continue

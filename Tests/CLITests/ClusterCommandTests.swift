@@ -81,7 +81,9 @@ import Testing
             let (one, oneURL) = try node("node-1")
             defer { one.interrupt(); _ = try? one.wait(timeout: 10) }
             let (two, twoURL) = try node("node-2")
+            defer { two.killNow(); _ = try? two.wait(timeout: 10) }
             let (three, threeURL) = try node("node-3")
+            defer { three.killNow(); _ = try? three.wait(timeout: 10) }
             func token(_ account: String) throws -> String {
                 try CLI.run(["token", "--account", account, "--secret-file", secret]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             }

@@ -71,12 +71,24 @@ struct TestCluster {
 }
 
 @Suite(.serialized) struct ClusterCalls {
+    /// alice starts an audio call to bob, bob answers, alice has the answer: its ID.
+    static func answeredCall(from alice: TestClient, to bob: TestClient) async throws -> UInt64 {
+        let started = try await alice.request(MessageType.start, Request.Start(
+            callee: "bob", type: .audio, option: CallOption(), media: SignalingServerCalls.media(5_000)), as: Reply.Start.self)
+        _ = try #require(await bob.next(MessageType.receive))
+        _ = try await bob.request(MessageType.response, Request.Response(callID: started.callID, accept: true,
+                                                                         media: SignalingServerCalls.media(6_000)), as: Reply.Response.self)
+        _ = try #require(await alice.next(MessageType.response))
+        return started.callID
+    }
+
     /// Three nodes: alice on node 1 calls bob on node 2 with real media between them. The
     /// call connects, each hears the other, and the record is stored once (by node 1, the
     /// caller's) and reaches both.
     @Test func aCallBetweenTwoNodesConnectsWithAudioBothWaysAndOneRecord() async throws {
         try await Heavy.run {
             let cluster = try await TestCluster.start(nodes: 3)
+            defer { Task { await cluster.shutdown() } }
             let alice = try await CallFlows.Endpoint(url: cluster.url(1), token: try await cluster.token("alice"),
                                                      audio: "tones:440,1000", video: nil)
             let bob = try await CallFlows.Endpoint(url: cluster.url(2), token: try await cluster.token("bob"),
@@ -102,7 +114,6 @@ struct TestCluster {
             #expect(stored == [bobRecord], "stored once: \(stored)")
             await alice.manager.logout()
             await bob.manager.logout()
-            await cluster.shutdown()
         }
     }
 
@@ -112,6 +123,7 @@ struct TestCluster {
     @Test func aCalleeOnTwoOtherNodesRingsOnBothAndTheOneThatAnswersWins() async throws {
         try await Heavy.run {
             let cluster = try await TestCluster.start(nodes: 3)
+            defer { Task { await cluster.shutdown() } }
             let alice = try await cluster.client("alice", on: 1)
             let phone = try await cluster.client("bob", device: "phone", on: 2)
             let laptop = try await cluster.client("bob", device: "laptop", on: 3)
@@ -180,7 +192,6 @@ struct TestCluster {
                     == SignalingError.Code.callNotFound.rawValue)
             #expect(await alice.code(MessageType.control, Request.Control(callID: started.callID, control: .feedback))
                     == SignalingError.Code.callNotFound.rawValue)
-            await cluster.shutdown()
         }
     }
 
@@ -190,6 +201,7 @@ struct TestCluster {
     @Test func anAccountInACallOwnedByAnotherNodeIsBusyOnEveryNode() async throws {
         try await Heavy.run {
             let cluster = try await TestCluster.start(nodes: 3)
+            defer { Task { await cluster.shutdown() } }
             let alice = try await cluster.client("alice", on: 1)
             let bob = try await cluster.client("bob", on: 2)
             let carol = try await cluster.client("carol", on: 3)
@@ -217,7 +229,6 @@ struct TestCluster {
             _ = try await alice.request(MessageType.hangup, Request.Hangup(callID: next), as: Reply.Empty.self)
             _ = try #require(await alice.next(MessageType.callRecord))
             #expect(try await cluster.nodes[0].cluster?.membership.parties.all() == [:])
-            await cluster.shutdown()
         }
     }
 
@@ -227,20 +238,16 @@ struct TestCluster {
     @Test func aCalleeThatReconnectsToItsNodeKeepsACallOwnedElsewhere() async throws {
         try await Heavy.run {
             let cluster = try await TestCluster.start(nodes: 2)
+            defer { Task { await cluster.shutdown() } }
             let alice = try await cluster.client("alice", on: 1)
             let bob = try await cluster.client("bob", device: "phone", on: 2)
-            let started = try await alice.request(MessageType.start, Request.Start(
-                callee: "bob", type: .audio, option: CallOption(), media: SignalingServerCalls.media(5_000)), as: Reply.Start.self)
-            _ = try #require(await bob.next(MessageType.receive))
-            _ = try await bob.request(MessageType.response, Request.Response(callID: started.callID, accept: true,
-                                                                             media: SignalingServerCalls.media(6_000)), as: Reply.Response.self)
-            _ = try #require(await alice.next(MessageType.response))
+            let callID = try await Self.answeredCall(from: alice, to: bob)
             await cluster.nodes[1].hub.dropConnections(of: "bob", reason: "network change")
             #expect(await bob.waitForEnd())
             let again = try await TestClient(url: cluster.url(2))
             let login = try await again.client.request(MessageType.login, Request.Login(token: try await cluster.token("bob"), device: "phone"),
                                                        as: Reply.Login.self)
-            #expect(login.activeCalls == [started.callID])
+            #expect(login.activeCalls == [callID])
             // Node 1 learns of the new connection over the bus (events for the device before
             // then are lost, as those while it was away are).
             let connection = try #require(await cluster.nodes[1].hub.registry.connections.first { $0.value.account == "bob" }?.key)
@@ -248,13 +255,12 @@ struct TestCluster {
             for _ in 0..<100 where await cluster.nodes[0].hub.clusterState.proxyOf[remote] == nil {
                 try await Task.sleep(for: .milliseconds(20))
             }
-            _ = try await alice.request(MessageType.control, Request.Control(callID: started.callID, control: .feedback), as: Reply.Empty.self)
+            _ = try await alice.request(MessageType.control, Request.Control(callID: callID, control: .feedback), as: Reply.Empty.self)
             #expect(try #require(await again.next(MessageType.control)).body(Event.Control.self).control == .feedback)
-            _ = try await again.request(MessageType.hangup, Request.Hangup(callID: started.callID), as: Reply.Empty.self)
+            _ = try await again.request(MessageType.hangup, Request.Hangup(callID: callID), as: Reply.Empty.self)
             #expect(try #require(await alice.next(MessageType.hangup)).body(Event.Hangup.self)
-                    == Event.Hangup(callID: started.callID, by: "bob", reason: .completed))
+                    == Event.Hangup(callID: callID, by: "bob", reason: .completed))
             #expect(try #require(await again.next(MessageType.callRecord)).body(Event.Record.self).record.endReason == .completed)
-            await cluster.shutdown()
         }
     }
 
@@ -263,23 +269,18 @@ struct TestCluster {
     @Test func aCalleeWhoseNodeLeavesIsAPartyThatDroppedOut() async throws {
         try await Heavy.run {
             let cluster = try await TestCluster.start(nodes: 2) { $0.calls.reconnectGrace = .seconds(1) }
+            defer { Task { await cluster.shutdown() } }
             let alice = try await cluster.client("alice", on: 1)
             let bob = try await cluster.client("bob", on: 2)
-            let started = try await alice.request(MessageType.start, Request.Start(
-                callee: "bob", type: .audio, option: CallOption(), media: SignalingServerCalls.media(5_000)), as: Reply.Start.self)
-            _ = try #require(await bob.next(MessageType.receive))
-            _ = try await bob.request(MessageType.response, Request.Response(callID: started.callID, accept: true,
-                                                                             media: SignalingServerCalls.media(6_000)), as: Reply.Response.self)
-            _ = try #require(await alice.next(MessageType.response))
+            let callID = try await Self.answeredCall(from: alice, to: bob)
             let stopped = ContinuousClock.now
             await cluster.nodes[1].shutdown()
             let hangup = try #require(await alice.next(MessageType.hangup, timeout: .seconds(10))).body(Event.Hangup.self)
-            #expect(hangup == Event.Hangup(callID: started.callID, by: nil, reason: .failed))
+            #expect(hangup == Event.Hangup(callID: callID, by: nil, reason: .failed))
             let took = ContinuousClock.now - stopped
             #expect(took < .seconds(6), "failed after \(took) (grace 1 s)")
             #expect(try #require(await alice.next(MessageType.callRecord)).body(Event.Record.self).record.endReason == .failed)
             #expect(try await cluster.store.records(of: "bob", limit: 10).map(\.endReason) == [.failed])
-            await cluster.shutdown()
         }
     }
 }
