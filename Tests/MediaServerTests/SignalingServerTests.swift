@@ -92,7 +92,9 @@ import TestSupport
     }
 
     @Test func rejectMissBusyAndCancelEndWithTheirReasons() async throws {
-        let server = try await TestServer.start { $0.calls.ringTimeout = .milliseconds(500) }
+        // Long enough for bob's reject of the first call under a full run's load (500 ms
+        // once ran out before it arrived: 404), short enough for the missed call.
+        let server = try await TestServer.start { $0.calls.ringTimeout = .seconds(2) }
         defer { Task { await server.server.shutdown() } }
         let alice = try await server.client("alice")
         let bob = try await server.client("bob")
