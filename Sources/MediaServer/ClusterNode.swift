@@ -25,6 +25,15 @@ enum ClusterMessage: Sendable, Hashable, Codable {
     /// Device node → owner: `device` of `account`, a party of `call` whose connection
     /// dropped, logged in again on the sender's `connection`.
     case reattached(call: UInt64, connection: UInt64, account: String, device: String)
+    /// Device node → a meeting's host: a meeting request from `connection`, logged in
+    /// there as `account` on `device` with `grants`.
+    case meetingRequest(connection: UInt64, account: String, device: String, grants: Grants, requestID: UInt64, type: String,
+                        message: Data)
+    /// Host → device node: `connection` is a member of `meeting`; its requests about the
+    /// meeting go to the sender. Sent before the join's reply.
+    case meetingRoute(meeting: UInt64, connection: UInt64)
+    /// Host → device node: `connection` is no longer a member of `meeting`.
+    case meetingLeft(meeting: UInt64, connection: UInt64)
 
     func encoded() -> Data { (try? JSONEncoder().encode(self)) ?? Data() }
 

@@ -190,6 +190,8 @@ public struct MeetingRegistry: Sendable {
     /// The meeting each account is in.
     var accountMeeting: [String: UInt64] = [:]
     var lastID: UInt64 = 0
+    /// The ID the next reserved meeting gets, once (see `nextID`).
+    var assignedID: UInt64?
     var lastLeg: UInt64 = 0
 
     public init(configuration: Configuration = Configuration()) {
@@ -500,8 +502,13 @@ public struct MeetingRegistry: Sendable {
         return [.send(connection, TypedEnvelope(id: nil, type: type, body: body).encoded())]
     }
 
-    /// Same scheme as call IDs (milliseconds << 10 plus a counter), from its own counter.
+    /// Same scheme as call IDs (milliseconds << 10 plus a counter), from its own counter;
+    /// `assignedID` instead when set (a node of a cluster takes IDs from the shared ones).
     mutating func nextID(at time: ServerTime) -> UInt64 {
+        if let assignedID {
+            self.assignedID = nil
+            return assignedID
+        }
         lastID = max(lastID + 1, UInt64(max(0, time.epochMilliseconds)) << 10 | 0x200)
         return lastID
     }

@@ -22,6 +22,8 @@ public final class NodeMembership: Sendable {
     public var registry: NodeRegistry { presence.registry }
     /// The call each account is in, across the nodes.
     public var parties: CallParties { CallParties(registry: registry) }
+    /// Which node hosts each meeting.
+    public var places: MeetingPlaces { MeetingPlaces(registry: registry) }
     /// Every node as the last heartbeat saw it.
     public var nodes: [NodeInfo] { lastSeen.withLock { $0 } }
     private let lastSeen = Locked<[NodeInfo]>([])
@@ -90,14 +92,15 @@ public final class NodeMembership: Sendable {
         sink.finish()
     }
 
-    /// Forgets what `node` left in the store: its devices' presence, its calls' claims, and
-    /// the bus messages waiting for it.
+    /// Forgets what `node` left in the store: its devices' presence, its calls' claims, the
+    /// meetings it hosted, and the bus messages waiting for it.
     /// - Returns: how many devices were forgotten.
     @discardableResult
     func sweep(_ node: NodeID) async throws(StoreError) -> Int {
         let devices = try await presence.sweep(node)
         try await discardMessages(to: node)
         try await parties.sweep(node)
+        try await places.sweep(node)
         return devices
     }
 
@@ -113,6 +116,7 @@ public final class NodeMembership: Sendable {
     public func deregister() async {
         try? await presence.sweep(node)
         try? await parties.sweep(node)
+        try? await places.sweep(node)
         try? await registry.deregister(node, incarnation: incarnation)
     }
 }

@@ -44,6 +44,31 @@ struct ClusterState: Sendable {
     mutating func removeProxy(_ id: ConnectionID) {
         if let remote = proxies.removeValue(forKey: id) { proxyOf[remote] = nil }
     }
+
+    /// Host side: a connection on another node taking part in a meeting hosted here.
+    struct MeetingProxy: Sendable {
+        var remote: Remote
+        /// The meeting it is a member of, once its device node was told.
+        var meeting: UInt64?
+    }
+
+    /// Device side: the meeting another node hosts that a connection here is in.
+    struct MeetingRoute: Sendable, Hashable {
+        var host: NodeID
+        var meeting: UInt64
+    }
+
+    /// Host side: meeting proxies, and the proxy of each remote connection.
+    var meetingProxies: [ConnectionID: MeetingProxy] = [:]
+    var meetingProxyOf: [Remote: ConnectionID] = [:]
+    /// Device side: connections here in meetings other nodes host.
+    var meetingRoutes: [ConnectionID: MeetingRoute] = [:]
+    /// Host side: names whose meeting place is this node (released once the name is free).
+    var placedHere: Set<String> = []
+
+    mutating func removeMeetingProxy(_ id: ConnectionID) {
+        if let proxy = meetingProxies.removeValue(forKey: id) { meetingProxyOf[proxy.remote] = nil }
+    }
 }
 
 /// The call requests that name a call, for finding whether another node owns it.
@@ -239,6 +264,7 @@ extension SignalingHub {
             clusterState.routes[callID]?.dropped.insert(device)
             owners.insert(route.owner)
         }
+        if let route = clusterState.meetingRoutes.removeValue(forKey: id) { owners.insert(route.host) }
         for owner in owners { cluster.send(.disconnected(connection: id.value), to: owner) }
         if let account, let device {
             do {
@@ -285,6 +311,10 @@ extension SignalingHub {
             await perform(registry.handle(proxy, requestID: requestID, type: type, message: data, at: now))
         case .disconnected(let connection):
             let remote = ClusterState.Remote(node: node, connection: connection)
+            if let proxy = clusterState.meetingProxyOf[remote] {
+                clusterState.removeMeetingProxy(proxy)
+                meetings.disconnected(proxy, at: now)
+            }
             guard let proxy = clusterState.proxyOf[remote] else { return }
             clusterState.removeProxy(proxy)
             await perform(registry.disconnected(proxy, at: now))
@@ -307,6 +337,17 @@ extension SignalingHub {
             clusterState.proxyOf[remote] = proxy
             clusterState.callNodes[call, default: []].insert(node)
             await perform(outputs)
+        case .meetingRequest(let connection, let account, let device, let grants, let requestID, let type, let message):
+            await hostMeetingRequest(from: ClusterState.Remote(node: node, connection: connection),
+                                     MeetingRegistry.Identity(account: account, device: device, grants: grants),
+                                     requestID: requestID, type: type, message: message)
+        case .meetingRoute(let meeting, let connection):
+            meetingRouted(meeting, connection: connection, host: node)
+        case .meetingLeft(let meeting, let connection):
+            let id = ConnectionID(connection)
+            if clusterState.meetingRoutes[id] == ClusterState.MeetingRoute(host: node, meeting: meeting) {
+                clusterState.meetingRoutes[id] = nil
+            }
         }
     }
 
@@ -314,6 +355,7 @@ extension SignalingHub {
     func clusterEvent(_ event: NodeMembership.Event) async {
         guard case .nodeDied(let dead) = event else { return }
         let now = time
+        await meetingNodeDied(dead)
         // Its devices in calls owned here dropped out, as a closed connection would: they
         // have the reconnect grace to log in again, then the call fails.
         for (proxy, remote) in clusterState.proxies where remote.node == dead {

@@ -31,7 +31,7 @@ public actor SignalingHub {
     private let store: any CallStore
     private let limits: ConnectionGuard.Limits
     var registry: CallRegistry
-    private var meetings: MeetingRegistry
+    var meetings: MeetingRegistry
     private var mediaPlane: (any MediaPlane)?
     private var livePlane: (any LivePlane)?
     private var connections: [ConnectionID: Connection] = [:]
@@ -165,14 +165,15 @@ public actor SignalingHub {
             _ = apply(connection.guardian.malformed(error, now: now.monotonic), id, &connection, requestID: requestID)
         } else if MessageType.meetingRequests.contains(envelope.type) || MessageType.liveRequests.contains(envelope.type),
                   let (account, device) = registry.device(of: id) {
-            guard mediaPlane != nil || envelope.type == MessageType.reserveMeeting else {
-                let error = SignalingError(.serverUnavailable, "\(envelope.type): this server runs no media plane for meetings")
-                send(.text(TypedEnvelope(id: requestID, type: MessageType.error, body: ErrorBody(error)).encoded()), to: id)
+            let identity = MeetingRegistry.Identity(account: account, device: device, grants: connection.grants)
+            if let cluster, let host = await meetingHost(of: envelope.type, message: data, from: id) {
+                // A meeting another node hosts: the request goes there, its reply comes back.
+                cluster.send(.meetingRequest(connection: id.value, account: account, device: device, grants: connection.grants,
+                                             requestID: requestID, type: envelope.type, message: data), to: host)
                 return
             }
-            let identity = MeetingRegistry.Identity(account: account, device: device, grants: connection.grants)
-            await perform(meetings.handle(id, identity, requestID: requestID, type: envelope.type, message: data,
-                                          credentials: Self.legCredentials(), at: now))
+            let assigned = envelope.type == MessageType.reserveMeeting ? await sharedMeetingID() : nil
+            await handleMeeting(id, identity, requestID: requestID, type: envelope.type, message: data, assignedID: assigned)
         } else if let owner = remoteOwner(of: envelope.type, message: data, from: id), let cluster,
                   let (account, device) = registry.device(of: id) {
             // A call another node owns: the request goes there, its reply comes back.
@@ -183,6 +184,25 @@ public actor SignalingHub {
         } else {
             await perform(registry.handle(id, requestID: requestID, type: envelope.type, message: data, at: now))
         }
+    }
+
+    /// Runs a meeting request of `id`: a connection here, or a proxy of one on another node
+    /// when this node hosts the meeting. Nothing awaits between the registry's handling and
+    /// `perform` resolving where its outputs go.
+    /// - Parameter assignedID: The ID a `reserveMeeting` gives its meeting (a cluster's).
+    func handleMeeting(_ id: ConnectionID, _ identity: MeetingRegistry.Identity, requestID: UInt64, type: String, message: Data,
+                       assignedID: UInt64?) async {
+        guard mediaPlane != nil || type == MessageType.reserveMeeting else {
+            let error = SignalingError(.serverUnavailable, "\(type): this server runs no media plane for meetings")
+            await perform([MeetingRegistry.Output.send(id, TypedEnvelope(id: requestID, type: MessageType.error, body: ErrorBody(error)).encoded())])
+            return
+        }
+        meetings.assignedID = assignedID
+        let outputs = meetings.handle(id, identity, requestID: requestID, type: type, message: message,
+                                      credentials: Self.legCredentials(), at: time)
+        meetings.assignedID = nil
+        if cluster != nil { meetingHandled(id, identity, type: type, message: message) }
+        await perform(outputs)
     }
 
     /// The server's half of a new meeting leg: a fresh AEAD_AES_128_GCM key (the cheaper
@@ -343,11 +363,26 @@ public actor SignalingHub {
         }
     }
 
-    private func perform(_ outputs: [MeetingRegistry.Output]) async {
+    func perform(_ outputs: [MeetingRegistry.Output]) async {
+        // Where each proxy's outputs go, taken before any await (as for calls).
+        var remotes: [ConnectionID: ClusterState.Remote] = [:]
+        if cluster != nil, !clusterState.meetingProxies.isEmpty {
+            for output in outputs {
+                switch output {
+                case .send(let id, _): remotes[id] = clusterState.meetingProxies[id]?.remote
+                case .record(_, let notify): for id in notify { remotes[id] = clusterState.meetingProxies[id]?.remote }
+                case .mediaPlane, .live: break
+                }
+            }
+        }
         for output in outputs {
             switch output {
             case .send(let id, let data):
-                send(.text(data), to: id)
+                if let remote = remotes[id] {
+                    cluster?.send(.deliver(connection: remote.connection, text: data), to: remote.node)
+                } else {
+                    send(.text(data), to: id)
+                }
             case .mediaPlane(let command):
                 mediaPlane?.apply(command)
             case .live(let command):
@@ -361,9 +396,16 @@ public actor SignalingHub {
                     unsavedMeetings.append(record)
                 }
                 let event = TypedEnvelope(id: nil, type: MessageType.meetingRecord, body: Event.MeetingRecordEvent(record: record)).encoded()
-                for id in notify { send(.text(event), to: id) }
+                for id in notify {
+                    if let remote = remotes[id] {
+                        cluster?.send(.deliver(connection: remote.connection, text: event), to: remote.node)
+                    } else {
+                        send(.text(event), to: id)
+                    }
+                }
             }
         }
+        if cluster != nil { await meetingsSettled() }
     }
 
     private func retryUnsaved() async {

@@ -140,6 +140,17 @@ enum StoreSchema {
             // in the same millisecond on two nodes one ID (and one record).
             "CREATE SEQUENCE callIDs",
         ]),
+        // Which node hosts each meeting (PostgreSQL; see MeetingPlaces).
+        Migration(name: "v7: meeting places", sqlite: { db in
+            try db.create(table: "meetingPlace") { table in
+                table.primaryKey("name", .text)
+                table.column("node", .text).notNull().indexed()
+                table.column("since", .integer).notNull()
+            }
+        }, postgres: [
+            "CREATE TABLE meetingPlace (name TEXT PRIMARY KEY, node TEXT NOT NULL, since BIGINT NOT NULL)",
+            "CREATE INDEX meetingPlace_on_node ON meetingPlace (node)",
+        ]),
     ]
 
     /// The SQLite migrator: the history, in order.

@@ -28,10 +28,16 @@ import TestSupport
         let account: String
         let box = Box()
 
-        init(server: TestServer, account: String, audio: String, video: String? = nil,
+        convenience init(server: TestServer, account: String, audio: String, video: String? = nil,
+                         route: (@Sendable ([MediaCandidate]) -> [MediaCandidate])? = nil) async throws {
+            try await self.init(url: server.url, token: try await server.token(account), account: account, audio: audio, video: video,
+                                route: route)
+        }
+
+        /// A participant logged in at `url` (a server, or a node of a cluster).
+        init(url: String, token: String, account: String, audio: String, video: String? = nil,
              route: (@Sendable ([MediaCandidate]) -> [MediaCandidate])? = nil) async throws {
             self.account = account
-            let token = try await server.token(account)
             let box = self.box
             let media: MediaSessionFactory = { _, _ in
                 var configuration = MediaSession.Configuration(audio: try MediaSources.audio(audio),
@@ -48,7 +54,7 @@ import TestSupport
                 }
                 return configuration
             }
-            var settings = NetCallManager.Configuration(server: server.url, token: token, media: media)
+            var settings = NetCallManager.Configuration(server: url, token: token, media: media)
             settings.meetingMediaRoute = route
             manager = NetCallManager(configuration: settings)
             try await manager.login()

@@ -1,0 +1,159 @@
+import Foundation
+import Signaling
+
+/// The meeting requests that name a meeting.
+private struct MeetingName: Decodable {
+    var name: String
+}
+
+/// The meeting requests that name a meeting by ID (leave, role, mute, live controls).
+private struct MeetingReference: Decodable {
+    var callID: UInt64
+}
+
+/// Meetings across the nodes of a cluster.
+///
+/// A meeting lives on one node, its *host*, chosen when it is reserved (`MeetingPlaces`):
+/// its registry entry, its SFU legs and its record are there. A participant connected to
+/// another node keeps its signaling there: that node forwards its meeting requests to the
+/// host, which runs them for a *meeting proxy* (a `ConnectionID` of its own standing for
+/// the remote connection) and sends what the meeting says to it back over the bus. The
+/// join's reply names the host's media port, so media goes straight to the host.
+extension SignalingHub {
+    // MARK: Device side
+
+    /// The node hosting the meeting a request from `id` is about, when another node does.
+    /// A `reserveMeeting` places the meeting first; a `joinMeeting` looks up its host; the
+    /// others follow the connection's meeting route.
+    func meetingHost(of type: String, message: Data, from id: ConnectionID) async -> NodeID? {
+        guard let cluster else { return nil }
+        switch type {
+        case MessageType.reserveMeeting, MessageType.joinMeeting:
+            // A malformed request or a bad name: this node's registry names the problem.
+            guard let request = try? Envelope.decodeBody(MeetingName.self, from: message, messageType: type),
+                  (try? MeetingRegistry.checkName(request.name, in: type)) != nil else { return nil }
+            do {
+                let host = type == MessageType.reserveMeeting
+                    ? try await cluster.membership.places.place(request.name, fallback: cluster.node)
+                    : try await cluster.membership.places.host(of: request.name)
+                if host == cluster.node { clusterState.placedHere.insert(request.name) }
+                return host == cluster.node ? nil : host
+            } catch {
+                logger.warning("meeting places unknown (\(error.message)): '\(request.name)' is looked for on this node only")
+                return nil
+            }
+        default:
+            guard let route = clusterState.meetingRoutes[id],
+                  let reference = try? Envelope.decodeBody(MeetingReference.self, from: message, messageType: type),
+                  reference.callID == route.meeting, meetings.meetings[reference.callID] == nil else { return nil }
+            return route.host
+        }
+    }
+
+    /// The host says connection `connection` here is a member of `meeting`.
+    func meetingRouted(_ meeting: UInt64, connection: UInt64, host: NodeID) {
+        let id = ConnectionID(connection)
+        guard registry.device(of: id) != nil else {
+            // Closed before the route came: the host treats the member as disconnected.
+            cluster?.send(.disconnected(connection: connection), to: host)
+            return
+        }
+        clusterState.meetingRoutes[id] = ClusterState.MeetingRoute(host: host, meeting: meeting)
+    }
+
+    // MARK: Host side
+
+    /// An ID for a meeting reserved here, from the IDs every node shares; nil (the
+    /// registry's own) when the store cannot give one.
+    func sharedMeetingID() async -> UInt64? {
+        guard let cluster else { return nil }
+        do {
+            return try await cluster.membership.places.nextID()
+        } catch {
+            logger.warning("meeting ID: \(error.message); numbering the meeting locally")
+            return nil
+        }
+    }
+
+    /// A meeting request from a connection on another node, for a meeting hosted here.
+    func hostMeetingRequest(from remote: ClusterState.Remote, _ identity: MeetingRegistry.Identity, requestID: UInt64,
+                            type: String, message: Data) async {
+        let assigned = type == MessageType.reserveMeeting ? await sharedMeetingID() : nil
+        if type == MessageType.reserveMeeting,
+           let request = try? Envelope.decodeBody(MeetingName.self, from: message, messageType: type) {
+            clusterState.placedHere.insert(request.name)
+        }
+        // From here to `perform` resolving the outputs' destinations nothing awaits, so no
+        // settling can drop the proxy first.
+        let proxy: ConnectionID
+        if let known = clusterState.meetingProxyOf[remote] {
+            proxy = known
+        } else {
+            proxy = ConnectionID(nextConnection)
+            nextConnection += 1
+            clusterState.meetingProxies[proxy] = ClusterState.MeetingProxy(remote: remote)
+            clusterState.meetingProxyOf[remote] = proxy
+        }
+        // A member whose connection dropped takes this one (a reconnect through its node).
+        _ = meetings.connected(proxy, identity)
+        await handleMeeting(proxy, identity, requestID: requestID, type: type, message: message, assignedID: assigned)
+    }
+
+    /// After the registry ran a meeting request here: a proxy that became a member has its
+    /// device node told where the member's requests go (before the reply is sent).
+    func meetingHandled(_ id: ConnectionID, _ identity: MeetingRegistry.Identity, type: String, message: Data) {
+        guard let cluster, type == MessageType.joinMeeting, let proxy = clusterState.meetingProxies[id], proxy.meeting == nil,
+              let meeting = meetings.accountMeeting[identity.account],
+              meetings.meetings[meeting]?.members[identity.account]?.connection == id else { return }
+        clusterState.meetingProxies[id]?.meeting = meeting
+        cluster.send(.meetingRoute(meeting: meeting, connection: proxy.remote.connection), to: proxy.remote.node)
+    }
+
+    /// After meeting outputs went out: proxies that are no longer members are dropped (their
+    /// device nodes told), and places of meetings that ended or lapsed here are released.
+    func meetingsSettled() async {
+        guard let cluster else { return }
+        if !clusterState.meetingProxies.isEmpty {
+            var members: Set<ConnectionID> = []
+            for meeting in meetings.meetings.values {
+                for member in meeting.members.values { if let connection = member.connection { members.insert(connection) } }
+            }
+            for (id, proxy) in clusterState.meetingProxies where !members.contains(id) {
+                clusterState.removeMeetingProxy(id)
+                if let meeting = proxy.meeting {
+                    cluster.send(.meetingLeft(meeting: meeting, connection: proxy.remote.connection), to: proxy.remote.node)
+                }
+            }
+        }
+        let free = clusterState.placedHere.filter { meetings.byName[$0] == nil }
+        guard !free.isEmpty else { return }
+        clusterState.placedHere.subtract(free)
+        for name in free.sorted() {
+            do {
+                try await cluster.membership.places.release(name, node: cluster.node)
+            } catch {
+                logger.warning("meeting place of '\(name)': \(error.message)")
+            }
+        }
+    }
+
+    // MARK: Node death
+
+    /// Another node died or left. Its connections in meetings hosted here dropped out (they
+    /// have the reconnect grace, then time out); members here of meetings it hosted get
+    /// `meetingError` and may reserve and join again (on a live node).
+    func meetingNodeDied(_ dead: NodeID) async {
+        let now = time
+        for (proxy, entry) in clusterState.meetingProxies where entry.remote.node == dead {
+            clusterState.removeMeetingProxy(proxy)
+            meetings.disconnected(proxy, at: now)
+        }
+        for (id, route) in clusterState.meetingRoutes.sorted(by: { $0.key < $1.key }) where route.host == dead {
+            clusterState.meetingRoutes[id] = nil
+            let error = SignalingError(.serverUnavailable, "node \(dead), host of meeting \(route.meeting), is gone; reserve and join it again")
+            send(.text(TypedEnvelope(id: nil, type: MessageType.meetingError,
+                                     body: Event.MeetingError(callID: route.meeting, error: error)).encoded()), to: id)
+            logger.warning("node \(dead), host of meeting \(route.meeting), died: its members here were told")
+        }
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import MediaEngine
+import Signaling
+import Testing
+import TestSupport
+@testable import MediaServer
+
+/// Meetings across the nodes of a cluster: a meeting lives on one node's SFU (placed by
+/// load when reserved), its participants connect to any node.
+@Suite(.serialized) struct ClusterMeetings {
+    typealias Member = MeetingFlows.Member
+
+    /// Waits until every node's last heartbeat reported the load `loads` says (by node
+    /// index), as the nodes see one another.
+    static func waitForLoads(_ cluster: TestCluster, _ loads: [Int: Int]) async throws {
+        let membership = try #require(cluster.nodes[0].cluster?.membership)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            let seen = Dictionary(uniqueKeysWithValues: try await membership.registry.nodes().map { ($0.id.rawValue, $0.load) })
+            if loads.allSatisfy({ seen["node-\($0.key)"] == $0.value }) { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        Issue.record("the nodes did not report loads \(loads)")
+    }
+
+    /// alice (node 1) reserves a meeting while node 1 is the busiest: it is placed on node 2,
+    /// the least loaded. alice, bob (node 2) and carol (node 3) join; each hears the other
+    /// two, a mute from node 3 stops forwarding on node 2, the name is taken on every node,
+    /// and when the last one leaves the record is stored once and the name is free again.
+    @Test func aMeetingReservedThroughNodeOneIsPlacedByLoadAndEveryoneHearsTheOthersAcrossNodes() async throws {
+        try await Heavy.runAlone {
+            let cluster = try await TestCluster.start(nodes: 3)
+            defer { Task { await cluster.shutdown() } }
+            let tones = ["alice": 440.0, "bob": 550.0, "carol": 660.0]
+            let alice = try await Member(url: cluster.url(1), token: try await cluster.token("alice"), account: "alice", audio: "sine:440")
+            let bob = try await Member(url: cluster.url(2), token: try await cluster.token("bob"), account: "bob", audio: "sine:550")
+            let carol = try await Member(url: cluster.url(3), token: try await cluster.token("carol"), account: "carol", audio: "sine:660")
+            // Two more connections make node 1 the busiest (load: connections plus participants).
+            let idle = [try await cluster.client("idle1", on: 1), try await cluster.client("idle2", on: 1)]
+            try await Self.waitForLoads(cluster, [1: 3, 2: 1, 3: 1])
+
+            try await alice.manager.reserveMeeting(name: "standup")
+            let places = try #require(cluster.nodes[0].cluster?.membership.places)
+            #expect(try await places.all() == ["standup": try NodeID("node-2")], "placed on the least loaded node")
+            // The name is taken on every node.
+            await #expect(throws: SignalingError.self) { try await carol.manager.reserveMeeting(name: "standup") }
+
+            let (id, before) = try await alice.manager.joinMeeting(name: "standup")
+            #expect(before.isEmpty)
+            _ = try await bob.manager.joinMeeting(name: "standup")
+            let (_, seen) = try await carol.manager.joinMeeting(name: "standup")
+            #expect(seen.map(\.account) == ["alice", "bob"])
+            for member in [alice, bob, carol] {
+                #expect(await member.wait(for: MeetingFlows.connected) != nil, "\(member.account) connected to node 2's SFU")
+            }
+            try await Task.sleep(for: .seconds(3))
+            for member in [alice, bob, carol] {
+                for speaker in tones.keys.sorted() where speaker != member.account {
+                    let level = member.level(of: tones[speaker]!, from: speaker)
+                    #expect(level > 0.2, "\(member.account) hears \(speaker): \(level)")
+                }
+            }
+            let host = try #require(cluster.nodes[1].forwardingServer)
+            #expect(host.statistics.router.packetsForwarded > 500, "node 2's SFU forwards the meeting")
+            for index in [0, 2] {
+                #expect(cluster.nodes[index].forwardingServer?.statistics.router.packetsForwarded == 0, "node \(index + 1) forwards nothing")
+            }
+
+            // carol (node 3) mutes alice's audio: node 2 stops forwarding it to her only.
+            try await carol.manager.setAudioMute(true, forUser: "alice")
+            try await Task.sleep(for: .milliseconds(500))
+            let carolHeard = carol.heardCount("alice")
+            let bobHeard = bob.heardCount("alice")
+            try await Task.sleep(for: .seconds(2))
+            #expect(carol.heardCount("alice") - carolHeard < 4_800, "alice's stream to carol went quiet")
+            #expect(bob.level(of: 440, from: "alice", after: bobHeard) > 0.2, "bob still hears alice")
+
+            // Leaves cross nodes in order; the last one out gets the record, stored once.
+            try await bob.manager.leaveMeeting()
+            try await carol.manager.leaveMeeting()
+            let left = await alice.wait { if case .userLeft(_, "carol", .left) = $0 { true } else { false } }
+            #expect(left != nil, "alice (node 1) heard carol (node 3) leave")
+            try await alice.manager.leaveMeeting()
+            let record = await alice.wait { if case .meetingRecord = $0 { true } else { false } }
+            guard case .meetingRecord(let stored)? = record else {
+                Issue.record("no meeting record")
+                return
+            }
+            #expect(stored.callID == id && Set(stored.attendance.map(\.account)) == ["alice", "bob", "carol"])
+            let rows = try cluster.postgres.query("SELECT callID FROM meetingRecord")
+            #expect(rows == "\(id)\n", "stored once: \(rows)")
+            // The place is released: the name can be reserved again (placed anew).
+            var free = false
+            for _ in 0..<50 where !free {
+                free = try await places.all()["standup"] == nil
+                if !free { try await Task.sleep(for: .milliseconds(100)) }
+            }
+            #expect(free, "the meeting's place was released")
+            try await carol.manager.reserveMeeting(name: "standup")
+            for member in [alice, bob, carol] { await member.manager.logout() }
+            for client in idle { await client.close() }
+        }
+    }
+}
