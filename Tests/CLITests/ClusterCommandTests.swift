@@ -130,4 +130,81 @@ import Testing
             #expect(rows == "\(first.callID)|failed\n\(second.callID)|failed\n", "\(rows)")
         }
     }
+
+    /// A meeting's audio endpoint for a signaling-only participant (no media flows: the
+    /// test ends long before the SFU's 15 s leg timeout).
+    static func meetingMedia(_ ssrc: UInt32) -> MediaEndpoint {
+        MediaEndpoint(candidates: [MediaCandidate(host: "127.0.0.1", port: 9)], srtpProfile: "AEAD_AES_128_GCM",
+                      srtpKey: "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2Vj", audioSSRC: ssrc, videoSSRC: nil, iceUfrag: "u\(ssrc)",
+                      icePassword: "password-of-twenty-two-chars")
+    }
+
+    /// alice, bob and carol on nodes 1, 2 and 3 are in a meeting; its host node is killed
+    /// (SIGKILL). The members on the other two nodes get `meetingError` once it is dead
+    /// (2 s), its place is swept, and they reserve and join the meeting again on a live node.
+    @Test func aMeetingHostKilledMidMeetingTellsItsMembersElsewhereWhoMeetAgain() async throws {
+        try await Heavy.run {
+            let postgres = try PostgresTestServer()
+            let directory = try temporaryDirectory("cluster-meeting")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let passwordFile = directory.appendingPathComponent("pgpassword").path
+            _ = try CallCommands.Setup.writeToken(postgres.password, to: passwordFile)
+            let secret = directory.appendingPathComponent("secret").path
+            let store = "postgres://\(postgres.user)@127.0.0.1:\(postgres.port)/postgres"
+            var nodes: [String: (process: BackgroundProcess, url: String)] = [:]
+            defer {
+                for (process, _) in nodes.values { process.killNow(); _ = try? process.wait(timeout: 10) }
+            }
+            for name in ["node-1", "node-2", "node-3"] {
+                nodes[name] = try CallCommands.Setup.startServer([
+                    "--port", "0", "--secret-file", secret, "--store", store, "--store-password-file", passwordFile, "--node-id", name,
+                    "--node-dead-after", "2", "--no-live", "--duration", "150",
+                ])
+            }
+            func token(_ account: String) throws -> String {
+                try CLI.run(["token", "--account", account, "--secret-file", secret]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            let accounts = ["node-1": "alice", "node-2": "bob", "node-3": "carol"]
+            var clients: [String: Client] = [:]
+            for (node, account) in accounts { clients[node] = try await Client(url: nodes[node]!.url, token: try token(account)) }
+
+            _ = try await clients["node-1"]!.request(MessageType.reserveMeeting, Request.ReserveMeeting(name: "room"),
+                                                     as: Reply.ReserveMeeting.self)
+            let host = try postgres.query("SELECT node FROM meetingPlace WHERE name = 'room'").trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(accounts[host] != nil, "placed on \(host)")
+            var meeting: UInt64 = 0
+            for (index, node) in accounts.keys.sorted().enumerated() {
+                meeting = try await clients[node]!.request(MessageType.joinMeeting, Request.JoinMeeting(
+                    name: "room", role: .actor, type: .audio, media: Self.meetingMedia(UInt32(1_000 + index))), as: Reply.JoinMeeting.self).callID
+            }
+            let survivors = accounts.keys.sorted().filter { $0 != host }
+            // Every member elsewhere has heard the others join before the kill.
+            for node in survivors where node > host { _ = await clients[node]!.next(MessageType.userJoined) }
+
+            let killed = ContinuousClock.now
+            nodes[host]!.process.killNow()
+            _ = try? nodes[host]!.process.wait(timeout: 10)
+            for node in survivors {
+                let event = try #require(await clients[node]!.next(MessageType.meetingError, timeout: .seconds(15)),
+                                         "\(accounts[node]!) on \(node) got no meetingError")
+                let error = try event.body(Event.MeetingError.self)
+                #expect(error.callID == meeting && error.code == SignalingError.Code.serverUnavailable.rawValue, "\(error)")
+            }
+            let took = ContinuousClock.now - killed
+            #expect(took < .seconds(10), "meetingError came \(took) after the kill")
+            let swept = try postgres.query("SELECT count(*) FROM meetingPlace WHERE node = '\(host)'")
+            #expect(swept == "0\n", "the dead host's places are swept")
+
+            // They meet again: placed on a live node.
+            _ = try await clients[survivors[0]]!.request(MessageType.reserveMeeting, Request.ReserveMeeting(name: "room"),
+                                                         as: Reply.ReserveMeeting.self)
+            let again = try postgres.query("SELECT node FROM meetingPlace WHERE name = 'room'").trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(survivors.contains(again), "placed again on \(again)")
+            for (index, node) in survivors.enumerated() {
+                let joined = try await clients[node]!.request(MessageType.joinMeeting, Request.JoinMeeting(
+                    name: "room", role: .actor, type: .audio, media: Self.meetingMedia(UInt32(2_000 + index))), as: Reply.JoinMeeting.self)
+                #expect(joined.callID != meeting && joined.participants.count == index)
+            }
+        }
+    }
 }

@@ -101,4 +101,51 @@ import TestSupport
             for client in idle { await client.close() }
         }
     }
+
+    /// A meeting hosted by node 1 with members on nodes 1, 2 and 3; node 1 stops. Its
+    /// members on nodes 2 and 3 get `meetingError` (serverUnavailable) before it goes, its
+    /// record is stored, and they reserve and join the meeting again through node 2: it is
+    /// placed on a live node and they hear each other.
+    @Test func aHostNodeThatStopsTellsItsMembersElsewhereAndTheyMeetAgainOnALiveNode() async throws {
+        try await Heavy.runAlone {
+            let cluster = try await TestCluster.start(nodes: 3)
+            defer { Task { await cluster.shutdown() } }
+            let alice = try await Member(url: cluster.url(1), token: try await cluster.token("alice"), account: "alice", audio: "sine:440")
+            let bob = try await Member(url: cluster.url(2), token: try await cluster.token("bob"), account: "bob", audio: "sine:550")
+            let carol = try await Member(url: cluster.url(3), token: try await cluster.token("carol"), account: "carol", audio: "sine:660")
+            try await Self.waitForLoads(cluster, [1: 1, 2: 1, 3: 1])
+            // Equal loads: the first node by name hosts.
+            try await alice.manager.reserveMeeting(name: "m")
+            let places = try #require(cluster.nodes[1].cluster?.membership.places)
+            #expect(try await places.all() == ["m": try NodeID("node-1")])
+            var id: UInt64 = 0
+            for member in [alice, bob, carol] { id = try await member.manager.joinMeeting(name: "m").callID }
+            for member in [alice, bob, carol] { #expect(await member.wait(for: MeetingFlows.connected) != nil) }
+
+            await cluster.nodes[0].shutdown()
+            for member in [bob, carol] {
+                let error = await member.wait { if case .meetingError = $0 { true } else { false } }
+                guard case .meetingError(let meeting, let reason)? = error else {
+                    Issue.record("\(member.account) got no meetingError")
+                    continue
+                }
+                #expect(meeting == id && reason.code == .serverUnavailable)
+                #expect(await member.manager.currentMeetingID == nil)
+            }
+            let record = try #require(try await cluster.store.meetingRecords(of: "bob", limit: 5).first)
+            #expect(record.callID == id && Set(record.attendance.map(\.account)) == ["alice", "bob", "carol"])
+            #expect(record.attendance.allSatisfy { $0.reason == .kicked })
+
+            // Again, through node 2: placed on a live node.
+            try await bob.manager.reserveMeeting(name: "m")
+            let host = try #require(try await places.all()["m"])
+            #expect(host != (try NodeID("node-1")), "placed on \(host)")
+            let heardBefore = (bob.heardCount("carol"), carol.heardCount("bob"))
+            for member in [bob, carol] { _ = try await member.manager.joinMeeting(name: "m") }
+            try await Task.sleep(for: .seconds(3))
+            #expect(bob.level(of: 660, from: "carol", after: heardBefore.0) > 0.2, "bob hears carol again")
+            #expect(carol.level(of: 550, from: "bob", after: heardBefore.1) > 0.2, "carol hears bob again")
+            for member in [alice, bob, carol] { await member.manager.logout() }
+        }
+    }
 }
