@@ -72,6 +72,22 @@ public struct CallParties: Sendable {
         }
     }
 
+    /// The call `account` is in and the live node owning it, if it is in one.
+    public func call(of account: String) async throws(StoreError) -> (callID: UInt64, node: NodeID)? {
+        let deadAfter = Int64(registry.configuration.deadAfter / .milliseconds(1))
+        return try await store.run("call of \(account)") { client in
+            let rows = try await client.query("""
+                SELECT callParty.callID, callParty.node FROM callParty JOIN node ON node.id = callParty.node
+                WHERE callParty.account = \(account) AND \(unescaped: NodeRegistry.now) - node.heartbeatAt < \(deadAfter)
+                """)
+            for try await (id, node) in rows.decode((Int64, String).self) {
+                guard let node = try? NodeID(node) else { return nil }
+                return (UInt64(bitPattern: id), node)
+            }
+            return nil
+        }
+    }
+
     /// The call `node` claimed accounts for did not start.
     public func unclaim(call: UInt64, node: NodeID) async throws(StoreError) {
         try await store.run("call \(call) parties") { client in

@@ -25,6 +25,9 @@ enum ClusterMessage: Sendable, Hashable, Codable {
     /// Device node → owner: `device` of `account`, a party of `call` whose connection
     /// dropped, logged in again on the sender's `connection`.
     case reattached(call: UInt64, connection: UInt64, account: String, device: String)
+    /// Owner → device node: the device that logged in on `connection` is not a party of
+    /// `call` (the answer to `reattached`; a party gets `route`).
+    case notAParty(call: UInt64, connection: UInt64)
     /// Device node → a meeting's host: a meeting request from `connection`, logged in
     /// there as `account` on `device` with `grants`.
     case meetingRequest(connection: UInt64, account: String, device: String, grants: Grants, requestID: UInt64, type: String,

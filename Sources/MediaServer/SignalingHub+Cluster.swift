@@ -65,6 +65,8 @@ struct ClusterState: Sendable {
     var meetingRoutes: [ConnectionID: MeetingRoute] = [:]
     /// Host side: names whose meeting place is this node (released once the name is free).
     var placedHere: Set<String> = []
+    /// Device side: logins here waiting for a call's owner elsewhere to take them back.
+    var pendingReattach: [ConnectionID: CheckedContinuation<Bool, Never>] = [:]
 
     mutating func removeMeetingProxy(_ id: ConnectionID) {
         if let proxy = meetingProxies.removeValue(forKey: id) { meetingProxyOf[proxy.remote] = nil }
@@ -251,12 +253,45 @@ extension SignalingHub {
             cluster.send(.reattached(call: callID, connection: id.value, account: account, device: device), to: route.owner)
             rejoined.append(callID)
         }
+        // A device of a call another node owns, logging in on a node that has no route of
+        // it (its old connection was on a third node): the owner says whether it is a party,
+        // so that the reply names the call only then.
+        if rejoined.isEmpty, registry.accountCall[account] == nil {
+            do {
+                if let (callID, owner) = try await cluster.membership.parties.call(of: account), owner != cluster.node,
+                   registry.device(of: id) != nil, clusterState.routes[callID] == nil {
+                    cluster.send(.reattached(call: callID, connection: id.value, account: account, device: device), to: owner)
+                    if await reattachAnswered(id) { rejoined.append(callID) }
+                }
+            } catch {
+                logger.warning("call of \(account): \(error.message); a call it is in elsewhere is not rejoined")
+            }
+        }
         return rejoined.sorted()
+    }
+
+    /// Waits for the owner's answer to a login's `reattached` (a route, or `notAParty`), at
+    /// most twice the time a node takes to be declared dead.
+    func reattachAnswered(_ id: ConnectionID) async -> Bool {
+        let wait = (cluster?.membership.registry.configuration.deadAfter ?? .seconds(5)) * 2
+        return await withCheckedContinuation { continuation in
+            clusterState.pendingReattach[id] = continuation
+            Task { [weak self] in
+                try? await Task.sleep(for: wait)
+                await self?.answerReattach(id, false)
+            }
+        }
+    }
+
+    /// Ends a login's wait for its owner (once; later answers are ignored).
+    func answerReattach(_ id: ConnectionID, _ accepted: Bool) {
+        clusterState.pendingReattach.removeValue(forKey: id)?.resume(returning: accepted)
     }
 
     /// A connection here closed: presence forgets it, owners of its calls are told.
     func clusterClosed(_ id: ConnectionID, account: String?, device: String?) async {
         guard let cluster else { return }
+        answerReattach(id, false)
         var owners: Set<NodeID> = []
         for (callID, route) in clusterState.routes {
             guard let device = route.parties[id] else { continue }
@@ -292,6 +327,9 @@ extension SignalingHub {
                 ?? ClusterState.Route(owner: node, account: account, caller: caller, callee: callee, type: type, startedAt: startedAt)
             route.parties[id] = device
             clusterState.routes[call] = route
+            answerReattach(id, true)
+        case .notAParty(_, let connection):
+            answerReattach(ConnectionID(connection), false)
         case .deliver(let connection, let text):
             send(.text(text), to: ConnectionID(connection))
         case .close(let connection, let code, let reason):
@@ -321,21 +359,26 @@ extension SignalingHub {
         case .reattached(let call, let connection, let account, let device):
             let key = CallRegistry.DeviceKey(account: account, device: device)
             guard let entry = registry.calls[call], entry.caller == key || entry.answeredBy == key || entry.invited.contains(key) else {
+                cluster?.send(.notAParty(call: call, connection: connection), to: node)
                 return
             }
-            // Its old connection may still count here (its close is on its way): a proxy of
-            // the same node is replaced; a device now logged in elsewhere is left alone.
-            if let current = registry.devices[key]?.connection {
-                guard clusterState.proxies[current]?.node == node else { return }
-                clusterState.removeProxy(current)
-            }
+            // The newest login of the device takes the call (its node closed the older one
+            // through presence): its old connection may still count here, a proxy of any
+            // node or one of this node's, and is replaced (the registry closes it).
+            if let current = registry.devices[key]?.connection { clusterState.removeProxy(current) }
             let proxy = ConnectionID(nextConnection)
             nextConnection += 1
-            guard let (_, outputs) = try? registry.login(proxy, account: account, device: device, at: now) else { return }
+            guard let (_, outputs) = try? registry.login(proxy, account: account, device: device, at: now) else {
+                cluster?.send(.notAParty(call: call, connection: connection), to: node)
+                return
+            }
             let remote = ClusterState.Remote(node: node, connection: connection)
             clusterState.proxies[proxy] = remote
             clusterState.proxyOf[remote] = proxy
             clusterState.callNodes[call, default: []].insert(node)
+            // The device's node routes its requests about the call here from now on.
+            cluster?.send(.route(call: call, connection: connection, account: account, device: device, caller: entry.caller.account,
+                                 callee: entry.callee, type: entry.type, startedAt: entry.startedAt), to: node)
             await perform(outputs)
         case .meetingRequest(let connection, let account, let device, let grants, let requestID, let type, let message):
             await hostMeetingRequest(from: ClusterState.Remote(node: node, connection: connection),

@@ -264,6 +264,38 @@ struct TestCluster {
         }
     }
 
+    /// bob's connection to node 2 drops mid-call (node 1 owns the call) and he logs in on
+    /// node 3: node 3 asks node 1, the login names the call, alice's controls reach bob on
+    /// node 3, his hangup from there ends the call completed. His laptop logging in on node 3
+    /// is no party: its login names no call.
+    @Test func aCalleeThatReconnectsToAThirdNodeKeepsTheCall() async throws {
+        try await Heavy.run {
+            let cluster = try await TestCluster.start(nodes: 3)
+            defer { Task { await cluster.shutdown() } }
+            let alice = try await cluster.client("alice", on: 1)
+            let bob = try await cluster.client("bob", device: "phone", on: 2)
+            let callID = try await Self.answeredCall(from: alice, to: bob)
+            await cluster.nodes[1].hub.dropConnections(of: "bob", reason: "network change")
+            #expect(await bob.waitForEnd())
+            let again = try await TestClient(url: cluster.url(3))
+            let login = try await again.client.request(MessageType.login, Request.Login(token: try await cluster.token("bob"), device: "phone"),
+                                                       as: Reply.Login.self)
+            #expect(login.activeCalls == [callID], "the owner (node 1) took the login on node 3 back into the call")
+            let laptop = try await TestClient(url: cluster.url(3))
+            let other = try await laptop.client.request(MessageType.login, Request.Login(token: try await cluster.token("bob"), device: "laptop"),
+                                                        as: Reply.Login.self)
+            #expect(other.activeCalls.isEmpty, "the laptop is no party")
+            _ = try await alice.request(MessageType.control, Request.Control(callID: callID, control: .feedback), as: Reply.Empty.self)
+            #expect(try #require(await again.next(MessageType.control)).body(Event.Control.self).control == .feedback)
+            _ = try await again.request(MessageType.hangup, Request.Hangup(callID: callID), as: Reply.Empty.self)
+            #expect(try #require(await alice.next(MessageType.hangup)).body(Event.Hangup.self)
+                    == Event.Hangup(callID: callID, by: "bob", reason: .completed))
+            #expect(try #require(await again.next(MessageType.callRecord)).body(Event.Record.self).record.endReason == .completed)
+            #expect(try await cluster.store.records(of: "bob", limit: 10).map(\.endReason) == [.completed])
+            await laptop.close()
+        }
+    }
+
     /// The callee's node stops with the call up: its devices drop out as a closed
     /// connection would, and the call fails after the reconnect grace, with its record.
     @Test func aCalleeWhoseNodeLeavesIsAPartyThatDroppedOut() async throws {
