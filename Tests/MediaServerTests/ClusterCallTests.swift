@@ -296,6 +296,53 @@ struct TestCluster {
         }
     }
 
+    /// Messages from another node about calls, meetings and connections this node does not
+    /// have, and bytes that are no message at all: the requests get error replies, the
+    /// routes and reattachments are refused, the rest is dropped; nothing is kept, and the
+    /// node serves on.
+    @Test func messagesAboutUnknownCallsMeetingsAndConnectionsAreAnsweredOrDropped() async throws {
+        try await Heavy.run {
+            let cluster = try await TestCluster.start(nodes: 1)
+            defer { Task { await cluster.shutdown() } }
+            let (stranger, task) = try await NodeBuses.bus("node-x", cluster.postgres)
+            defer { task.cancel() }
+            let inbox = NodeBuses.Inbox(stranger)
+            let node = try NodeID("node-1")
+            let control = TypedEnvelope(id: 7, type: MessageType.control, body: Request.Control(callID: 999, control: .feedback)).encoded()
+            let leave = TypedEnvelope(id: 8, type: MessageType.leaveMeeting, body: Request.LeaveMeeting(callID: 999)).encoded()
+            let messages: [ClusterMessage] = [
+                .request(connection: 42, account: "bob", device: "d", requestID: 7, type: MessageType.control, message: control),
+                .deliver(connection: 123_456, text: Data("{}".utf8)),
+                .ended(call: 999),
+                .meetingRequest(connection: 43, account: "eve", device: "d", grants: .all, requestID: 8, type: MessageType.leaveMeeting,
+                                message: leave),
+                .meetingRoute(meeting: 5, connection: 999_999),
+                .meetingLeft(meeting: 5, connection: 999_999),
+                .reattached(call: 999, connection: 44, account: "bob", device: "d"),
+                .notAParty(call: 999, connection: 45),
+                .disconnected(connection: 77),
+                .close(connection: 88, code: 4_000, reason: "x"),
+            ]
+            try await stranger.send([Data("not a message".utf8)] + messages.map { $0.encoded() }, to: node)
+            let replies = await inbox.first(4).map { ClusterMessage.decode($0.body) }
+            #expect(replies.count == 4)
+            guard replies.count == 4, case .deliver(42, let first)? = replies[0], case .deliver(43, let second)? = replies[1] else {
+                Issue.record("replies: \(replies)")
+                return
+            }
+            #expect(try Envelope.decodeBody(ErrorBody.self, from: first, messageType: MessageType.error).code == SignalingError.Code.callNotFound.rawValue)
+            #expect(try Envelope.decodeBody(ErrorBody.self, from: second, messageType: MessageType.error).code == SignalingError.Code.meetingNotFound.rawValue)
+            #expect(replies[2] == .disconnected(connection: 999_999) && replies[3] == .notAParty(call: 999, connection: 44))
+            let hub = cluster.nodes[0].hub
+            let state = await hub.clusterState
+            #expect(state.proxies.isEmpty && state.meetingProxies.isEmpty && state.routes.isEmpty && state.meetingRoutes.isEmpty)
+            // It serves on: two of its clients call each other.
+            let alice = try await cluster.client("alice", on: 1)
+            let bob = try await cluster.client("bob", on: 1)
+            _ = try await Self.answeredCall(from: alice, to: bob)
+        }
+    }
+
     /// The callee's node stops with the call up: its devices drop out as a closed
     /// connection would, and the call fails after the reconnect grace, with its record.
     @Test func aCalleeWhoseNodeLeavesIsAPartyThatDroppedOut() async throws {

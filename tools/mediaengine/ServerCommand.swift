@@ -17,7 +17,8 @@ struct ServerCommand: AsyncParsableCommand {
         Several servers sharing one PostgreSQL serve as one: give each --store postgres://... and its own --node-id, \
         for example three nodes on hosts a, b and c: `mediaengine server --host 0.0.0.0 --public-host a.example \
         --store postgres://media@db.example/media --store-password-file pw --node-id a` (and b, c alike). A call \
-        between clients of different nodes behaves as on one server (docs/cluster.md).
+        between clients of different nodes behaves as on one server; a meeting is placed by load on one node \
+        and joined from any (docs/cluster.md).
         """
     )
 
