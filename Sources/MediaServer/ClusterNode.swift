@@ -163,11 +163,12 @@ public final class ClusterNode: Sendable {
     private let counters = Locked((sent: 0, received: 0, lost: 0))
 
     /// The figures `/metrics` shows for this node.
-    func figures(remoteDevices: Int, remoteCalls: Int) -> ServerMetrics.Cluster {
+    func figures(remoteDevices: Int, remoteCalls: Int, remoteParticipants: Int, participantsHostedElsewhere: Int) -> ServerMetrics.Cluster {
         let counts = self.counts
         let nodes = membership.nodes
         let deadAfter = configuration.registry.deadAfter
-        return ServerMetrics.Cluster(node: node, remoteDevices: remoteDevices, remoteCalls: remoteCalls, messagesSent: counts.sent,
+        return ServerMetrics.Cluster(node: node, remoteDevices: remoteDevices, remoteCalls: remoteCalls, remoteParticipants: remoteParticipants,
+                                     participantsHostedElsewhere: participantsHostedElsewhere, messagesSent: counts.sent,
                                      messagesReceived: counts.received, messagesLost: counts.lost, nodes: nodes,
                                      liveNodes: nodes.filter { $0.silence < deadAfter }.count)
     }

@@ -46,6 +46,10 @@ public final class ServerMetrics: Sendable {
         public var remoteDevices: Int
         /// Calls other nodes own that devices here take part in.
         public var remoteCalls: Int
+        /// Participants connected to other nodes in meetings this node hosts.
+        public var remoteParticipants: Int
+        /// Participants connected here in meetings other nodes host.
+        public var participantsHostedElsewhere: Int
         public var messagesSent: Int
         public var messagesReceived: Int
         /// Messages to other nodes the store refused after its retries.
@@ -195,10 +199,10 @@ public final class ServerMetrics: Sendable {
     }
 
     /// A cluster node's metrics, labelled with its ID (`node`): remote devices and calls,
-    /// messages sent, received and lost, live nodes; and per node it sees (`peer`), its
+    /// meeting participants across nodes (both ways), messages sent, received and lost, live nodes; and per node it sees (`peer`), its
     /// load and how long ago it heartbeated.
     struct ClusterMetrics {
-        let remoteDevices, remoteCalls, liveNodes: CoreMetrics.Gauge
+        let remoteDevices, remoteCalls, remoteParticipants, participantsHostedElsewhere, liveNodes: CoreMetrics.Gauge
         let sent, received, lost: CoreMetrics.Counter
         var last = (sent: 0, received: 0, lost: 0)
         var peers: [NodeID: (load: CoreMetrics.Gauge, silence: CoreMetrics.Gauge)] = [:]
@@ -209,6 +213,9 @@ public final class ServerMetrics: Sendable {
             let label = [("node", node.rawValue)]
             remoteDevices = CoreMetrics.Gauge(label: "mediaengine_cluster_remote_devices", dimensions: label, factory: factory)
             remoteCalls = CoreMetrics.Gauge(label: "mediaengine_cluster_remote_calls", dimensions: label, factory: factory)
+            remoteParticipants = CoreMetrics.Gauge(label: "mediaengine_cluster_remote_participants", dimensions: label, factory: factory)
+            participantsHostedElsewhere = CoreMetrics.Gauge(label: "mediaengine_cluster_participants_hosted_elsewhere", dimensions: label,
+                                                            factory: factory)
             liveNodes = CoreMetrics.Gauge(label: "mediaengine_cluster_live_nodes", dimensions: label, factory: factory)
             sent = CoreMetrics.Counter(label: "mediaengine_cluster_messages_total", dimensions: label + [("direction", "sent")], factory: factory)
             received = CoreMetrics.Counter(label: "mediaengine_cluster_messages_total", dimensions: label + [("direction", "received")],
@@ -219,6 +226,8 @@ public final class ServerMetrics: Sendable {
         mutating func update(_ figures: Cluster, factory: PrometheusMetricsFactory) {
             remoteDevices.record(figures.remoteDevices)
             remoteCalls.record(figures.remoteCalls)
+            remoteParticipants.record(figures.remoteParticipants)
+            participantsHostedElsewhere.record(figures.participantsHostedElsewhere)
             if figures.messagesSent > last.sent { sent.increment(by: figures.messagesSent - last.sent) }
             if figures.messagesReceived > last.received { received.increment(by: figures.messagesReceived - last.received) }
             if figures.messagesLost > last.lost { lost.increment(by: figures.messagesLost - last.lost) }

@@ -85,7 +85,9 @@ public actor SignalingHub {
     /// The counts `/metrics` reports.
     public var metricsSnapshot: ServerMetrics.Signaling {
         ServerMetrics.Signaling(connections: connectionCount, calls: callCount, meetings: meetingCount, participants: participantCount,
-                                cluster: cluster?.figures(remoteDevices: clusterState.proxies.count, remoteCalls: clusterState.routes.count))
+                                cluster: cluster?.figures(remoteDevices: clusterState.proxies.count, remoteCalls: clusterState.routes.count,
+                                                          remoteParticipants: clusterState.meetingProxies.count,
+                                                          participantsHostedElsewhere: clusterState.meetingRoutes.count))
     }
 
     /// Connects the media plane meetings run on, and where participants reach it.

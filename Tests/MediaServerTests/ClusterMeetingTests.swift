@@ -60,6 +60,12 @@ import TestSupport
                     #expect(level > 0.2, "\(member.account) hears \(speaker): \(level)")
                 }
             }
+            // /metrics: node 2 hosts two participants of other nodes; nodes 1 and 3 each
+            // have one participant in a meeting hosted elsewhere.
+            #expect(try await cluster.metrics(2).value("mediaengine_cluster_remote_participants", ["node": "node-2"]) == 2)
+            for index in [1, 3] {
+                #expect(try await cluster.metrics(index).value("mediaengine_cluster_participants_hosted_elsewhere", ["node": "node-\(index)"]) == 1)
+            }
             let host = try #require(cluster.nodes[1].forwardingServer)
             #expect(host.statistics.router.packetsForwarded > 500, "node 2's SFU forwards the meeting")
             for index in [0, 2] {
