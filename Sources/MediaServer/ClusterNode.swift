@@ -37,6 +37,9 @@ enum ClusterMessage: Sendable, Hashable, Codable {
     case meetingRoute(meeting: UInt64, connection: UInt64)
     /// Host → device node: `connection` is no longer a member of `meeting`.
     case meetingLeft(meeting: UInt64, connection: UInt64)
+    /// Device node → host: `device` of `account`, a member of `meeting`, logged in again
+    /// on the sender's `connection` (its old connection was elsewhere).
+    case meetingReattached(meeting: UInt64, connection: UInt64, account: String, device: String)
 
     func encoded() -> Data { (try? JSONEncoder().encode(self)) ?? Data() }
 

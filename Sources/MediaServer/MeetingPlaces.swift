@@ -82,10 +82,56 @@ public struct MeetingPlaces: Sendable {
         }
     }
 
+    /// A meeting member as the store keeps it.
+    public struct Member: Sendable, Hashable {
+        public var device: String
+        public var meeting: UInt64
+    }
+
+    /// The host's members changed: `members` are in its meetings now (added or moved),
+    /// `gone` no longer are.
+    public func update(host: NodeID, members: [String: Member], gone: [String]) async throws(StoreError) {
+        let accounts = members.keys.sorted()
+        let devices = accounts.map { members[$0]!.device }
+        let meetings = accounts.map { Int64(bitPattern: members[$0]!.meeting) }
+        _ = try await store.transaction("meeting members of node \(host)") { connection, logger in
+            if !gone.isEmpty {
+                try await connection.query("DELETE FROM meetingMember WHERE host = \(host.rawValue) AND account = ANY(\(gone))",
+                                           logger: logger)
+            }
+            if !accounts.isEmpty {
+                try await connection.query("""
+                    INSERT INTO meetingMember (account, device, meeting, host)
+                    SELECT account, device, meeting, \(host.rawValue)
+                    FROM UNNEST(\(accounts)::TEXT[], \(devices)::TEXT[], \(meetings)::BIGINT[]) AS m (account, device, meeting)
+                    ON CONFLICT (account) DO UPDATE SET device = EXCLUDED.device, meeting = EXCLUDED.meeting, host = EXCLUDED.host
+                    """, logger: logger)
+            }
+        }
+    }
+
+    /// The meeting `account` is in, on a live host, if it is in one.
+    public func meeting(of account: String) async throws(StoreError) -> (member: Member, host: NodeID)? {
+        let deadAfter = Int64(registry.configuration.deadAfter / .milliseconds(1))
+        return try await store.run("meeting of \(account)") { client in
+            let rows = try await client.query("""
+                SELECT meetingMember.device, meetingMember.meeting, meetingMember.host FROM meetingMember
+                JOIN node ON node.id = meetingMember.host
+                WHERE meetingMember.account = \(account) AND \(unescaped: NodeRegistry.now) - node.heartbeatAt < \(deadAfter)
+                """)
+            for try await (device, meeting, host) in rows.decode((String, Int64, String).self) {
+                guard let host = try? NodeID(host) else { return nil }
+                return (Member(device: device, meeting: UInt64(bitPattern: meeting)), host)
+            }
+            return nil
+        }
+    }
+
     /// Removes every row of `node` (a node found dead or gone, or one starting again).
     public func sweep(_ node: NodeID) async throws(StoreError) {
         try await store.run("meeting places of node \(node)") { client in
             try await client.query("DELETE FROM meetingPlace WHERE node = \(node.rawValue)")
+            try await client.query("DELETE FROM meetingMember WHERE host = \(node.rawValue)")
         }
     }
 }

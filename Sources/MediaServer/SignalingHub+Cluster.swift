@@ -65,6 +65,8 @@ struct ClusterState: Sendable {
     var meetingRoutes: [ConnectionID: MeetingRoute] = [:]
     /// Host side: names whose meeting place is this node (released once the name is free).
     var placedHere: Set<String> = []
+    /// Host side: the members of meetings hosted here as the store last heard of them.
+    var storedMembers: [String: MeetingPlaces.Member] = [:]
     /// Device side: logins here waiting for a call's owner elsewhere to take them back.
     var pendingReattach: [ConnectionID: CheckedContinuation<Bool, Never>] = [:]
 
@@ -256,16 +258,27 @@ extension SignalingHub {
         // A device of a call another node owns, logging in on a node that has no route of
         // it (its old connection was on a third node): the owner says whether it is a party,
         // so that the reply names the call only then.
-        if rejoined.isEmpty, registry.accountCall[account] == nil {
-            do {
-                if let (callID, owner) = try await cluster.membership.parties.call(of: account), owner != cluster.node,
-                   registry.device(of: id) != nil, clusterState.routes[callID] == nil {
-                    cluster.send(.reattached(call: callID, connection: id.value, account: account, device: device), to: owner)
-                    if await reattachAnswered(id) { rejoined.append(callID) }
-                }
-            } catch {
-                logger.warning("call of \(account): \(error.message); a call it is in elsewhere is not rejoined")
+        // Likewise a member of a meeting another node hosts: the host takes the device's
+        // new connection (the login reply does not name meetings).
+        let lookCall = rejoined.isEmpty && registry.accountCall[account] == nil
+        let lookMeeting = meetings.accountMeeting[account] == nil
+        async let call = lookCall ? cluster.membership.parties.call(of: account) : nil
+        async let meeting = lookMeeting ? cluster.membership.places.meeting(of: account) : nil
+        do {
+            if let (callID, owner) = try await call, owner != cluster.node, registry.device(of: id) != nil,
+               clusterState.routes[callID] == nil {
+                cluster.send(.reattached(call: callID, connection: id.value, account: account, device: device), to: owner)
+                if await reattachAnswered(id) { rejoined.append(callID) }
             }
+        } catch {
+            logger.warning("call of \(account): \((error as? StoreError)?.message ?? "\(error)"); a call it is in elsewhere is not rejoined")
+        }
+        do {
+            if let (member, host) = try await meeting, host != cluster.node, member.device == device, registry.device(of: id) != nil {
+                cluster.send(.meetingReattached(meeting: member.meeting, connection: id.value, account: account, device: device), to: host)
+            }
+        } catch {
+            logger.warning("meeting of \(account): \((error as? StoreError)?.message ?? "\(error)"); a meeting it is in elsewhere is not rejoined")
         }
         return rejoined.sorted()
     }
@@ -384,6 +397,8 @@ extension SignalingHub {
             await hostMeetingRequest(from: ClusterState.Remote(node: node, connection: connection),
                                      MeetingRegistry.Identity(account: account, device: device, grants: grants),
                                      requestID: requestID, type: type, message: message)
+        case .meetingReattached(let meeting, let connection, let account, let device):
+            hostMeetingReattached(meeting, from: ClusterState.Remote(node: node, connection: connection), account: account, device: device)
         case .meetingRoute(let meeting, let connection):
             meetingRouted(meeting, connection: connection, host: node)
         case .meetingLeft(let meeting, let connection):

@@ -99,6 +99,22 @@ extension SignalingHub {
         await handleMeeting(proxy, identity, requestID: requestID, type: type, message: message, assignedID: assigned)
     }
 
+    /// A member of a meeting hosted here logged in again on another node: that connection
+    /// takes the member's place (the newest login wins), and its node routes it here.
+    func hostMeetingReattached(_ meeting: UInt64, from remote: ClusterState.Remote, account: String, device: String) {
+        guard let member = meetings.meetings[meeting]?.members[account], member.identity.device == device else { return }
+        if let old = member.connection, old != clusterState.meetingProxyOf[remote] { clusterState.removeMeetingProxy(old) }
+        let proxy = clusterState.meetingProxyOf[remote] ?? {
+            let proxy = ConnectionID(nextConnection)
+            nextConnection += 1
+            clusterState.meetingProxyOf[remote] = proxy
+            return proxy
+        }()
+        clusterState.meetingProxies[proxy] = ClusterState.MeetingProxy(remote: remote, meeting: meeting)
+        _ = meetings.connected(proxy, member.identity)
+        cluster?.send(.meetingRoute(meeting: meeting, connection: remote.connection), to: remote.node)
+    }
+
     /// After the registry ran a meeting request here: a proxy that became a member has its
     /// device node told where the member's requests go (before the reply is sent).
     func meetingHandled(_ id: ConnectionID, _ identity: MeetingRegistry.Identity, type: String, message: Data) {
@@ -125,6 +141,7 @@ extension SignalingHub {
                 }
             }
         }
+        await storeMembers(cluster)
         let free = clusterState.placedHere.filter { meetings.byName[$0] == nil }
         guard !free.isEmpty else { return }
         clusterState.placedHere.subtract(free)
@@ -134,6 +151,28 @@ extension SignalingHub {
             } catch {
                 logger.warning("meeting place of '\(name)': \(error.message)")
             }
+        }
+    }
+
+    /// Writes who joined and left the meetings hosted here since the last write, so that
+    /// a member logging in again on another node is found.
+    private func storeMembers(_ cluster: ClusterNode) async {
+        var members: [String: MeetingPlaces.Member] = [:]
+        for meeting in meetings.meetings.values {
+            for (account, member) in meeting.members {
+                members[account] = MeetingPlaces.Member(device: member.identity.device, meeting: meeting.id)
+            }
+        }
+        let changed = members.filter { clusterState.storedMembers[$0.key] != $0.value }
+        let gone = clusterState.storedMembers.keys.filter { members[$0] == nil }.sorted()
+        guard !changed.isEmpty || !gone.isEmpty else { return }
+        // Taken as written before the await: a settling meanwhile writes only what changes
+        // after this one.
+        clusterState.storedMembers = members
+        do {
+            try await cluster.membership.places.update(host: cluster.node, members: changed, gone: gone)
+        } catch {
+            logger.warning("meeting members: \(error.message); members logging in on other nodes may not be found")
         }
     }
 

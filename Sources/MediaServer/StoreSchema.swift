@@ -140,16 +140,29 @@ enum StoreSchema {
             // in the same millisecond on two nodes one ID (and one record).
             "CREATE SEQUENCE callIDs",
         ]),
-        // Which node hosts each meeting (PostgreSQL; see MeetingPlaces).
+        // Which node hosts each meeting, and who is in it (PostgreSQL; see MeetingPlaces).
         Migration(name: "v7: meeting places", sqlite: { db in
             try db.create(table: "meetingPlace") { table in
                 table.primaryKey("name", .text)
                 table.column("node", .text).notNull().indexed()
                 table.column("since", .integer).notNull()
             }
+            try db.create(table: "meetingMember") { table in
+                table.primaryKey("account", .text)
+                table.column("device", .text).notNull()
+                table.column("meeting", .integer).notNull()
+                table.column("host", .text).notNull().indexed()
+            }
         }, postgres: [
             "CREATE TABLE meetingPlace (name TEXT PRIMARY KEY, node TEXT NOT NULL, since BIGINT NOT NULL)",
             "CREATE INDEX meetingPlace_on_node ON meetingPlace (node)",
+            // Who is in which meeting on which host: a device logging in again on another
+            // node finds its meeting there.
+            """
+            CREATE TABLE meetingMember (account TEXT PRIMARY KEY, device TEXT NOT NULL, meeting BIGINT NOT NULL,
+                host TEXT NOT NULL)
+            """,
+            "CREATE INDEX meetingMember_on_host ON meetingMember (host)",
         ]),
     ]
 

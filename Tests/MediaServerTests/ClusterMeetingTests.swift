@@ -154,4 +154,70 @@ import TestSupport
             for member in [alice, bob, carol] { await member.manager.logout() }
         }
     }
+
+    /// An audio endpoint for a signaling-only participant (no media: the test is over long
+    /// before the SFU's 15 s leg timeout).
+    static func media(_ ssrc: UInt32) -> MediaEndpoint {
+        MediaEndpoint(candidates: [MediaCandidate(host: "127.0.0.1", port: 9)], srtpProfile: "AEAD_AES_128_GCM",
+                      srtpKey: "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2Vj", audioSSRC: ssrc, videoSSRC: nil, iceUfrag: "u\(ssrc)",
+                      icePassword: "password-of-twenty-two-chars")
+    }
+
+    /// dave (node 3) is in a meeting node 1 hosts; his connection drops and he logs in again
+    /// on node 2. Node 2 finds his meeting in the store and node 1 takes his new connection:
+    /// events reach him there, and his leave through node 2 is a leave, not a time-out.
+    @Test func aMemberThatLogsInAgainOnAnotherNodeKeepsItsMeeting() async throws {
+        try await Heavy.run {
+            let cluster = try await TestCluster.start(nodes: 3)
+            defer { Task { await cluster.shutdown() } }
+            let alice = try await cluster.client("alice", on: 1)
+            let bob = try await cluster.client("bob", on: 2)
+            let dave = try await cluster.client("dave", on: 3)
+            try await Self.waitForLoads(cluster, [1: 1, 2: 1, 3: 1])
+            _ = try await alice.request(MessageType.reserveMeeting, Request.ReserveMeeting(name: "sync"), as: Reply.ReserveMeeting.self)
+            let places = try #require(cluster.nodes[0].cluster?.membership.places)
+            #expect(try await places.all() == ["sync": try NodeID("node-1")])
+            var id: UInt64 = 0
+            for (index, client) in [alice, bob, dave].enumerated() {
+                id = try await client.request(MessageType.joinMeeting, Request.JoinMeeting(name: "sync", role: .actor, type: .audio,
+                                                                                         media: Self.media(UInt32(100 + index))),
+                                              as: Reply.JoinMeeting.self).callID
+            }
+            var rows = ""
+            for _ in 0..<100 where rows != "alice|node-1\nbob|node-1\ndave|node-1\n" {
+                rows = try cluster.postgres.query("SELECT account, host FROM meetingMember ORDER BY account")
+                if rows != "alice|node-1\nbob|node-1\ndave|node-1\n" { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(rows == "alice|node-1\nbob|node-1\ndave|node-1\n", "\(rows)")
+
+            await cluster.nodes[2].hub.dropConnections(of: "dave", reason: "network change")
+            #expect(await dave.waitForEnd())
+            let again = try await cluster.client("dave", on: 2)
+            // Node 1 gives dave's member the new connection (a proxy of node 2's).
+            var moved = false
+            for _ in 0..<100 where !moved {
+                let hub = cluster.nodes[0].hub
+                if let connection = await hub.meetings.meetings[id]?.members["dave"]?.connection {
+                    moved = await hub.clusterState.meetingProxies[connection]?.remote.node == (try NodeID("node-2"))
+                }
+                if !moved { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            #expect(moved, "node 1 took dave's login on node 2")
+            _ = try await alice.request(MessageType.setMeetingRole, Request.SetMeetingRole(callID: id, role: .audience), as: Reply.Empty.self)
+            let changed = try #require(await again.next(MessageType.meetingRoleChanged)).body(Event.MeetingRoleChanged.self)
+            #expect(changed.account == "alice" && changed.role == .audience)
+            _ = try await again.request(MessageType.leaveMeeting, Request.LeaveMeeting(callID: id), as: Reply.Empty.self)
+            for client in [alice, bob] {
+                let left = try #require(await client.next(MessageType.userLeft)).body(Event.UserLeft.self)
+                #expect(left.account == "dave" && left.reason == .left)
+            }
+            // The host writes the store after its events went out.
+            var members = ""
+            for _ in 0..<100 where members != "alice\nbob\n" {
+                members = try cluster.postgres.query("SELECT account FROM meetingMember ORDER BY account")
+                if members != "alice\nbob\n" { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(members == "alice\nbob\n", "dave's row is gone: \(members)")
+        }
+    }
 }
