@@ -117,6 +117,55 @@ struct TestCluster {
         }
     }
 
+    /// PostgreSQL restarts mid-call (alice on node 1, bob on node 2, audio both ways): the
+    /// media never stops, the nodes stay live to each other, signaling across them resumes
+    /// once the bus has reconnected (a control, the hangup, both records), and the record
+    /// is stored once.
+    @Test func aPostgreSQLRestartMidCallKeepsMediaFlowingAndSignalingResumes() async throws {
+        try await Heavy.run {
+            // Dead after 10 s: a restart (a second or two) must not look like a dead node.
+            let cluster = try await TestCluster.start(nodes: 2) { $0.cluster?.registry.deadAfter = .seconds(10) }
+            defer { Task { await cluster.shutdown() } }
+            let alice = try await CallFlows.Endpoint(url: cluster.url(1), token: try await cluster.token("alice"),
+                                                     audio: "tones:440,1000", video: nil)
+            let bob = try await CallFlows.Endpoint(url: cluster.url(2), token: try await cluster.token("bob"),
+                                                   audio: "tones:440,1000", video: nil)
+            let id = try await alice.manager.start(callee: "bob", type: .audio)
+            _ = try #require(await bob.wait { CallFlows.invitation($0) == id })
+            try await bob.manager.response(callID: id, accept: true)
+            #expect(await alice.wait(for: CallFlows.isConnected) != nil)
+            #expect(await bob.wait(for: CallFlows.isConnected) != nil)
+            try await Task.sleep(for: .seconds(1))
+
+            let before = (alice.snapshot.audio.count, bob.snapshot.audio.count)
+            let restarted = ContinuousClock.now
+            try cluster.postgres.restart()
+            try await Task.sleep(for: .seconds(1))
+            let elapsed = Double((ContinuousClock.now - restarted) / .milliseconds(1)) / 1_000
+            let during = (alice.snapshot.audio.count - before.0, bob.snapshot.audio.count - before.1)
+            // 48,000 samples a second; most of them arrive while the database is away.
+            #expect(Double(during.0) > 0.8 * elapsed * 48_000 && Double(during.1) > 0.8 * elapsed * 48_000,
+                    "audio through the restart (\(elapsed) s): alice \(during.0), bob \(during.1) samples")
+
+            // Signaling across the nodes resumes: a control from alice reaches bob.
+            try await alice.manager.control(callID: id, .feedback)
+            #expect(await bob.wait(timeout: 20) { event in
+                if case .control(id, _, .feedback) = event { true } else { false }
+            } != nil, "bob got alice's control after the restart")
+            try await bob.manager.hangup(callID: id)
+            let aliceRecord = try #require(await alice.wait(timeout: 20) { CallFlows.record($0) != nil }.flatMap(CallFlows.record))
+            let bobRecord = try #require(await bob.wait(timeout: 20) { CallFlows.record($0) != nil }.flatMap(CallFlows.record))
+            #expect(aliceRecord == bobRecord && aliceRecord.endReason == .completed && aliceRecord.endedBy == "bob")
+            #expect(try await cluster.store.records(of: "alice", limit: 10) == [aliceRecord], "stored once")
+            // Neither node took the other for dead.
+            let nodes = try await #require(cluster.nodes[0].cluster).membership.registry.liveNodes()
+            #expect(nodes.map(\.id.rawValue).sorted() == ["node-1", "node-2"])
+            #expect(try await cluster.metrics(1).value("mediaengine_cluster_live_nodes", ["node": "node-1"]) == 2)
+            await alice.manager.logout()
+            await bob.manager.logout()
+        }
+    }
+
     /// bob is logged in on nodes 2 and 3 (and alice on 1): both devices ring, controls
     /// cross, the phone answers and the laptop is told, a late answer is refused, and the
     /// hangup and records reach everyone, exactly as on one node.
