@@ -82,6 +82,21 @@ struct TestCluster {
         return started.callID
     }
 
+    /// alice (node 1) calls bob (node 2) with real audio (tones both ways); bob answers and
+    /// both see the media connected.
+    static func connectedAudioCall(_ cluster: TestCluster) async throws -> (CallFlows.Endpoint, CallFlows.Endpoint, UInt64) {
+        let alice = try await CallFlows.Endpoint(url: cluster.url(1), token: try await cluster.token("alice"),
+                                     audio: "tones:440,1000", video: nil)
+        let bob = try await CallFlows.Endpoint(url: cluster.url(2), token: try await cluster.token("bob"),
+                                   audio: "tones:440,1000", video: nil)
+        let id = try await alice.manager.start(callee: "bob", type: .audio)
+        _ = try #require(await bob.wait { CallFlows.invitation($0) == id })
+        try await bob.manager.response(callID: id, accept: true)
+        #expect(await alice.wait(for: CallFlows.isConnected) != nil)
+        #expect(await bob.wait(for: CallFlows.isConnected) != nil)
+        return (alice, bob, id)
+    }
+
     /// Three nodes: alice on node 1 calls bob on node 2 with real media between them. The
     /// call connects, each hears the other, and the record is stored once (by node 1, the
     /// caller's) and reaches both.
@@ -89,15 +104,7 @@ struct TestCluster {
         try await Heavy.run {
             let cluster = try await TestCluster.start(nodes: 3)
             defer { Task { await cluster.shutdown() } }
-            let alice = try await CallFlows.Endpoint(url: cluster.url(1), token: try await cluster.token("alice"),
-                                                     audio: "tones:440,1000", video: nil)
-            let bob = try await CallFlows.Endpoint(url: cluster.url(2), token: try await cluster.token("bob"),
-                                                   audio: "tones:440,1000", video: nil)
-            let id = try await alice.manager.start(callee: "bob", type: .audio)
-            _ = try #require(await bob.wait { CallFlows.invitation($0) == id })
-            try await bob.manager.response(callID: id, accept: true)
-            #expect(await alice.wait(for: CallFlows.isConnected) != nil)
-            #expect(await bob.wait(for: CallFlows.isConnected) != nil)
+            let (alice, bob, id) = try await Self.connectedAudioCall(cluster)
             try await Task.sleep(for: .seconds(3))
             try await alice.manager.hangup(callID: id)
             let bobRecord = try #require(await bob.wait { CallFlows.record($0) != nil }.flatMap(CallFlows.record))
@@ -126,15 +133,7 @@ struct TestCluster {
             // Dead after 10 s: a restart (a second or two) must not look like a dead node.
             let cluster = try await TestCluster.start(nodes: 2) { $0.cluster?.registry.deadAfter = .seconds(10) }
             defer { Task { await cluster.shutdown() } }
-            let alice = try await CallFlows.Endpoint(url: cluster.url(1), token: try await cluster.token("alice"),
-                                                     audio: "tones:440,1000", video: nil)
-            let bob = try await CallFlows.Endpoint(url: cluster.url(2), token: try await cluster.token("bob"),
-                                                   audio: "tones:440,1000", video: nil)
-            let id = try await alice.manager.start(callee: "bob", type: .audio)
-            _ = try #require(await bob.wait { CallFlows.invitation($0) == id })
-            try await bob.manager.response(callID: id, accept: true)
-            #expect(await alice.wait(for: CallFlows.isConnected) != nil)
-            #expect(await bob.wait(for: CallFlows.isConnected) != nil)
+            let (alice, bob, id) = try await Self.connectedAudioCall(cluster)
             try await Task.sleep(for: .seconds(1))
 
             let before = (alice.snapshot.audio.count, bob.snapshot.audio.count)
