@@ -86,9 +86,9 @@ struct TestCluster {
     /// both see the media connected.
     static func connectedAudioCall(_ cluster: TestCluster) async throws -> (CallFlows.Endpoint, CallFlows.Endpoint, UInt64) {
         let alice = try await CallFlows.Endpoint(url: cluster.url(1), token: try await cluster.token("alice"),
-                                     audio: "tones:440,1000", video: nil)
+                                                 audio: "tones:440,1000", video: nil)
         let bob = try await CallFlows.Endpoint(url: cluster.url(2), token: try await cluster.token("bob"),
-                                   audio: "tones:440,1000", video: nil)
+                                               audio: "tones:440,1000", video: nil)
         let id = try await alice.manager.start(callee: "bob", type: .audio)
         _ = try #require(await bob.wait { CallFlows.invitation($0) == id })
         try await bob.manager.response(callID: id, accept: true)
