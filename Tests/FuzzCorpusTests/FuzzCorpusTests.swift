@@ -96,6 +96,18 @@ import Testing
         #expect(try Self.replay("turn", "data-from-another-port-of-a-permitted-peer"))
     }
 
+    /// `sdp`: an m= line whose last fields were separated by tabs, the last one a
+    /// combining mark (U+0749), was written back with spaces, and `" \u{0749}"` is one
+    /// Swift `Character`: split at characters, the written line had a field less. SDP is
+    /// now split at Unicode scalars (`SDPRobustness.separatorsFollowedByCombiningMarksStillSeparate`).
+    @Test func sdpCombiningMarkAfterABlank() throws {
+        let input = [UInt8](try Data(contentsOf: Self.fuzzDirectory.appendingPathComponent("Regressions/sdp/combining-mark-after-a-blank")))
+        let description = try SessionDescription(parsing: String(decoding: input, as: UTF8.self))
+        #expect(description.media.first?.formats == ["\u{0749}"])
+        #expect(try SessionDescription(parsing: description.text) == description)
+        #expect(try Self.replay("sdp", "combining-mark-after-a-blank"), "the description parses")
+    }
+
     /// `vp8`: an X byte that flags no field is read (2 bytes) but not written back (1 byte).
     /// The target's round-trip property assumed equal lengths; the parser is right (RFC 7741
     /// allows it), so the property now allows the one byte.

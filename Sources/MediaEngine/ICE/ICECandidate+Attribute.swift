@@ -23,7 +23,7 @@ extension ICECandidate {
         var value = Substring(text)
         if value.hasPrefix("a=") { value = value.dropFirst(2) }
         if value.hasPrefix("candidate:") { value = value.dropFirst("candidate:".count) }
-        let fields = value.split(separator: " ", omittingEmptySubsequences: true)
+        let fields = SDPScanning.split(value, at: " ")  // at scalars, as SDP is split
         guard fields.count >= 8 else { throw SDPError(.badAttribute, "candidate: \(fields.count) fields, at least 8 needed") }
         let foundation = String(fields[0])
         guard (1...32).contains(foundation.utf8.count),

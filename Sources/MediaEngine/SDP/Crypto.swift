@@ -110,20 +110,20 @@ extension MediaDescription {
             }
 
             init(parsing text: Substring) throws(SDPError) {
-                let parts = text.split(separator: "|", omittingEmptySubsequences: false)
-                guard let method = parts[0].firstIndex(of: ":"), parts[0][..<method].lowercased() == "inline" else {
+                let parts = SDPScanning.split(text, at: "|", omittingEmptySubsequences: false)
+                guard let method = SDPScanning.cut(parts[0], at: ":"), method.before.lowercased() == "inline" else {
                     throw SDPError(.badCrypto, "crypto key parameter must start with inline:")
                 }
                 guard parts.count <= 3 else { throw SDPError(.badCrypto, "crypto key parameter has more than lifetime and MKI after the key") }
                 var lifetime: UInt64?
                 var mki: MKI?
                 for (index, part) in parts.dropFirst().enumerated() {
-                    if let colon = part.firstIndex(of: ":") {
+                    if let mkiParts = SDPScanning.cut(part, at: ":") {
                         guard mki == nil else { throw SDPError(.badCrypto, "crypto key parameter has two MKIs") }
-                        guard let value = SDPScanning.decimal(part[..<colon], as: UInt64.self) else {
+                        guard let value = SDPScanning.decimal(mkiParts.before, as: UInt64.self) else {
                             throw SDPError(.badCrypto, "crypto MKI value is not a decimal number below 2^64")
                         }
-                        guard let length = SDPScanning.decimal(part[part.index(after: colon)...], as: UInt8.self), (1...128).contains(length) else {
+                        guard let length = SDPScanning.decimal(mkiParts.after, as: UInt8.self), (1...128).contains(length) else {
                             throw SDPError(.badCrypto, "crypto MKI length is not a number in 1...128")
                         }
                         mki = MKI(value: value, length: Int(length))
@@ -133,7 +133,7 @@ extension MediaDescription {
                         lifetime = try Self.lifetime(part)
                     }
                 }
-                try self.init(base64Key: String(parts[0][parts[0].index(after: method)...]), lifetime: lifetime, mki: mki)
+                try self.init(base64Key: String(method.after), lifetime: lifetime, mki: mki)
             }
 
             private static func lifetime(_ text: Substring) throws(SDPError) -> UInt64 {
@@ -233,7 +233,7 @@ extension MediaDescription {
                 throw SDPError(.badCrypto, "crypto suite is not a name of letters, digits and underscores")
             }
             var keys: [KeyParameters] = []
-            for part in fields[2].split(separator: ";", omittingEmptySubsequences: false) {
+            for part in SDPScanning.split(fields[2], at: ";", omittingEmptySubsequences: false) {
                 keys.append(try KeyParameters(parsing: part))
             }
             try self.init(tag: tag, suite: Suite(rawValue: String(fields[1])), keys: keys, sessionParameters: fields.dropFirst(3).map(String.init))

@@ -34,7 +34,7 @@ extension MediaDescription {
         public init(attributeValue value: String) throws(SDPError) {
             let (head, afterHead) = SDPScanning.firstField(value[...])
             let (uri, extensionAttributes) = SDPScanning.firstField(afterHead)
-            let parts = head.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+            let parts = SDPScanning.split(head, at: "/", maxSplits: 1, omittingEmptySubsequences: false)
             guard let id = SDPScanning.decimal(parts[0], as: UInt8.self), id >= 1 else {
                 throw SDPError(.badAttribute, "extmap id is not a number in 1...255")
             }

@@ -51,14 +51,14 @@ extension MediaDescription {
         /// repeats, the first value wins. Values keep any further `=` (base64 padding).
         public var parameters: [String: String] {
             var result: [String: String] = [:]
-            for item in parameterString.split(separator: ";") {
+            for item in SDPScanning.split(parameterString[...], at: ";") {
                 let item = SDPScanning.trimmed(item)
                 guard !item.isEmpty else { continue }
                 let key: Substring
                 let value: Substring
-                if let equals = item.firstIndex(of: "=") {
-                    key = SDPScanning.trimmed(item[..<equals])
-                    value = SDPScanning.trimmed(item[item.index(after: equals)...])
+                if let parts = SDPScanning.cut(item, at: "=") {
+                    key = SDPScanning.trimmed(parts.before)
+                    value = SDPScanning.trimmed(parts.after)
                 } else {
                     key = item
                     value = ""

@@ -53,9 +53,9 @@ public struct MediaDescription: Hashable, Sendable, CustomStringConvertible {
         public static let udpTLSRTPSAVPF = TransportProtocol(rawValue: "UDP/TLS/RTP/SAVPF")
 
         /// Whether the formats are RTP payload types (any profile with an `RTP` part).
-        public var isRTP: Bool { rawValue.split(separator: "/").contains("RTP") }
+        public var isRTP: Bool { SDPScanning.split(rawValue[...], at: "/").contains("RTP") }
         /// Whether the profile is a secure one (`SAVP`, `SAVPF`).
-        public var isSecure: Bool { rawValue.split(separator: "/").contains { $0 == "SAVP" || $0 == "SAVPF" } }
+        public var isSecure: Bool { SDPScanning.split(rawValue[...], at: "/").contains { $0 == "SAVP" || $0 == "SAVPF" } }
 
         /// The token as written in SDP.
         public var description: String { rawValue }

@@ -35,7 +35,7 @@ extension MediaDescription {
             guard let payloadType = SDPScanning.decimal(fields[0], as: UInt8.self), payloadType <= 127 else {
                 throw SDPError(.badAttribute, "rtpmap payload type is not a number in 0...127")
             }
-            let parts = fields[1].split(separator: "/", omittingEmptySubsequences: false)
+            let parts = SDPScanning.split(fields[1], at: "/", omittingEmptySubsequences: false)
             guard parts.count == 2 || parts.count == 3, !parts[0].isEmpty else {
                 throw SDPError(.badAttribute, "rtpmap for payload type \(payloadType) needs <encoding>/<clock rate>[/<channels>]")
             }

@@ -158,19 +158,19 @@ private struct DocumentParser {
 
     /// `a=<name>[:<value>]`.
     private static func attribute(_ value: Substring) throws(SDPError) -> SessionDescription.Attribute {
-        let colon = value.firstIndex(of: ":")
-        let name = value[..<(colon ?? value.endIndex)]
-        guard !name.isEmpty, !name.contains(where: SDPScanning.isBlank) else {
+        let parts = SDPScanning.cut(value, at: ":")
+        let name = parts?.before ?? value
+        guard !name.isEmpty, !SDPScanning.containsBlank(name) else {
             throw SDPError(.malformedLine, "a= line needs an attribute name without blanks before ':'")
         }
-        return SessionDescription.Attribute(name: String(name), value: colon.map { String(value[value.index(after: $0)...]) })
+        return SessionDescription.Attribute(name: String(name), value: parts.map { String($0.after) })
     }
 
     /// `m=<media> <port>[/<number of ports>] <proto> <fmt> ...`.
     private static func mediaLine(_ value: Substring) throws(SDPError) -> MediaDescription {
         let fields = SDPScanning.fields(value)
         guard fields.count >= 4 else { throw SDPError(.malformedLine, "m= line needs at least 4 fields (media port proto format), found \(fields.count)") }
-        let portParts = fields[1].split(separator: "/", omittingEmptySubsequences: false)
+        let portParts = SDPScanning.split(fields[1], at: "/", omittingEmptySubsequences: false)
         guard portParts.count <= 2, let port = SDPScanning.decimal(portParts[0], as: UInt16.self) else {
             throw SDPError(.malformedLine, "m= port is not a number in 0...65535")
         }

@@ -1,26 +1,60 @@
 /// Small lexical helpers shared by the SDP line and attribute parsers.
+///
+/// SDP's grammar (RFC 8866 section 9) is over octets, so every split here is at Unicode
+/// scalars, never at Swift's `Character`s: a combining mark after a separator joins it in
+/// one grapheme cluster (`" \u{0749}"` is one `Character`), and splitting at characters
+/// would read a field written as `m=... \u{0749}` as part of the field before it.
 enum SDPScanning {
     /// Splits on runs of spaces and tabs. RFC 8866 separates fields with one space; runs
     /// are accepted because hand-written files have them.
     static func fields(_ text: Substring) -> [Substring] {
-        text.split(whereSeparator: { $0 == " " || $0 == "\t" })
+        split(text, whereSeparator: isBlank)
+    }
+
+    /// Splits at every `separator` scalar.
+    static func split(
+        _ text: Substring, at separator: Unicode.Scalar, maxSplits: Int = .max, omittingEmptySubsequences: Bool = true
+    ) -> [Substring] {
+        split(text, maxSplits: maxSplits, omittingEmptySubsequences: omittingEmptySubsequences) { $0 == separator }
+    }
+
+    private static func split(
+        _ text: Substring, maxSplits: Int = .max, omittingEmptySubsequences: Bool = true,
+        whereSeparator isSeparator: (Unicode.Scalar) -> Bool
+    ) -> [Substring] {
+        text.unicodeScalars
+            .split(maxSplits: maxSplits, omittingEmptySubsequences: omittingEmptySubsequences, whereSeparator: isSeparator)
+            .map(Substring.init)
+    }
+
+    /// `text` before and after its first `separator` scalar, or nil when it has none.
+    static func cut(_ text: Substring, at separator: Unicode.Scalar) -> (before: Substring, after: Substring)? {
+        let scalars = text.unicodeScalars
+        guard let index = scalars.firstIndex(of: separator) else { return nil }
+        return (Substring(scalars[..<index]), Substring(scalars[scalars.index(after: index)...]))
     }
 
     /// Splits off the first field; `rest` keeps its inner spacing (it may be free text).
     static func firstField(_ text: Substring) -> (first: Substring, rest: Substring) {
-        let start = text.drop(while: isBlank)
-        guard let end = start.firstIndex(where: isBlank) else { return (start, start[start.endIndex...]) }
-        return (start[..<end], start[end...].drop(while: isBlank))
+        let scalars = text.unicodeScalars
+        let start = scalars.firstIndex { !isBlank($0) } ?? scalars.endIndex
+        let end = scalars[start...].firstIndex(where: isBlank) ?? scalars.endIndex
+        let rest = scalars[end...].firstIndex { !isBlank($0) } ?? scalars.endIndex
+        return (Substring(scalars[start..<end]), Substring(scalars[rest...]))
     }
 
-    static func isBlank(_ character: Character) -> Bool { character == " " || character == "\t" }
+    static func isBlank(_ scalar: Unicode.Scalar) -> Bool { scalar == " " || scalar == "\t" }
+
+    /// Whether `text` has a space or a tab anywhere, combined with a mark or not.
+    static func containsBlank<Text: StringProtocol>(_ text: Text) -> Bool { text.unicodeScalars.contains(where: isBlank) }
 
     /// `text` without leading and trailing spaces and tabs.
     static func trimmed(_ text: Substring) -> Substring {
-        guard let first = text.firstIndex(where: { !isBlank($0) }), let last = text.lastIndex(where: { !isBlank($0) }) else {
-            return text[text.endIndex...]
+        let scalars = text.unicodeScalars
+        guard let first = scalars.firstIndex(where: { !isBlank($0) }), let last = scalars.lastIndex(where: { !isBlank($0) }) else {
+            return Substring(scalars[scalars.endIndex...])
         }
-        return text[first...last]
+        return Substring(scalars[first...last])
     }
 
     /// A decimal number made only of ASCII digits. Unlike `Int("+5")`, signs, spaces and
@@ -53,7 +87,7 @@ enum SDPScanning {
     static func token(_ value: String) -> String {
         let line = singleLine(value)
         guard !line.isEmpty else { return "-" }
-        guard line.contains(where: isBlank) else { return line }
-        return String(line.map { isBlank($0) ? "-" : $0 })
+        guard containsBlank(line) else { return line }
+        return String(String.UnicodeScalarView(line.unicodeScalars.map { isBlank($0) ? "-" : $0 }))
     }
 }

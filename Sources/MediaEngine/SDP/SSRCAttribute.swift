@@ -28,11 +28,11 @@ extension MediaDescription {
             guard let ssrc = SDPScanning.decimal(id, as: UInt32.self) else {
                 throw SDPError(.badAttribute, "ssrc is not a number in 0...4294967295")
             }
-            guard !rest.isEmpty, rest.first != ":" else {
+            guard !rest.isEmpty, rest.unicodeScalars.first != ":" else {
                 throw SDPError(.badAttribute, "ssrc \(ssrc) needs a source attribute such as cname:<name>")
             }
-            if let colon = rest.firstIndex(of: ":") {
-                self.init(ssrc: ssrc, name: String(rest[..<colon]), value: String(rest[rest.index(after: colon)...]))
+            if let parts = SDPScanning.cut(rest, at: ":") {
+                self.init(ssrc: ssrc, name: String(parts.before), value: String(parts.after))
             } else {
                 self.init(ssrc: ssrc, name: String(rest))
             }

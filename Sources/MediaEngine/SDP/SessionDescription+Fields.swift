@@ -124,7 +124,7 @@ extension SessionDescription {
             var ttl: UInt8?
             var count: Int?
             if type == .ip4 || type == .ip6 {
-                let parts = address.split(separator: "/", omittingEmptySubsequences: false)
+                let parts = SDPScanning.split(address, at: "/", omittingEmptySubsequences: false)
                 let maximum = type == .ip4 ? 3 : 2
                 guard parts.count <= maximum, !parts[0].isEmpty else {
                     throw SDPError(.malformedLine, "\(what) \(type) address has the wrong form (address[/ttl][/count])")
@@ -214,13 +214,13 @@ extension SessionDescription {
         }
 
         init(parsing value: Substring) throws(SDPError) {
-            guard let colon = value.firstIndex(of: ":"), colon != value.startIndex,
-                !value[..<colon].contains(where: SDPScanning.isBlank)
-            else { throw SDPError(.malformedLine, "b= line needs <type>:<number>") }
-            guard let number = SDPScanning.decimal(value[value.index(after: colon)...], as: UInt64.self) else {
+            guard let parts = SDPScanning.cut(value, at: ":"), !parts.before.isEmpty, !SDPScanning.containsBlank(parts.before) else {
+                throw SDPError(.malformedLine, "b= line needs <type>:<number>")
+            }
+            guard let number = SDPScanning.decimal(parts.after, as: UInt64.self) else {
                 throw SDPError(.malformedLine, "b= bandwidth is not a decimal number")
             }
-            self.init(type: String(value[..<colon]), value: number)
+            self.init(type: String(parts.before), value: number)
         }
 
         var text: String { "\(SDPScanning.token(type)):\(value)" }

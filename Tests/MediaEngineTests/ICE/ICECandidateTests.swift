@@ -94,6 +94,8 @@ private func address(_ text: String) -> SocketAddress { try! SocketAddress(parsi
         ("candidate:c 1 udp 11 2.0.1.1 50 typ relay raddr 0:: rport 0", .relayed, "2.0.1.1:50", nil),
         ("candidate:c 1 udp 11 2001:db8::1 50 typ relay raddr 0:0::0 rport 9", .relayed, "[2001:db8::1]:50", nil),
         ("candidate:9 1 udp 1862270975 192.0.2.77 6000 typ prflx", .peerReflexive, "192.0.2.77:6000", nil),
+        // Split at scalars: " \u{0301}" is one Character, but the space still ends "x".
+        ("candidate:9 1 udp 1862270975 192.0.2.77 6000 typ prflx x \u{0301}", .peerReflexive, "192.0.2.77:6000", nil),
     ])
     func wellFormedCandidatesParse(line: String, kind: ICECandidate.Kind, at: String, related: String?) throws {
         let candidate = try ICECandidate(attribute: line)

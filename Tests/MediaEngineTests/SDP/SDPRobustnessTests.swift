@@ -103,6 +103,27 @@ private struct SeededGenerator: RandomNumberGenerator {
         #expect(try SessionDescription(parsing: many).media[1].attributes.count == SessionDescription.maximumLineCount - lineCount + 1)
     }
 
+    /// SDP is split at Unicode scalars: a combining mark after a separator makes one Swift
+    /// `Character` of the two (`" \u{0749}"`), and splitting at characters read a field
+    /// that starts with a mark as part of the one before it, or hid a ':' or ';'.
+    @Test func separatorsFollowedByCombiningMarksStillSeparate() throws {
+        let text = [
+            "v=0", "o=- 0 0 IN IP4 127.0.0.1", "s=x", "c=IN IP4 127.0.0.1", "t=0 0",
+            "m=application 9\t\u{FFFD}\t\u{0749}", "a=x:\u{0749}", "a=fmtp:\u{0749} a=1;\u{0301}b=2", "a=ssrc:1 cname:\u{0301}",
+        ].joined(separator: "\r\n")
+        let sdp = try SessionDescription(parsing: text)
+        let media = try #require(sdp.media.first)
+        #expect(media.transportProtocol.rawValue == "\u{FFFD}")
+        #expect(media.formats == ["\u{0749}"])
+        #expect(media.attributes.first == SessionDescription.Attribute(name: "x", value: "\u{0749}"))
+        let parameters = try MediaDescription.FormatParameters(attributeValue: "\u{0749} a=1;\u{0301}b=2", payloadTypes: false)
+        #expect(parameters.parameters == ["a": "1", "\u{0301}b": "2"])
+        #expect(media.ssrcAttributes.first?.value == "\u{0301}")
+        // Written with single spaces, where " \u{0749}" is one Character, it reads the same.
+        #expect(sdp.text.contains("m=application 9 \u{FFFD} \u{0749}"))
+        #expect(try SessionDescription(parsing: sdp.text) == sdp)
+    }
+
     @Test func everyPrefixOfEveryFixtureParsesOrFailsCleanly() {
         for fixture in SDPFixtures.allFFmpeg + [SDPFixtures.everyField] {
             let bytes = Array(fixture.utf8)
