@@ -46,7 +46,7 @@ enum SDPScanning {
     static func isBlank(_ scalar: Unicode.Scalar) -> Bool { scalar == " " || scalar == "\t" }
 
     /// Whether `text` has a space or a tab anywhere, combined with a mark or not.
-    static func containsBlank<Text: StringProtocol>(_ text: Text) -> Bool { text.unicodeScalars.contains(where: isBlank) }
+    static func containsBlank(_ text: Substring) -> Bool { text.unicodeScalars.contains(where: isBlank) }
 
     /// `text` without leading and trailing spaces and tabs.
     static func trimmed(_ text: Substring) -> Substring {
@@ -79,15 +79,19 @@ enum SDPScanning {
     /// A field value made safe to write on one line: a CR, LF or NUL inside a value built
     /// in code would otherwise start a new line and inject fields.
     static func singleLine(_ value: String) -> String {
-        guard value.unicodeScalars.contains(where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }) else { return value }
-        return String(String.UnicodeScalarView(value.unicodeScalars.map { $0 == "\r" || $0 == "\n" || $0 == "\0" ? " " : $0 }))
+        replacing(value, where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }, with: " ")
     }
 
     /// A token safe to split on spaces later: blanks become `-` so the field count holds.
     static func token(_ value: String) -> String {
         let line = singleLine(value)
-        guard !line.isEmpty else { return "-" }
-        guard containsBlank(line) else { return line }
-        return String(String.UnicodeScalarView(line.unicodeScalars.map { isBlank($0) ? "-" : $0 }))
+        return line.isEmpty ? "-" : replacing(line, where: isBlank, with: "-")
+    }
+
+    /// `value` with every scalar `matches` accepts replaced by `replacement`; `value`
+    /// itself when none does.
+    private static func replacing(_ value: String, where matches: (Unicode.Scalar) -> Bool, with replacement: Unicode.Scalar) -> String {
+        guard value.unicodeScalars.contains(where: matches) else { return value }
+        return String(String.UnicodeScalarView(value.unicodeScalars.map { matches($0) ? replacement : $0 }))
     }
 }
