@@ -218,7 +218,10 @@ public final class MediaSender {
         statistics.videoBitrate = configuration.video != nil ? configuration.videoBitrate : 0
     }
 
-    /// Sends until `duration` has passed (nil: until the sources end) or `stop()`.
+    /// Sends for `duration` (nil: until the sources end), or until `stop()`. Every audio
+    /// frame due before `duration` goes out, also when a loaded machine fell behind and
+    /// the clock passed it first (a run of 2 s sends 2 s of audio); video gets the
+    /// pictures sent by then, as a camera on a slow encoder gives fewer.
     public func run(duration: Duration?, stop: () -> Bool = { false }) throws -> Statistics {
         let clock = ContinuousClock()
         let start = clock.now
@@ -234,15 +237,18 @@ public final class MediaSender {
         var audioLive = configuration.audio != nil
         var videoLive = configuration.video != nil
         var forceKeyframe = false
-        let videoPeriod = Duration.nanoseconds(1_000_000_000 / Int64(max(1, configuration.video?.frameRate ?? 30)))
+        let videoRate = Int64(max(1, configuration.video?.frameRate ?? 30))
 
         while audioLive || videoLive {
             let elapsed = clock.now - start
-            if let duration, elapsed >= duration { break }
             if stop() { break }
             let nextAudio = audioLive ? Duration.milliseconds(20 * audioIndex) : .seconds(1 << 40)
-            let nextVideo = videoLive ? videoPeriod * videoIndex : .seconds(1 << 40)
+            // Each picture's time from its index (not a rounded period added up): 30 fps for
+            // 2 s is 60 pictures, the 61st due at 2 s exactly.
+            let nextVideo = videoLive ? Duration.nanoseconds(Int64(videoIndex) * 1_000_000_000 / videoRate) : .seconds(1 << 40)
             let due = min(nextAudio, nextVideo)
+            let ended = duration.map { elapsed >= $0 } ?? false
+            if ended, !(audioLive && duration.map({ nextAudio < $0 }) == true) { break }
             // Feedback is read every turn, not only while ahead of schedule: a sender that
             // falls behind (a loaded machine) must still answer NACK and PLI, or the
             // receiver stalls waiting for a keyframe that never comes.
@@ -279,7 +285,7 @@ public final class MediaSender {
                     endStream(audioID)
                 }
             }
-            if videoLive && nextVideo <= elapsed, let vp8, let videoID {
+            if videoLive && nextVideo <= elapsed && !ended, let vp8, let videoID {
                 if let replacement = configuration.controls?.takeVideoSource() {
                     try switchVideoSource(to: replacement, encoder: vp8, frame: &videoFrame, buffer: &encoded)
                     forceKeyframe = true
