@@ -1,9 +1,10 @@
 import Foundation
 import MediaEngine
+@testable import MediaServer
+@testable import MediaSimulation
 import Signaling
 import Testing
 import TestSupport
-@testable import MediaServer
 
 /// Whole calls: two `NetCallManager`s through a real server on loopback, with media.
 @Suite(.serialized) struct CallFlows {
@@ -333,7 +334,7 @@ import TestSupport
             let record = try #require(await alice.wait { Self.record($0) != nil }.flatMap(Self.record))
             #expect(record.callID == id && record.endReason == .failed && record.connectedDuration > 0)
             #expect(try await server.store.records(of: "alice", limit: 5).first?.endReason == .failed)
-            media.stop()
+            await media.stop()
             await alice.manager.logout()
         }
     }

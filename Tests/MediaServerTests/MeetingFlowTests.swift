@@ -1,9 +1,10 @@
 import Foundation
 import MediaEngine
+@testable import MediaServer
+@testable import MediaSimulation
 import Signaling
 import Testing
 import TestSupport
-@testable import MediaServer
 
 /// Whole meetings: `NetCallManager`s through a real server (signaling and its forwarding
 /// server) on loopback, with media. Each runs alone: three or four real-time sessions and
@@ -374,7 +375,7 @@ import TestSupport
             #expect(counted >= 75, "\(counted) stranger datagrams counted")
 
             // bob's media stops without a word (a crashed app): alice hears that he left.
-            try #require(await bob.manager.currentMeetingSession).stop()
+            await (try #require(await bob.manager.currentMeetingSession)).stop()
             let left = await alice.wait(timeout: 8) { event in
                 if case .userLeft(_, "bob", .timedOut) = event { true } else { false }
             }

@@ -182,6 +182,19 @@ public final class BackgroundProcess: @unchecked Sendable {
         return false
     }
 
+    /// Waits until standard output holds `text` at least `occurrences` times (a periodic
+    /// line: so many seconds of statistics, reports or levels).
+    /// - Returns: false on timeout or when the process ended first.
+    public func waitForOutput(containing text: String, occurrences: Int, timeout: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if stdout.components(separatedBy: text).count - 1 >= occurrences { return true }
+            if !isRunning { return false }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return false
+    }
+
     /// Sends SIGINT, as Ctrl-C would.
     public func interrupt() {
         if isRunning { kill(pid, SIGINT) }

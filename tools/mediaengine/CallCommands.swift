@@ -240,14 +240,19 @@ enum CallLoop {
                     untilRecordOf callID: @escaping @Sendable () async -> UInt64?,
                     onEvent: @escaping (NetCallEvent) async -> Void = { _ in }) async {
         Interruption.install()
+        // Ctrl-C or SIGTERM in any state: a call (ringing, connecting, connected) is hung
+        // up and its record awaited briefly; then, or at once with no call (waiting for
+        // one, or reconnecting to a server that went away), logging out ends the events.
         let watcher = Task {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(100))
-                if Interruption.requested {
-                    try? await manager.hangup()
-                    return
-                }
+            await Interruption.wait()
+            guard !Task.isCancelled else { return }
+            if await manager.currentCallID != nil {
+                await bounded(.seconds(1)) { try? await manager.hangup() }
+                // The record ends the loop, and cancels this task, as soon as it comes.
+                try? await Task.sleep(for: .milliseconds(600))
+                guard !Task.isCancelled else { return }
             }
+            await manager.logout()
         }
         defer { watcher.cancel() }
         var lastNetStatus = Date.distantPast
@@ -330,11 +335,17 @@ struct CallCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        Interruption.install()
         let recorder = try media.remoteAudioRecorder()
         let manager = NetCallManager(configuration: NetCallManager.Configuration(
             server: signaling.server, token: try signaling.loginToken(), device: signaling.device, media: media.factory(recorder: recorder)))
         do {
-            try await manager.login()
+            guard try await Interruption.unlessRequested({ try await manager.login() }) != nil else {
+                await manager.logout()
+                try recorder?.close()
+                say("interrupted before the call")
+                return
+            }
             let started = Date()
             let id = try await manager.start(callee: account, type: video ? .video : .audio,
                                              option: CallOption(videoQuality: media.videoQuality, extendMessage: extendMessage))
@@ -384,13 +395,19 @@ struct AnswerCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        Interruption.install()
         let recorder = try media.remoteAudioRecorder()
         let manager = NetCallManager(configuration: NetCallManager.Configuration(
             server: signaling.server, token: try signaling.loginToken(), device: signaling.device, media: media.factory(recorder: recorder)))
-        do throws(SignalingError) {
-            let login = try await manager.login()
+        do {
+            guard let login = try await Interruption.unlessRequested({ try await manager.login() }) else {
+                await manager.logout()
+                try recorder?.close()
+                say("interrupted before logging in")
+                return
+            }
             say("waiting for calls as \(login.account)")
-        } catch {
+        } catch let error as SignalingError {
             throw CommandFailure("\(error.message) (\(error.code.rawValue))")
         }
         let accept = autoAccept

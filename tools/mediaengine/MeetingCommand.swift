@@ -207,19 +207,31 @@ struct MeetingCommand: AsyncParsableCommand {
             }
             let manager = NetCallManager(configuration: NetCallManager.Configuration(
                 server: signaling.server, token: try signaling.loginToken(), device: signaling.device, media: factory))
+            // From before the login: Ctrl-C or SIGTERM while connecting or joining ends the
+            // command too (and, once joined, leaves).
+            Interruption.install()
+            let mutes = StandingMutes(manager: manager, audio: Set(muteAudioOf), video: Set(muteVideoOf))
             let id: UInt64
-            do throws(SignalingError) {
-                try await manager.login()
+            do {
+                let name = self.name, role: MeetingRole = audience ? .audience : .actor, type: CallType = video ? .video : .audio
+                let videoQuality = self.videoQuality, bypass = try? bypassOptions()
                 let started = Date()
-                let joined = try await manager.joinMeeting(name: name, role: audience ? .audience : .actor, type: video ? .video : .audio,
-                                                           videoQuality: videoQuality, bypass: try? bypassOptions())
+                guard let joined = try await Interruption.unlessRequested({
+                    try await manager.login()
+                    return try await manager.joinMeeting(name: name, role: role, type: type, videoQuality: videoQuality, bypass: bypass)
+                }) else {
+                    await bounded(.seconds(1)) { await Self.leave(manager) }
+                    await manager.logout()
+                    for recorder in recorders.values { try recorder.close() }
+                    say("interrupted before joining")
+                    return
+                }
                 id = joined.callID
                 say("joined \(name) callID=\(id) as \(audience ? "audience" : "actor") in \(String(format: "%.0f", Date().timeIntervalSince(started) * 1_000)) ms; "
                     + "participants: \(joined.participants.map(\.account).joined(separator: ", "))")
-                for user in muteAudioOf { try await manager.setAudioMute(true, forUser: user) }
-                for user in muteVideoOf { try await manager.setVideoMute(true, forUser: user) }
+                await mutes.applyToPresent()
                 if let recordAudio { say("recording the meeting's audio to \(try await manager.startAudioRecording(path: recordAudio))") }
-            } catch {
+            } catch let error as SignalingError {
                 await manager.logout()
                 throw CommandFailure("\(error.message) (\(error.code.rawValue))")
             }
@@ -238,7 +250,6 @@ struct MeetingCommand: AsyncParsableCommand {
             }
             await startRecordings()
 
-            Interruption.install()
             // The latest figures, kept while the meeting runs: the summary at the end.
             let shared = Shared()
             let duration = self.duration
@@ -255,12 +266,13 @@ struct MeetingCommand: AsyncParsableCommand {
                     if Interruption.requested || deadline.map({ Date() >= $0 }) == true || shared.ended.load(ordering: .relaxed) { break }
                     try? await Task.sleep(for: .milliseconds(100))
                 }
-                await Self.leave(manager)
+                // A server that does not answer cannot hold the command past its 2 s.
+                await bounded(.seconds(1)) { await Self.leave(manager) }
                 await manager.logout()
             }
             if commands {
                 Task {
-                    await Self.readCommands(manager)
+                    await Self.readCommands(manager, mutes: mutes)
                     shared.ended.store(true, ordering: .relaxed)
                 }
             }
@@ -275,7 +287,10 @@ struct MeetingCommand: AsyncParsableCommand {
             // Until logout ends the stream: after --duration, Ctrl-C, `leave`, or a meetingError.
             for await event in manager.events {
                 say(json ? Self.json(event) : (CallPrinter.line(event) ?? "\(event)"))
-                if case .userJoined = event { await startRecordings() }
+                if case .userJoined(_, let participant) = event {
+                    await mutes.apply(to: participant.account)
+                    await startRecordings()
+                }
                 if case .meetingError(let meeting, _) = event, meeting == id { shared.ended.store(true, ordering: .relaxed) }
             }
             await finish.value
@@ -300,7 +315,7 @@ struct MeetingCommand: AsyncParsableCommand {
             }
         }
 
-        static func readCommands(_ manager: NetCallManager) async {
+        static func readCommands(_ manager: NetCallManager, mutes: StandingMutes) async {
             // Standard input is read on a thread of its own: a blocking read must not hold
             // one of Swift's few cooperative threads.
             let (lines, sink) = AsyncStream<String>.makeStream()
@@ -318,10 +333,10 @@ struct MeetingCommand: AsyncParsableCommand {
                         try await manager.setMeetingRole(user == "actor" ? .actor : .audience)
                     case ("mute", 1): await manager.setMute(true)
                     case ("unmute", 1): await manager.setMute(false)
-                    case ("mute-audio-of", 2): try await manager.setAudioMute(true, forUser: user)
-                    case ("unmute-audio-of", 2): try await manager.setAudioMute(false, forUser: user)
-                    case ("mute-video-of", 2): try await manager.setVideoMute(true, forUser: user)
-                    case ("unmute-video-of", 2): try await manager.setVideoMute(false, forUser: user)
+                    case ("mute-audio-of", 2), ("unmute-audio-of", 2), ("mute-video-of", 2), ("unmute-video-of", 2):
+                        let present = try await mutes.set(verb.hasSuffix("audio-of") ? .audio : .video, of: user, muted: verb.hasPrefix("mute"))
+                        say("ok \(line)" + (present ? "" : " (\(user) is not in the meeting: applies when they join)"))
+                        continue
                     case ("url", 2): try await manager.switchBypassStreamingURL(user)
                     case ("bypass", 2) where ["on", "off"].contains(user): try await manager.setBypassStreamingEnabled(user == "on")
                     case ("mix-mode", 2) where Int(user).map({ (0...3).contains($0) }) == true:

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import MediaEngine
 import MediaServer
+import MediaSimulation
 import Signaling
 
 /// `mediaengine bench soak`: a video call (or a meeting through the server) for minutes on
@@ -73,6 +74,7 @@ struct SoakBench: AsyncParsableCommand {
     }
 
     func run() async throws {
+        Interruption.install()
         let (width, height) = dimensions!
         let participants = meeting ?? 2
         var server = SignalingServer.Configuration()
@@ -101,6 +103,7 @@ struct SoakBench: AsyncParsableCommand {
                 for endpoint in endpoints { _ = try await endpoint.manager.joinMeeting(name: "soak", type: .video) }
             }
             for endpoint in endpoints where await endpoint.waitConnected(timeout: 20) == nil {
+                if Interruption.requested { break }
                 throw CommandFailure("\(endpoint.account)'s media did not connect: \(endpoints.flatMap(\.problems))")
             }
             let started = ContinuousClock.now
@@ -121,7 +124,6 @@ struct SoakBench: AsyncParsableCommand {
                 try await Task.sleep(for: min(.milliseconds(200), next - (ContinuousClock.now - started)))
             }
             var problems = endpoints.flatMap { endpoint in endpoint.problems.map { "\(endpoint.account): \($0)" } }
-            if Interruption.requested { problems.append("interrupted") }
             for endpoint in endpoints {
                 if meeting == nil {
                     if endpoint === endpoints[0] { try? await endpoint.manager.hangup() }
@@ -138,6 +140,10 @@ struct SoakBench: AsyncParsableCommand {
             let report = Report(mode: mode, minutes: minutes, participants: participants, width: width, height: height, samples: samples,
                                 verdict: verdict, problems: problems)
             say(json ? try prettyJSON(report) : Self.text(report))
+            if Interruption.requested {
+                printError("the soak was stopped after \(samples.count) samples: it has no verdict")
+                throw Interruption.exitCode
+            }
             guard verdict.passed, problems.isEmpty else {
                 throw CommandFailure("the soak failed: \((verdict.failures + problems).joined(separator: "; "))")
             }
@@ -242,7 +248,9 @@ final class SoakEndpoint: Sendable {
 
     var problems: [String] { state.troubles.withLock { $0 } }
 
+    /// When the media connected; nil after `timeout` seconds, or at once when the user
+    /// stops the soak.
     func waitConnected(timeout: Double) async -> ContinuousClock.Instant? {
-        await firstValue(timeout: timeout) { state.connectedAt.withLock { $0 } }
+        await firstValue(timeout: timeout) { Interruption.requested ? .now : state.connectedAt.withLock { $0 } }
     }
 }

@@ -80,25 +80,42 @@ public struct ICECandidate: Sendable, Hashable, CustomStringConvertible {
         return String(hash % 1_000_000_000)
     }
 
+    /// Why no one should send to a remote candidate, if so.
+    public enum Unusable: String, Sendable, Hashable {
+        case badPort = "port 0"
+        case server = "one of this side's STUN or TURN servers, where checks reach only the server"
+        case unspecified = "the unspecified address"
+        case loopback = "loopback, used only with a peer known to be on this host"
+        case linkLocal = "a link-local address"
+        case multicast = "a multicast, broadcast or reserved address"
+        case mappedIPv4 = "an IPv4-mapped IPv6 address"
+    }
+
     /// Whether a remote candidate is worth checking: not loopback, unspecified, link-local,
     /// multicast or broadcast, nor one of `excluded` (the server's own addresses, where
     /// checks would only reach the server), and on a port a peer can use.
     public func isUsable(excluding excluded: Set<SocketAddress> = []) -> Bool {
-        guard (1...65_535).contains(address.port), !excluded.contains(address) else { return false }
+        unusable(excluding: excluded) == nil
+    }
+
+    /// Why `isUsable` refuses this candidate; nil when it does not.
+    public func unusable(excluding excluded: Set<SocketAddress> = []) -> Unusable? {
+        guard (1...65_535).contains(address.port) else { return .badPort }
+        guard !excluded.contains(address) else { return .server }
         let bytes = address.addressBytes
         if address.isIPv6 {
-            let unspecified = address.isUnspecified
-            let loopback = address.isLoopback
-            let linkLocal = bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80
-            let multicast = bytes[0] == 0xFF
-            let mappedV4 = bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF
-            return !(unspecified || loopback || linkLocal || multicast || mappedV4)
+            if address.isUnspecified { return .unspecified }
+            if address.isLoopback { return .loopback }
+            if bytes[0] == 0xFE && bytes[1] & 0xC0 == 0x80 { return .linkLocal }
+            if bytes[0] == 0xFF { return .multicast }
+            if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF { return .mappedIPv4 }
+            return nil
         }
-        let unspecified = bytes[0] == 0
-        let loopback = bytes[0] == 127
-        let linkLocal = bytes[0] == 169 && bytes[1] == 254
-        let multicastOrReserved = bytes[0] >= 224
-        return !(unspecified || loopback || linkLocal || multicastOrReserved)
+        if bytes[0] == 0 { return .unspecified }
+        if bytes[0] == 127 { return .loopback }
+        if bytes[0] == 169 && bytes[1] == 254 { return .linkLocal }
+        if bytes[0] >= 224 { return .multicast }
+        return nil
     }
 
     public var description: String { "\(kind) \(address) (priority \(priority))" }

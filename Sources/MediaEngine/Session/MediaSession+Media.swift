@@ -179,7 +179,10 @@ extension MediaSession {
         case .core(.relayFailed(let why)):
             state.withLock { $0.summary.relayFailure = why }
         case .core(.connectFailed(let why)):
-            if !stopped { emit(.connectFailed("ICE found no path within \(configuration.connectTimeout): \(why)")) }
+            if !stopped {
+                let explained = ignoredCandidatesExplained().map { "; \($0)" } ?? ""
+                emit(.connectFailed("ICE found no path within \(configuration.connectTimeout): \(why)\(explained)"))
+            }
             stopping.store(true, ordering: .relaxed)
         case .core(.consentExpired):
             if !stopped { emit(.disconnected("the peer stopped answering consent checks (RFC 7675) for \(configuration.consent.timeout)")) }

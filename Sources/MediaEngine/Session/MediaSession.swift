@@ -75,6 +75,10 @@ public final class MediaSession: Sendable {
         /// Whether this side is ICE's controlling agent (it nominates): the caller and a
         /// meeting participant are; the callee is not.
         public var iceControlling = true
+        /// Whether the peer is known to be on this host (the signaling server that introduced
+        /// it was reached on a loopback address): its loopback candidates are checked too.
+        /// Off, they are checked only when this side's own candidates are all loopback.
+        public var peerOnThisHost = false
         /// No media from the peer for this long: `disconnected`.
         public var mediaTimeout: Duration = .seconds(10)
         /// Consent checks on the selected path (RFC 7675: every 5 s, expiry after 30 s).
@@ -231,6 +235,11 @@ public final class MediaSession: Sendable {
         var remote: Endpoint?
         var summary = Summary()
         var threads = 0
+        /// `stop() async` callers waiting for the threads to end.
+        var ended: [CheckedContinuation<Void, Never>] = []
+        /// The first few of the peer's candidates that were not checked, and why: what a
+        /// "no path" failure names.
+        var ignored: [(candidate: ICECandidate, reason: ICECandidate.Unusable)] = []
     }
 
     /// One remote participant's streams and what the app set for it.
@@ -379,19 +388,54 @@ public final class MediaSession: Sendable {
 
     private func usableRemote(_ candidates: [ICECandidate]) -> [ICECandidate] {
         let configuration = parts.configuration
-        return Self.usable(candidates, localHosts: local.candidates,
-                           servers: configuration.stunServers + (configuration.turnServer.map { [$0.server] } ?? []))
+        let (usable, ignored) = Self.sorted(candidates, localHosts: local.candidates,
+                                            servers: configuration.stunServers + (configuration.turnServer.map { [$0.server] } ?? []),
+                                            peerOnThisHost: configuration.peerOnThisHost)
+        if !ignored.isEmpty {
+            state.withLock { state in
+                state.ignored += ignored.prefix(max(0, 8 - state.ignored.count)).map { ($0.candidate, $0.reason) }
+            }
+        }
+        return usable
     }
 
     /// The peer's candidates worth checking: not loopback (unless this side's hosts are
-    /// all loopback: a session bound to 127.0.0.1), unspecified, link-local or multicast,
-    /// and never one of the STUN or TURN servers (checks there would reflect off them).
-    static func usable(_ candidates: [ICECandidate], localHosts: [ICECandidate], servers: [SocketAddress]) -> [ICECandidate] {
+    /// all loopback, a session bound to 127.0.0.1, or the peer is on this host),
+    /// unspecified, link-local or multicast, and never one of the STUN or TURN servers
+    /// (checks there would reflect off them).
+    static func usable(_ candidates: [ICECandidate], localHosts: [ICECandidate], servers: [SocketAddress],
+                       peerOnThisHost: Bool = false) -> [ICECandidate] {
+        sorted(candidates, localHosts: localHosts, servers: servers, peerOnThisHost: peerOnThisHost).usable
+    }
+
+    /// `usable`, with the candidates left out and why.
+    static func sorted(_ candidates: [ICECandidate], localHosts: [ICECandidate], servers: [SocketAddress], peerOnThisHost: Bool)
+        -> (usable: [ICECandidate], ignored: [(candidate: ICECandidate, reason: ICECandidate.Unusable)]) {
         let excluded = Set(servers)
-        let onLoopback = !localHosts.isEmpty && localHosts.allSatisfy { $0.address.isLoopback }
-        return candidates.filter { candidate in
-            candidate.isUsable(excluding: excluded) || (onLoopback && candidate.address.isLoopback && !excluded.contains(candidate.address))
+        let loopbackAllowed = peerOnThisHost || (!localHosts.isEmpty && localHosts.allSatisfy { $0.address.isLoopback })
+        var usable: [ICECandidate] = []
+        var ignored: [(candidate: ICECandidate, reason: ICECandidate.Unusable)] = []
+        for candidate in candidates {
+            switch candidate.unusable(excluding: excluded) {
+            case nil: usable.append(candidate)
+            case .loopback? where loopbackAllowed: usable.append(candidate)
+            case let reason?: ignored.append((candidate, reason))
+            }
         }
+        return (usable, ignored)
+    }
+
+    /// Why ICE had nothing to check, for its failure: each candidate left out and why, and
+    /// what to change.
+    func ignoredCandidatesExplained() -> String? {
+        let ignored = state.withLock { $0.ignored }
+        guard !ignored.isEmpty else { return nil }
+        var text = "left out: " + ignored.map { "\($0.candidate.address) (\($0.reason.rawValue))" }.joined(separator: "; ")
+        if ignored.contains(where: { $0.reason == .loopback }) {
+            text += ". A server on 127.0.0.1 serves clients of its own host that reach it on a loopback address "
+                + "(ws://127.0.0.1:PORT/); for any other client, run it on a routable address (--host 0.0.0.0)"
+        }
+        return text
     }
 
     private func begin(remote: Endpoint, participants: [Participant], events: @escaping @Sendable (Event) -> Void) throws {
@@ -470,11 +514,32 @@ public final class MediaSession: Sendable {
     }
 
     private func threadEnded() {
-        let last = state.withLock { state in
+        let waiting = state.withLock { state -> [CheckedContinuation<Void, Never>]? in
             state.threads -= 1
-            return state.threads == 0
+            guard state.threads == 0 else { return nil }
+            defer { state.ended.removeAll() }
+            return state.ended
         }
-        if last { finished.signal() }
+        guard let waiting else { return }
+        finished.signal()
+        for waiter in waiting { waiter.resume() }
+    }
+
+    /// Stops both directions (BYE is sent, the jitter buffers drain) and returns the
+    /// figures, without blocking a thread while the session's threads finish. Safe to call
+    /// more than once and before `start`.
+    @discardableResult
+    public func stop() async -> Summary {
+        stopping.store(true, ordering: .relaxed)
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let running = state.withLock { state in
+                let running = (state.started || state.gathering) && state.threads > 0
+                if running { state.ended.append(continuation) }
+                return running
+            }
+            if !running { continuation.resume() }
+        }
+        return finishStop()
     }
 
     /// Stops both directions (BYE is sent, the jitter buffers drain) and returns the figures.
@@ -487,6 +552,11 @@ public final class MediaSession: Sendable {
             finished.wait()
             finished.signal()
         }
+        return finishStop()
+    }
+
+    /// What both stops do once the threads ended.
+    private func finishStop() -> Summary {
         stopRecordings()
         // No event comes after this: the handler goes, and with it whatever it holds. A
         // handler that captures the session (to trickle its candidates) no longer keeps the

@@ -116,6 +116,12 @@ public actor NetCallManager {
             await client.close()
             throw error
         }
+        // `logout()` while this login waited (an app or a user that gave up): the connection
+        // is not kept, and no reconnect starts from it.
+        guard !closing else {
+            await client.close()
+            throw SignalingError(.serverDisconnected, "login: logged out while logging in")
+        }
         account = reply.account
         iceServers = reply.iceServers
         self.client = client
@@ -518,6 +524,9 @@ public actor NetCallManager {
             var settings = try configuration.media(type, quality)
             settings.captureHooks = settings.captureHooks ?? captureHooks
             settings.iceControlling = controlling
+            // A server reached on loopback is on this host, and so is any peer it introduces
+            // with loopback candidates (its SFU listening on 127.0.0.1, a second client).
+            settings.peerOnThisHost = settings.peerOnThisHost || Self.isLoopback(url: configuration.server)
             if !meeting && settings.stunServers.isEmpty {
                 // A call's own candidates come from the login's ICE servers; a meeting leg needs
                 // none (the server is ICE-lite and learns this side's address from its checks).
@@ -651,6 +660,19 @@ public actor NetCallManager {
         }
     }
 
+    /// Whether a `ws://HOST:PORT/` URL names this host by a loopback address or `localhost`
+    /// (numeric addresses only: no name is looked up).
+    static func isLoopback(url: String) -> Bool {
+        guard var host = URLComponents(string: url)?.host, !host.isEmpty else { return false }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if host.lowercased() == "localhost" { return true }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, host, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, host, &v6) == 1 else { return false }
+        return withUnsafeBytes(of: &v6) { bytes in bytes.prefix(15).allSatisfy { $0 == 0 } && bytes[15] == 1 }
+    }
+
     /// The peer's candidates that parse; the rest are logged and left out.
     static func usable(_ candidates: [MediaCandidate], logger: Logger) -> [ICECandidate] {
         candidates.compactMap { candidate in
@@ -694,13 +716,11 @@ public actor NetCallManager {
         }
     }
 
-    /// Stops a session off the actor and off Swift's cooperative threads: stopping blocks
-    /// until the session's own threads have finished (BYE sent, buffers drained).
+    /// Stops a session; returns once its own threads have finished (BYE sent, buffers
+    /// drained), without holding the actor or a thread meanwhile.
     @discardableResult
     func stop(_ session: MediaSession) async -> MediaSession.Summary {
-        await withCheckedContinuation { continuation in
-            Thread.detachNewThread { continuation.resume(returning: session.stop()) }
-        }
+        await session.stop()
     }
 }
 

@@ -26,6 +26,16 @@ import Testing
                                         servers: [stun, turn, try SocketAddress(host: "127.0.0.1", port: 3_478)])
         #expect(local.map(\.address.description).contains("127.0.0.1:5000"))
         #expect(!local.map(\.address.description).contains("127.0.0.1:3478"), "the server's own address")
+        // A peer known to be on this host (introduced by a server reached on loopback): its
+        // loopback candidates are checked from routable hosts too; the servers never are.
+        let onThisHost = MediaSession.sorted(offered, localHosts: routable, servers: [stun, turn], peerOnThisHost: true)
+        #expect(onThisHost.usable.map(\.address.description) == ["127.0.0.1:5000", "[::1]:5004", "198.51.100.7:5005", "203.0.113.9:40000"],
+                "\(onThisHost.usable)")
+        // Each candidate left out says why, for the failure a user reads.
+        let reasons = MediaSession.sorted(offered, localHosts: routable, servers: [stun, turn], peerOnThisHost: false).ignored
+            .map { "\($0.candidate.address) \($0.reason)" }
+        #expect(reasons == ["127.0.0.1:5000 loopback", "0.0.0.0:5001 unspecified", "169.254.1.1:5002 linkLocal", "224.0.0.1:5003 multicast",
+                            "203.0.113.9:3478 server", "203.0.113.10:3478 server", "[::1]:5004 loopback"], "\(reasons)")
     }
 
     /// What one session saw.
@@ -64,8 +74,8 @@ import Testing
         try alice.start(remote: bob.local) { atAlice.handle($0) }
         #expect(try await waitFor(5) { atAlice.pair.withLock { $0 } != nil })
         #expect(atAlice.pair.withLock { $0 }?.local.kind == .host)
-        bob.stop()
-        return alice.stop()
+        await bob.stop()
+        return await alice.stop()
     }
 
     static func waitFor(_ seconds: Double, _ condition: () -> Bool) async throws -> Bool {
@@ -98,9 +108,9 @@ import Testing
             try alice.start(remote: bob.local) { atAlice.handle($0) }
             #expect(try await Self.waitFor(5) { atAlice.pair.withLock { $0 } != nil && atBob.pair.withLock { $0 } != nil })
             #expect(atAlice.pair.withLock { $0 }?.pathKind == .host)
-            alice.stop()
-            bob.stop()
-            #expect(alice.stop().relayFailure == nil)
+            await alice.stop()
+            await bob.stop()
+            #expect(await alice.stop().relayFailure == nil)
         }
     }
 
@@ -137,7 +147,7 @@ import Testing
             other.gather { atOther.handle($0) }
             #expect(try await Self.waitFor(10) { atOther.candidates.withLock { $0.contains { $0.kind == .relayed } } })
             let summary = try await Self.connectWithoutARelay(try Self.session(turn: turn))
-            _ = other.stop()
+            _ = await other.stop()
             #expect(summary.relayFailure?.contains("486") == true, "the reason is kept: \(summary.relayFailure ?? "none")")
             #expect(summary.relay?.errorsByCode[486] == 1, "\(String(describing: summary.relay))")
             #expect(coturn.log.contains("486"), "coturn refused it: \(coturn.log.suffix(1_500))")
@@ -176,8 +186,8 @@ import Testing
             try alice.start(remote: bobUnreachable) { atAlice.handle($0) }
             try bob.start(remote: onlyRelay) { atBob.handle($0) }
             #expect(try await Self.waitFor(8) { atAlice.pair.withLock { $0 } != nil && atBob.pair.withLock { $0 } != nil })
-            bob.stop()
-            let summary = alice.stop()
+            await bob.stop()
+            let summary = await alice.stop()
             #expect((summary.relay?.packetsReceived ?? 0) >= 1, "bob's checks came through coturn: \(String(describing: summary.relay))")
             #expect((summary.relay?.packetsSent ?? 0) >= 1, "alice's answers went back through it")
             #expect(atBob.pair.withLock { $0 }?.remote.address == atAlice.pair.withLock { $0 }?.local.address, "both ends agree on the pair")

@@ -28,8 +28,8 @@ import TestSupport
         }
         try a.start(remote: b.local) { _ in }
         try await Task.sleep(for: .milliseconds(Int64(seconds * 1_000)))
-        let summaryA = await stopped(a)
-        await stopped(b)
+        let summaryA = await a.stop()
+        await b.stop()
         return (received, summaryA)
     }
 

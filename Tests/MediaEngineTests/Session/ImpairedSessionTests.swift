@@ -1,7 +1,8 @@
 import Foundation
+@testable import MediaEngine
+@testable import MediaSimulation
 import Testing
 import TestSupport
-@testable import MediaEngine
 
 /// The whole sender and receiver over a real impaired path (the impairment proxy on
 /// loopback, in real time): proves that NACK and retransmission, transport-wide feedback

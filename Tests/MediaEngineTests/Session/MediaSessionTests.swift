@@ -1,8 +1,9 @@
 import CPNG
 import Foundation
+@testable import MediaEngine
+@testable import MediaSimulation
 import Testing
 import TestSupport
-@testable import MediaEngine
 
 /// Two P2P media sessions on loopback, as a call's two ends use them.
 @Suite(.serialized) struct MediaSessions {
@@ -104,8 +105,8 @@ import TestSupport
             try b.start(remote: a.local) { atB.handle($0) }
             try a.start(remote: b.local) { atA.handle($0) }
             try await Task.sleep(for: .milliseconds(3000))
-            let summaryA = await stopped(a)
-            let summaryB = await stopped(b)
+            let summaryA = await a.stop()
+            let summaryB = await b.stop()
 
             let seenA = atA.snapshot
             let seenB = atB.snapshot
@@ -163,10 +164,10 @@ import TestSupport
         try await Heavy.run {
             let (a, b, atA, _) = try connectedPair()
             try await Task.sleep(for: .milliseconds(1000))
-            await stopped(b)
+            await b.stop()
             let deadline = Date().addingTimeInterval(5)
             while atA.snapshot.disconnected.isEmpty && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
-            await stopped(a)
+            await a.stop()
             #expect(atA.snapshot.disconnected.first?.contains("BYE") == true, "\(atA.snapshot.disconnected)")
         }
     }
@@ -199,8 +200,8 @@ import TestSupport
             let cut = Date()
             while atA.snapshot.disconnected.isEmpty && Date() < cut.addingTimeInterval(5) { try await Task.sleep(for: .milliseconds(50)) }
             let waited = Date().timeIntervalSince(cut)
-            await stopped(a)
-            await stopped(b)
+            await a.stop()
+            await b.stop()
             #expect(atA.snapshot.disconnected.first?.contains("no media from the peer for 1.0 seconds") == true, "\(atA.snapshot.disconnected)")
             #expect(waited < 3, "reported \(waited) s after the cut")
         }
@@ -214,8 +215,8 @@ import TestSupport
             a.controls.update { $0.audioMuted = true }
             try await Task.sleep(for: .milliseconds(1000))
             let after = atB.snapshot.remoteLevels.last ?? 1
-            await stopped(a)
-            await stopped(b)
+            await a.stop()
+            await b.stop()
             #expect(before > 0.2, "a full-scale-ish sine is loud: \(before)")
             #expect(after < 0.01, "muted: \(after)")
         }
@@ -240,8 +241,8 @@ import TestSupport
             let heardBefore = atB.snapshot.audio.count
             a.startAudioMix(task)
             try await Task.sleep(for: .milliseconds(2_200))
-            await stopped(a)
-            await stopped(b)
+            await a.stop()
+            await b.stop()
             #expect(atA.snapshot.mixCompletions == 1, "one completion after 3 plays of 0.5 s")
             let heard = Array(atB.snapshot.audio.dropFirst(heardBefore))
             // The loudest stretch: the file at half volume, 0.6 x 0.5 of full scale.
@@ -316,8 +317,8 @@ import TestSupport
             try b.stopAudioRecording()
             #expect(a.currentAudioRecordingFilePath == nil)
             #expect(throws: MixError.self) { try a.stopAudioRecording() }
-            await stopped(a)
-            await stopped(b)
+            await a.stop()
+            await b.stop()
 
             let recorded = try AudioFile.read(path: wav).samples
             #expect(abs(Double(recorded.count) / 48_000 - 2) < 0.3, "\(Double(recorded.count) / 48_000) s recorded")
@@ -362,8 +363,8 @@ import TestSupport
             let picture = try #require(await a.snapshotLocalVideo())
             #expect(picture.width == 160 && picture.height == 120)
             #expect(await b.snapshotLocalVideo(timeout: .milliseconds(100)) == nil, "no video source, no snapshot")
-            await stopped(a)
-            await stopped(b)
+            await a.stop()
+            await b.stop()
 
             let path = FileManager.default.temporaryDirectory.appendingPathComponent("snap-\(UInt32.random(in: 0 ... .max)).png").path
             defer { try? FileManager.default.removeItem(atPath: path) }

@@ -73,7 +73,7 @@ import TestSupport
             }
             let sent = try sending.map { try $0.wait() }
             try await Task.sleep(for: .milliseconds(300))
-            let summary = await stopped(session)
+            let summary = await session.stop()
             heard.stop.withLock { $0 = true }
             _ = try legLoop.wait()
 

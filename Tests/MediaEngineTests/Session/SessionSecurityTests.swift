@@ -72,8 +72,8 @@ import TestSupport
             // What the call went through before either side hangs up (hanging up is a real BYE).
             let disconnections = atCaller.disconnected.withLock { $0.detached } + atCallee.disconnected.withLock { $0.detached }
             let calleeFrames = atCallee.frames.withLock { $0 }
-            let callerSummary = await stopped(caller)
-            let calleeSummary = await stopped(callee)
+            let callerSummary = await caller.stop()
+            let calleeSummary = await callee.stop()
 
             let media = try #require(callerSummary.sent)
             // Keyframes: the first and the periodic one every 2 s, nothing the stranger asked for.
