@@ -6,12 +6,20 @@ func systemLibrary(_ name: String, pkgConfig: String?, apt: [String]) -> Target 
     .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt(apt)])
 }
 
-// `tools/sanitize` sets MEDIAENGINE_SANITIZE=thread or =address: this package's own modules
-// are then built instrumented (and testable, for the optimized test build), while its
-// dependencies keep the plain optimized build `tools/run` already made in .build. The
-// sanitizer's runtime sees every lock and thread of the process either way (it intercepts
-// pthreads); what it does not check is memory accesses inside swift-nio, Hummingbird and the
-// other packages, which are theirs to sanitize.
+// Build configurations the tools choose through the environment; none of them is set in a
+// plain `swift build` or `swift test`:
+//
+// - MEDIAENGINE_SANITIZE=thread or =address (`tools/sanitize`), =fuzzer (`tools/fuzz`):
+//   this package's own modules are built instrumented (and testable, for optimized test
+//   builds), while its dependencies keep the plain optimized build `tools/run` made in
+//   .build. The sanitizer's runtime sees every lock, thread and allocation of the process
+//   either way (it intercepts pthreads and malloc); what it does not check is memory
+//   accesses inside swift-nio, Hummingbird and the other packages, which are theirs to
+//   sanitize. =fuzzer adds libFuzzer's coverage to AddressSanitizer, and the
+//   `mediaengine-fuzz` driver that exists only in that build.
+// - MEDIAENGINE_TESTABLE=1 (`tools/test --release`, CI): this package's own modules are
+//   built with -enable-testing, so an optimized build runs the test suite and is the same
+//   build `tools/run` runs the demo from (one optimized build of the dependencies per CI run).
 let sanitizer = Context.environment["MEDIAENGINE_SANITIZE"]
 let (sanitizerFlags, sanitizerCFlags): ([String], [String]) =
     switch sanitizer {
@@ -19,20 +27,33 @@ let (sanitizerFlags, sanitizerCFlags): ([String], [String]) =
     // UndefinedBehaviorSanitizer is for C (Swift itself traps on overflow and out-of-bounds
     // access); its handlers come with AddressSanitizer's runtime.
     case "address": (["-sanitize=address"], ["-fsanitize=address,undefined"])
+    case "fuzzer": (["-sanitize=fuzzer,address"], ["-fsanitize=fuzzer-no-link,address"])
     default: ([], [])
     }
+let testable = !sanitizerFlags.isEmpty || Context.environment["MEDIAENGINE_TESTABLE"] == "1"
 let instrumented: [SwiftSetting] =
-    sanitizerFlags.isEmpty ? [] : [.unsafeFlags(sanitizerFlags + ["-enable-testing"])]
+    sanitizerFlags.isEmpty && !testable ? [] : [.unsafeFlags(sanitizerFlags + ["-enable-testing"])]
 let instrumentedC: [CSetting] = sanitizerCFlags.isEmpty ? [] : [.unsafeFlags(sanitizerCFlags)]
-let instrumentedLink: [LinkerSetting] = sanitizerFlags.isEmpty ? [] : [.unsafeFlags(sanitizerFlags)]
+// Only the fuzz driver links libFuzzer (below); everything else links the sanitizer alone.
+let instrumentedLink: [LinkerSetting] =
+    sanitizerFlags.isEmpty ? [] : [.unsafeFlags(sanitizer == "fuzzer" ? ["-sanitize=address"] : sanitizerFlags)]
 
 let package = Package(
     name: "MediaEngine",
     platforms: [.macOS(.v15)],
     products: [
+        // What an app embeds to place calls and join meetings: the media engine, and the
+        // client side of signaling.
         .library(name: "MediaEngine", targets: ["MediaEngine"]),
         .library(name: "Signaling", targets: ["Signaling"]),
+        // The server side: the SFU, live rooms' composition and pushes, and the signaling
+        // server that runs them.
+        .library(name: "MediaRouting", targets: ["MediaRouting"]),
+        .library(name: "LiveStreaming", targets: ["LiveStreaming"]),
         .library(name: "MediaServer", targets: ["MediaServer"]),
+        // Virtual links, impairment, network simulations and benchmark models, for the CLI,
+        // the tests and the Benchmarks package; apps never link it.
+        .library(name: "MediaSimulation", targets: ["MediaSimulation"]),
         .executable(name: "mediaengine", targets: ["mediaengine"]),
         // For the `Fuzz` package's libFuzzer driver; not part of the engine's API.
         .library(name: "FuzzTargets", targets: ["FuzzTargets"]),
@@ -56,6 +77,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         // Tests only: an independent AES-CTR and HMAC-SHA1 to check SRTP against RFC 3711.
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        // `swift package generate-documentation`: the DocC catalogs of MediaEngine, Signaling
+        // and MediaServer. A command plugin: no build uses it unless it is run.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         systemLibrary("COpus", pkgConfig: "opus", apt: ["libopus-dev"]),
@@ -83,6 +107,25 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)] + instrumented,
             linkerSettings: instrumentedLink
         ),
+        // The SFU: legs (transports), publications and subscriptions, the router and its
+        // forwarding thread, and the net-detect echo responder on the same port.
+        .target(
+            name: "MediaRouting",
+            dependencies: ["MediaEngine"],
+            swiftSettings: [.swiftLanguageMode(.v6)] + instrumented
+        ),
+        // Live rooms: the composer (mix and layout), H.264/AAC and VP8/Opus encoders and the
+        // pushes (libavcodec, libavformat).
+        .target(
+            name: "LiveStreaming",
+            dependencies: ["MediaEngine", "CAVFormat", "CYUV"],
+            swiftSettings: [.swiftLanguageMode(.v6)] + instrumented
+        ),
+        .target(
+            name: "MediaSimulation",
+            dependencies: ["MediaEngine"],
+            swiftSettings: [.swiftLanguageMode(.v6)] + instrumented
+        ),
         .target(
             name: "Signaling",
             dependencies: [
@@ -98,6 +141,8 @@ let package = Package(
             name: "MediaServer",
             dependencies: [
                 "Signaling",
+                "MediaRouting",
+                "LiveStreaming",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -117,6 +162,9 @@ let package = Package(
             dependencies: [
                 "MediaEngine",
                 "Signaling",
+                "MediaRouting",
+                "LiveStreaming",
+                "MediaSimulation",
                 "MediaServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -130,6 +178,10 @@ let package = Package(
             name: "MediaEngineTests",
             dependencies: [
                 "MediaEngine",
+                // The simulations' virtual links drive the core in many tests; net-detect
+                // is tested against the server's echo responder.
+                "MediaSimulation",
+                "MediaRouting",
                 "CPNG",
                 "TestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -137,9 +189,12 @@ let package = Package(
             ],
             swiftSettings: instrumented
         ),
+        .testTarget(name: "MediaRoutingTests", dependencies: ["MediaRouting", "MediaEngine", "TestSupport"], swiftSettings: instrumented),
+        .testTarget(name: "LiveStreamingTests", dependencies: ["LiveStreaming", "MediaEngine", "TestSupport"], swiftSettings: instrumented),
+        .testTarget(name: "MediaSimulationTests", dependencies: ["MediaSimulation", "MediaEngine", "TestSupport"], swiftSettings: instrumented),
         .testTarget(name: "SignalingTests", dependencies: ["Signaling", "MediaEngine", "TestSupport"], swiftSettings: instrumented),
         .testTarget(name: "MediaServerTests", dependencies: [
-            "MediaServer", "Signaling", "MediaEngine", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
+            "MediaServer", "Signaling", "MediaEngine", "MediaRouting", "LiveStreaming", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
         ], swiftSettings: instrumented),
         // Runs programs (the CLI, ffmpeg, GStreamer) for the CLI and interop tests, and
         // heavy tests off Swift's cooperative threads.
@@ -148,11 +203,12 @@ let package = Package(
             // MediaEngine for the STUN probes of the NAT lab's real peers (coturn, the server)
             // and coturn's REST credentials (TURNCredentials; a lab test checks them against openssl);
             // MediaServer for coturn's configuration (CoturnConfiguration).
-            dependencies: ["MediaEngine", "MediaServer"],
+            dependencies: ["MediaEngine", "MediaRouting", "MediaServer"],
             path: "Tests/TestSupport",
             swiftSettings: [.swiftLanguageMode(.v6)] + instrumented
         ),
-        .testTarget(name: "CLITests", dependencies: ["mediaengine", "MediaEngine", "Signaling", "TestSupport"], swiftSettings: instrumented),
+        .testTarget(name: "CLITests", dependencies: ["mediaengine", "MediaEngine", "MediaSimulation", "Signaling", "TestSupport"],
+                    swiftSettings: instrumented),
         .testTarget(name: "InteropTests", dependencies: ["mediaengine", "MediaEngine", "TestSupport"], swiftSettings: instrumented),
         .testTarget(name: "CModulesTests", dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2"], swiftSettings: instrumented),
         // Fuzz targets: each feeds arbitrary bytes to a parser (or a per-packet path) and
@@ -160,10 +216,55 @@ let package = Package(
         // FuzzCorpusTests replays their corpora and every finding's input in `swift test`.
         .target(
             name: "FuzzTargets",
-            dependencies: ["MediaEngine", "Signaling"],
+            dependencies: ["MediaEngine", "MediaRouting", "LiveStreaming", "Signaling"],
             path: "Tests/FuzzTargets",
             swiftSettings: [.swiftLanguageMode(.v6)] + instrumented
         ),
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets", "MediaEngine", "Signaling"], swiftSettings: instrumented),
     ]
 )
+
+// The libFuzzer driver, in the fuzzer build only (`tools/fuzz`): it links libFuzzer, which
+// no other build has. Its sources live beside the corpora in Fuzz/.
+if sanitizer == "fuzzer" {
+    package.targets += [
+        // libFuzzer's driver entry point, which the Swift toolchain's runtime provides.
+        .target(name: "CLibFuzzer", path: "Fuzz/Sources/CLibFuzzer"),
+        .executableTarget(
+            name: "mediaengine-fuzz",
+            dependencies: ["CLibFuzzer", "FuzzTargets"],
+            path: "Fuzz/Sources/mediaengine-fuzz",
+            swiftSettings: [.swiftLanguageMode(.v6)] + instrumented,
+            // gold fails with an internal error on the sanitized objects; the toolchain's lld links them.
+            linkerSettings: [.unsafeFlags(sanitizerFlags + ["-use-ld=lld"])]
+        ),
+    ]
+    package.products += [.executable(name: "mediaengine-fuzz", targets: ["mediaengine-fuzz"])]
+}
+
+// `tools/sanitize thread --ci` builds only the test targets whose suites it runs
+// (MEDIAENGINE_TESTS, comma-separated) and the targets they need: the instrumented build
+// then compiles neither the other tests nor the CLI.
+if let only = Context.environment["MEDIAENGINE_TESTS"] {
+    let kept = Set(only.split(separator: ",").map(String.init))
+    let byName = Dictionary(uniqueKeysWithValues: package.targets.map { ($0.name, $0) })
+    var needed = Set<String>()
+    var pending = package.targets.filter { $0.type == .test && kept.contains($0.name) }.map(\.name)
+    while let name = pending.popLast() {
+        guard needed.insert(name).inserted, let target = byName[name] else { continue }
+        for dependency in target.dependencies {
+            switch dependency {
+            case .targetItem(let name, _), .byNameItem(let name, _): pending.append(name)
+            default: break
+            }
+        }
+    }
+    package.targets.removeAll { !needed.contains($0.name) }
+    package.products.removeAll { product in
+        switch product {
+        case let library as Product.Library: return !library.targets.allSatisfy(needed.contains)
+        case let executable as Product.Executable: return !executable.targets.allSatisfy(needed.contains)
+        default: return false
+        }
+    }
+}

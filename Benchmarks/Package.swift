@@ -105,6 +105,7 @@ let package = Package(
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "MediaEngine", package: "MediaEngine"),
+                .product(name: "MediaRouting", package: "MediaEngine"),
                 "BenchmarkSupport",
                 "SRTPFixtures",
             ],

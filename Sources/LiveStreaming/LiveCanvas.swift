@@ -1,4 +1,5 @@
 import CYUV
+import MediaEngine
 
 /// Composes participants' pictures into one I420 canvas with libyuv, for a live room's
 /// pushed stream.

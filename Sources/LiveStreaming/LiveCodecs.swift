@@ -1,4 +1,5 @@
 import CAVFormat
+import MediaEngine
 
 /// The video encoder of one family: libx264 (H.264, constant bit rate, no B-frames) or
 /// libvpx (VP8, real time). Not thread-safe: `LiveEncoderSet` locks it.

@@ -1,4 +1,5 @@
 import Foundation
+import MediaEngine
 import Synchronization
 
 /// Composes a live room for a `LiveStreamer`: on a thread of its own, at the stream's

@@ -1,4 +1,5 @@
 import CAVFormat
+import MediaEngine
 import Synchronization
 
 /// One encoded packet, shared by every output of its codec family.

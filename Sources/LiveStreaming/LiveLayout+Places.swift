@@ -1,3 +1,5 @@
+import MediaEngine
+
 extension LiveLayout {
     /// The most participants the fixed modes (0 to 3) show: one host and three co-hosts.
     public static let maximumFixedParticipants = 4

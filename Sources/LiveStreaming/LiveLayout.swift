@@ -1,4 +1,5 @@
 import Foundation
+import MediaEngine
 
 /// NIM's bypass-streaming video mix modes (the raw values are NIM's).
 ///

@@ -1,3 +1,5 @@
+import MediaEngine
+
 /// A live-room layout that cannot be used: malformed JSON, bad geometry, or an area for
 /// someone who is not in the room. `description` names the problem.
 public struct LiveLayoutError: Error, Sendable, Hashable, CustomStringConvertible {

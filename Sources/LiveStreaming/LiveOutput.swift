@@ -1,3 +1,5 @@
+import MediaEngine
+
 /// A fixed-capacity FIFO of packets: the bounded queue between the encoding thread and an
 /// output's writer. Its storage is allocated once.
 struct LivePacketQueue: Sendable {

@@ -1,3 +1,5 @@
+import MediaEngine
+
 /// The writer thread of a `LiveOutput`: connect, write, and on failure close, report and
 /// (for URLs) try again after the retry policy's delay.
 extension LiveOutput {

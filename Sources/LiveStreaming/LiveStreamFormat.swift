@@ -1,3 +1,5 @@
+import MediaEngine
+
 /// How a URL output that failed is retried: after `initialDelay`, then each delay
 /// `multiplier` times the last, up to `maximumDelay`, for as long as the output exists
 /// and is enabled. A successful connection starts the sequence over. Files are not

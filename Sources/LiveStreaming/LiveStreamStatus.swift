@@ -1,3 +1,5 @@
+import MediaEngine
+
 /// The state of one live output, with NIM's stable numbers (500...508).
 public enum LiveStreamStatus: Int, Sendable, Hashable, Codable {
     /// Not pushing: not yet started, or disabled.

@@ -1,4 +1,5 @@
 import CAVFormat
+import MediaEngine
 import Synchronization
 
 /// Encodes a live room's canvas and mixed audio once and pushes them to any number of

@@ -1,4 +1,5 @@
 import Foundation
+import MediaEngine
 
 /// Where a live room's stream goes: an RTMP ingest, an icecast mount, or a file.
 ///

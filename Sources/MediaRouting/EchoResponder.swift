@@ -1,4 +1,5 @@
 import Foundation
+import MediaEngine
 import Synchronization
 
 /// The echo side of net-detect, sans-I/O: decides for each datagram whether to reflect it.

@@ -1,3 +1,5 @@
+import MediaEngine
+
 /// The forwarding server's media plane, sans-I/O: one leg per meeting participant, each a
 /// `MediaCore` (SRTP and SRTCP both ways, its own reports, transport-wide feedback and
 /// bandwidth estimate, retransmission history), all on one UDP port, and the routing

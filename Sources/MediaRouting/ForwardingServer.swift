@@ -1,4 +1,5 @@
 import Foundation
+import MediaEngine
 import Synchronization
 
 /// The forwarding server's I/O: one UDP port for every meeting leg and for net-detect

@@ -1,3 +1,5 @@
+import MediaEngine
+
 /// Shares one subscriber's bandwidth among the videos it is sent (audio is always sent and
 /// comes off the top): every video gets its base temporal layer, most important first,
 /// until one no longer fits, and the rest are paused; only when none is paused does what

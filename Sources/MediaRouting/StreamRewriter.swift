@@ -1,3 +1,5 @@
+import MediaEngine
+
 /// Renumbers one publisher stream for one subscriber, so that what the forwarding server
 /// leaves out on purpose (upper temporal layers, a paused or muted stream, frames before
 /// a keyframe) never looks like loss, while real losses upstream still leave gaps the

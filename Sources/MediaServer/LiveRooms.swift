@@ -1,4 +1,5 @@
 import Foundation
+import LiveStreaming
 import MediaEngine
 import Signaling
 
@@ -181,15 +182,12 @@ public final class LiveRooms: LivePlane {
                                error: SignalingError(.bypassLayout, error.description)))
             }
         }
-        guard let profile = SRTPProfile(rawValue: setup.srtpProfile) else {
-            throw SignalingError(.bypassInternal, "unknown SRTP profile \(setup.srtpProfile)")
-        }
         // The composer sends nothing the server forwards (its leg is an audience's): a
         // silent source, paused; it only receives, and its RTCP asks for keyframes.
         var settings = MediaSession.Configuration(audio: ToneSource(ToneGenerator(.silence), name: "silence"), video: nil)
         settings.host = "127.0.0.1"
-        settings.profile = profile
-        settings.localKeying = try SRTPKeyingMaterial(profile: profile, base64: setup.credentials.composerKey)
+        settings.profile = setup.credentials.composerKeying.profile
+        settings.localKeying = setup.credentials.composerKeying
         settings.localAudioSSRC = setup.audioSSRC
         settings.remoteAudio = { pcm in composer.offer(audio: pcm) }
         settings.remoteVideo = { participant, picture in composer.offer(picture, participant: participant) }
@@ -200,9 +198,8 @@ public final class LiveRooms: LivePlane {
         }
         let address = try MediaEngine.SocketAddress(host: "127.0.0.1", port: configuration.mediaPort)
         let server = MediaSession.Endpoint(candidates: [ICECandidate.local(.host, address: address, localPreference: 65_535)],
-                                           keying: try SRTPKeyingMaterial(profile: profile, base64: setup.credentials.serverKey),
-                                           audioSSRC: 0, videoSSRC: nil,
-                                           ice: ICECredentials(ufrag: setup.credentials.iceUfrag, password: setup.credentials.icePassword))
+                                           keying: setup.credentials.serverKeying, audioSSRC: 0, videoSSRC: nil,
+                                           ice: setup.credentials.ice)
         try session.join(server: server, participants: setup.participants.map(Self.participant)) { _ in }
         streamer.addOutput(id: "push", target: try target(setup.url))
         if setup.serverRecording {

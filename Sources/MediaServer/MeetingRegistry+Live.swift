@@ -1,5 +1,7 @@
 import Foundation
+import LiveStreaming
 import MediaEngine
+import MediaRouting
 import Signaling
 
 /// What the live plane must do for a live room: start its composer (a hidden audience
@@ -26,7 +28,6 @@ public struct LiveRoomSetup: Sendable, Hashable, CustomStringConvertible {
     /// The composer's leg on the media plane, with both of its keys and its check token.
     public var leg: UInt64
     public var audioSSRC: UInt32
-    public var srtpProfile: String
     public var credentials: ComposerCredentials
     /// Where the media plane listens.
     public var candidates: [MediaCandidate]
@@ -130,15 +131,13 @@ extension MeetingRegistry {
         live.serverRecording = bypass.serverRecording
         meeting.live = live
         meetings[id] = meeting
-        var outputs: [Output] = [.mediaPlane(.addLeg(MediaLeg(id: live.composerLeg, meeting: id, account: "", publishing: false,
-                                                             audioSSRC: ssrc, videoSSRC: nil, srtpProfile: credentials.srtpProfile,
-                                                             inboundKey: composer.composerKey, outboundKey: composer.serverKey,
-                                                             iceUfrag: composer.iceUfrag, icePassword: composer.icePassword)))]
+        var outputs: [Output] = [.mediaPlane(.addLeg(ForwardingRouter.LegSetup(
+            id: live.composerLeg, meeting: id, account: "", publishing: false, audioSSRC: ssrc, videoSSRC: nil,
+            inboundKeying: composer.composerKeying, outboundKeying: composer.serverKeying, ice: composer.ice)))]
         for other in live.accounts.compactMap({ meeting.members[$0] }) {
             outputs.append(.mediaPlane(.setForwarding(subscriber: live.composerLeg, publisher: other.leg, audio: true, video: true)))
         }
-        let setup = LiveRoomSetup(meeting: id, name: meeting.name, leg: live.composerLeg, audioSSRC: ssrc, srtpProfile: credentials.srtpProfile,
-                                  credentials: composer, candidates: mediaCandidates, participants: liveMembers(of: meeting),
+        let setup = LiveRoomSetup(meeting: id, name: meeting.name, leg: live.composerLeg, audioSSRC: ssrc, credentials: composer, candidates: mediaCandidates, participants: liveMembers(of: meeting),
                                   url: url, mixMode: live.mixMode, customLayout: live.customLayout, serverRecording: live.serverRecording)
         outputs.append(.live(.start(setup)))
         return outputs

@@ -1,4 +1,6 @@
 import Foundation
+import MediaEngine
+import MediaRouting
 import Signaling
 
 /// What a login token allows beyond logging in (claims the server enforces).
@@ -23,9 +25,9 @@ public struct Grants: Sendable, Hashable, Codable {
 /// publishes, and what each subscriber gets. Commands of one meeting are ordered.
 public enum MediaPlaneCommand: Sendable, Hashable {
     /// Opens a participant's leg: media from the address that passes a connectivity check
-    /// signed for the leg's ICE credentials is unprotected with `inboundKey` (the participant's), what the
-    /// server forwards to it is protected with `outboundKey`.
-    case addLeg(MediaLeg)
+    /// signed for the leg's ICE credentials is unprotected with its inbound key (the
+    /// participant's), what the server forwards to it is protected with its outbound key.
+    case addLeg(ForwardingRouter.LegSetup)
     /// Closes a leg: nothing is forwarded from or to it any more.
     case removeLeg(UInt64)
     /// Whether the server forwards what the leg sends (actor) or drops it (audience).
@@ -34,42 +36,21 @@ public enum MediaPlaneCommand: Sendable, Hashable {
     case setForwarding(subscriber: UInt64, publisher: UInt64, audio: Bool, video: Bool)
 }
 
-/// One participant's leg, as the media plane opens it. Holds keys: never print.
-public struct MediaLeg: Sendable, Hashable, CustomStringConvertible {
-    public var id: UInt64
-    public var meeting: UInt64
-    public var account: String
-    public var publishing: Bool
-    public var audioSSRC: UInt32
-    public var videoSSRC: UInt32?
-    public var srtpProfile: String
-    /// The participant's key (base64), for its uplink.
-    public var inboundKey: String
-    /// The server's key for this leg's downlink.
-    public var outboundKey: String
+/// The server's half of a leg, drawn fresh for each join by the caller of `handle`
+/// (the registry itself draws nothing random). Holds keys: never print.
+public struct LegCredentials: Sendable, Hashable {
+    /// What the server protects the leg's downlink with; the participant's key must be of
+    /// its profile.
+    public var keying: SRTPKeyingMaterial
     /// The server's ICE credentials for the leg (it is ICE-lite): it answers checks signed
     /// with them.
-    public var iceUfrag: String
-    public var icePassword: String
-
-    public var description: String { "MediaLeg(\(id), meeting \(meeting), \(account), keys redacted)" }
-}
-
-/// The server's half of a leg, drawn fresh for each join by the caller of `handle`
-/// (the registry itself draws nothing random).
-public struct LegCredentials: Sendable, Hashable {
-    public var srtpProfile: String
-    public var srtpKey: String
-    public var iceUfrag: String
-    public var icePassword: String
+    public var ice: ICECredentials
     /// Both halves of the composer's leg, used when this join starts a live room.
     public var composer: ComposerCredentials?
 
-    public init(srtpProfile: String, srtpKey: String, iceUfrag: String, icePassword: String, composer: ComposerCredentials? = nil) {
-        self.srtpProfile = srtpProfile
-        self.srtpKey = srtpKey
-        self.iceUfrag = iceUfrag
-        self.icePassword = icePassword
+    public init(keying: SRTPKeyingMaterial, ice: ICECredentials, composer: ComposerCredentials? = nil) {
+        self.keying = keying
+        self.ice = ice
         self.composer = composer
     }
 }
@@ -78,18 +59,16 @@ public struct LegCredentials: Sendable, Hashable {
 /// participant, so the server draws both sides (distinct keys, as for any two legs).
 public struct ComposerCredentials: Sendable, Hashable {
     /// What the composer protects its RTCP with (the leg's inbound key).
-    public var composerKey: String
+    public var composerKeying: SRTPKeyingMaterial
     /// What the server protects the forwarded media with (the leg's outbound key).
-    public var serverKey: String
+    public var serverKeying: SRTPKeyingMaterial
     /// The server's ICE credentials for the composer's leg.
-    public var iceUfrag: String
-    public var icePassword: String
+    public var ice: ICECredentials
 
-    public init(composerKey: String, serverKey: String, iceUfrag: String, icePassword: String) {
-        self.composerKey = composerKey
-        self.serverKey = serverKey
-        self.iceUfrag = iceUfrag
-        self.icePassword = icePassword
+    public init(composerKeying: SRTPKeyingMaterial, serverKeying: SRTPKeyingMaterial, ice: ICECredentials) {
+        self.composerKeying = composerKeying
+        self.serverKeying = serverKeying
+        self.ice = ice
     }
 }
 
@@ -318,9 +297,18 @@ public struct MeetingRegistry: Sendable {
             throw SignalingError(.meetingFull, "joinMeeting: '\(request.name)' holds its maximum of \(configuration.maximumParticipants) participants")
         }
         let media = request.media
-        guard media.candidates.count <= 16, media.srtpKey.utf8.count <= 128, media.srtpProfile == credentials.srtpProfile,
+        let profile = credentials.keying.profile
+        guard media.candidates.count <= 16, media.srtpKey.utf8.count <= 128, media.srtpProfile == profile.rawValue,
               media.iceUfrag.utf8.count <= 256, media.icePassword.utf8.count <= 256 else {
-            throw SignalingError(.invalidRequest, "joinMeeting: media must use \(credentials.srtpProfile) with a key of at most 128 bytes and ICE credentials of at most 256")
+            throw SignalingError(.invalidRequest, "joinMeeting: media must use \(profile.rawValue) with a key of at most 128 bytes and ICE credentials of at most 256")
+        }
+        // Parsed here, where the participant hears of a bad key, not in the media plane
+        // (where a leg that cannot open would only time out).
+        let keying: SRTPKeyingMaterial
+        do {
+            keying = try SRTPKeyingMaterial(profile: profile, base64: media.srtpKey)
+        } catch {
+            throw SignalingError(.invalidRequest, "joinMeeting: media.srtpKey: \(error.message)")
         }
         guard (request.type == .video) == (media.videoSSRC != nil) else {
             throw SignalingError(.invalidRequest, "joinMeeting: a video participant needs a video SSRC, an audio one none")
@@ -346,14 +334,13 @@ public struct MeetingRegistry: Sendable {
         meetings[id] = meeting
         accountMeeting[identity.account] = id
 
-        let server = MediaEndpoint(candidates: mediaCandidates, srtpProfile: credentials.srtpProfile,
-                                   srtpKey: credentials.srtpKey, audioSSRC: 0, videoSSRC: nil,
-                                   iceUfrag: credentials.iceUfrag, icePassword: credentials.icePassword)
+        let server = MediaEndpoint(candidates: mediaCandidates, srtpProfile: profile.rawValue,
+                                   srtpKey: credentials.keying.base64, audioSSRC: 0, videoSSRC: nil,
+                                   iceUfrag: credentials.ice.ufrag, icePassword: credentials.ice.password)
         var outputs = [Self.okReply(connection, requestID, Reply.JoinMeeting(callID: id, participants: others.map(\.participant), media: server))]
-        outputs.append(.mediaPlane(.addLeg(MediaLeg(id: member.leg, meeting: id, account: identity.account, publishing: request.role == .actor,
-                                                    audioSSRC: media.audioSSRC, videoSSRC: media.videoSSRC, srtpProfile: media.srtpProfile,
-                                                    inboundKey: media.srtpKey, outboundKey: credentials.srtpKey,
-                                                    iceUfrag: credentials.iceUfrag, icePassword: credentials.icePassword))))
+        outputs.append(.mediaPlane(.addLeg(ForwardingRouter.LegSetup(
+            id: member.leg, meeting: id, account: identity.account, publishing: request.role == .actor, audioSSRC: media.audioSSRC,
+            videoSSRC: media.videoSSRC, inboundKeying: keying, outboundKeying: credentials.keying, ice: credentials.ice))))
         for other in others {
             outputs.append(.mediaPlane(.setForwarding(subscriber: other.leg, publisher: member.leg, audio: true, video: true)))
             outputs.append(.mediaPlane(.setForwarding(subscriber: member.leg, publisher: other.leg, audio: true, video: true)))

@@ -1,8 +1,9 @@
 import MediaEngine
+import MediaRouting
 import Signaling
 
-/// The media plane meetings run on: the signaling side's commands, with keys decoded,
-/// handed to a `ForwardingServer` (which takes them between batches, never waiting).
+/// The media plane meetings run on: the signaling side's commands handed to a
+/// `ForwardingServer` (which takes them between batches, never waiting).
 public final class SFUMediaPlane: MediaPlane {
     public let server: ForwardingServer
 
@@ -11,15 +12,7 @@ public final class SFUMediaPlane: MediaPlane {
     public func apply(_ command: MediaPlaneCommand) {
         switch command {
         case .addLeg(let leg):
-            // The registry checked the profile; a key that does not decode leaves the leg
-            // unopened, and the participant's checks go unanswered (it times out).
-            guard let profile = SRTPProfile(rawValue: leg.srtpProfile),
-                  let inbound = try? SRTPKeyingMaterial(profile: profile, base64: leg.inboundKey),
-                  let outbound = try? SRTPKeyingMaterial(profile: profile, base64: leg.outboundKey) else { return }
-            server.apply(.addLeg(ForwardingRouter.LegSetup(id: leg.id, meeting: leg.meeting, account: leg.account, publishing: leg.publishing,
-                                                           audioSSRC: leg.audioSSRC, videoSSRC: leg.videoSSRC, inboundKeying: inbound,
-                                                           outboundKeying: outbound,
-                                                           ice: ICECredentials(ufrag: leg.iceUfrag, password: leg.icePassword))))
+            server.apply(.addLeg(leg))
         case .removeLeg(let id):
             server.apply(.removeLeg(id))
         case .setPublishing(let leg, let publishing):

@@ -1,5 +1,6 @@
 import CoreMetrics
 import MediaEngine
+import MediaRouting
 import Prometheus
 
 /// The server's metrics in Prometheus' text format (`GET /metrics`): swift-metrics objects

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import MediaEngine
+import MediaRouting
 import Signaling
 
 /// What a connection's writer task sends next.
@@ -210,15 +211,10 @@ public actor SignalingHub {
     /// The server's half of a new meeting leg: a fresh AEAD_AES_128_GCM key (the cheaper
     /// profile with Debian's libsrtp2) and ICE credentials.
     static func legCredentials() -> LegCredentials {
-        let keying = SRTPKeyingMaterial.random(profile: .aeadAES128GCM)
         var random = SystemRandomNumberGenerator()
-        let ice = ICECredentials.random(using: &random)
-        let composerICE = ICECredentials.random(using: &random)
-        let composer = ComposerCredentials(composerKey: SRTPKeyingMaterial.random(profile: .aeadAES128GCM).base64,
-                                           serverKey: SRTPKeyingMaterial.random(profile: .aeadAES128GCM).base64,
-                                           iceUfrag: composerICE.ufrag, icePassword: composerICE.password)
-        return LegCredentials(srtpProfile: keying.profile.rawValue, srtpKey: keying.base64, iceUfrag: ice.ufrag, icePassword: ice.password,
-                              composer: composer)
+        let composer = ComposerCredentials(composerKeying: .random(profile: .aeadAES128GCM), serverKeying: .random(profile: .aeadAES128GCM),
+                                           ice: .random(using: &random))
+        return LegCredentials(keying: .random(profile: .aeadAES128GCM), ice: .random(using: &random), composer: composer)
     }
 
     private func login(_ data: Data, requestID: UInt64, from id: ConnectionID) async {

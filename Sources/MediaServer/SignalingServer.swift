@@ -1,8 +1,10 @@
 import Foundation
 import Hummingbird
 import HummingbirdWebSocket
+import LiveStreaming
 import Logging
 import MediaEngine
+import MediaRouting
 import NIOCore
 import ServiceLifecycle
 import Signaling

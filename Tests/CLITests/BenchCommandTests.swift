@@ -1,5 +1,6 @@
 import Foundation
 import MediaEngine
+import MediaSimulation
 import TestSupport
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import MediaEngine
 import Signaling
 import TestSupport
 import Testing
@@ -135,7 +136,7 @@ import Testing
     /// test ends long before the SFU's 15 s leg timeout).
     static func meetingMedia(_ ssrc: UInt32) -> MediaEndpoint {
         MediaEndpoint(candidates: [MediaCandidate(host: "127.0.0.1", port: 9)], srtpProfile: "AEAD_AES_128_GCM",
-                      srtpKey: "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2Vj", audioSSRC: ssrc, videoSSRC: nil, iceUfrag: "u\(ssrc)",
+                      srtpKey: SRTPKeyingMaterial.random(profile: .aeadAES128GCM).base64, audioSSRC: ssrc, videoSSRC: nil, iceUfrag: "u\(ssrc)",
                       icePassword: "password-of-twenty-two-chars")
     }
 

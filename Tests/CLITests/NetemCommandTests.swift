@@ -1,8 +1,9 @@
 import Foundation
 import MediaEngine
+import MediaSimulation
 import Synchronization
-import TestSupport
 import Testing
+import TestSupport
 
 /// A UDP echo server on its own thread, for the proxy to forward to.
 private final class Echo: Sendable {

@@ -1,4 +1,5 @@
 import MediaEngine
+import MediaRouting
 
 /// Net-detect probes (`ProbePacket`, magic `MEND`): the echo side's decision and the
 /// measuring side's bookkeeping of replies.

@@ -1,4 +1,5 @@
 import MediaEngine
+import MediaRouting
 
 /// The SFU's per-packet path: `ForwardingRouter.handleDatagram` on a meeting of three legs
 /// (two publishing audio and video, one audience), as the server's UDP port feeds it.

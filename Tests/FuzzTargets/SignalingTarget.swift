@@ -1,4 +1,5 @@
 import Foundation
+import LiveStreaming
 import MediaEngine
 import Signaling
 

@@ -1,5 +1,6 @@
-import Testing
+@testable import LiveStreaming
 @testable import MediaEngine
+import Testing
 
 /// Composed canvases checked by region averages against BT.601 colour values (±3).
 @Suite struct LiveCanvasComposition {

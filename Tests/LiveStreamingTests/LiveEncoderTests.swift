@@ -1,7 +1,8 @@
 import Foundation
+@testable import LiveStreaming
+@testable import MediaEngine
 import Testing
 import TestSupport
-@testable import MediaEngine
 
 /// The shared encoders on their own: key frames on the fixed interval and on request,
 /// timestamps from the room's clock, audio in any chunk size.
@@ -9,11 +10,15 @@ struct LiveEncoderTests {
     @Test(arguments: [LiveCodecFamily.h264AAC, .vp8Opus])
     func keyFramesComeOnTheIntervalAndOnRequest(_ family: LiveCodecFamily) async throws {
         try await Heavy.run {
-            let encoders = try LiveEncoderSet(family: family, format: LiveStreamFormat())
-            var canvas = VideoFrame(width: 1280, height: 720)
+            // Key frames and timestamps do not depend on the size: a small canvas keeps the
+            // 130 encodes short.
+            var format = LiveStreamFormat()
+            (format.width, format.height, format.videoBitrate) = (320, 180, 400_000)
+            let encoders = try LiveEncoderSet(family: family, format: format)
+            var canvas = VideoFrame(width: 320, height: 180)
             let (strideY, strideUV) = (canvas.strideY, canvas.strideUV)
             canvas.withMutablePlanes { y, u, v in
-                fillRedBlue(y: y, u: u, v: v, width: 1280, height: 720, strideY: strideY, strideUV: strideUV)
+                fillRedBlue(y: y, u: u, v: v, width: 320, height: 180, strideY: strideY, strideUV: strideUV)
             }
             var keyframes: [Int64] = []
             var frames = 0

@@ -5,6 +5,7 @@ import Foundation
 import Testing
 import TestSupport
 @testable import MediaEngine
+@testable import LiveStreaming
 
 /// File outputs: what ffmpeg makes of them, and a disk that fills up under one.
 struct LiveFileOutputTests {

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
+@testable import LiveStreaming
 @testable import MediaEngine
+import Testing
 
 @Suite struct LiveLayoutGeometry {
     static let sizes = [(1280, 720), (640, 360), (854, 480)]

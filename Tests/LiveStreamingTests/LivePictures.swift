@@ -1,3 +1,4 @@
+@testable import LiveStreaming
 @testable import MediaEngine
 
 /// Solid pictures and region averages for checking composed canvases against BT.601 values.

@@ -1,5 +1,6 @@
-import Testing
+@testable import LiveStreaming
 @testable import MediaEngine
+import Testing
 
 /// Parsing live targets: which container and codecs each picks, which texts are refused
 /// and why, and that descriptions and errors never show a stream key or password.

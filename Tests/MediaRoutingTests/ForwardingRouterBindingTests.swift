@@ -1,6 +1,7 @@
-import TestSupport
-import Testing
 @testable import MediaEngine
+@testable import MediaRouting
+import Testing
+import TestSupport
 
 /// STUN Binding at the server's media port (RFC 8489 section 3): clients without a leg
 /// learn their server-reflexive address, but never get more bytes than they sent, nor more

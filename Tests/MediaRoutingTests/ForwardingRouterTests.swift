@@ -1,6 +1,8 @@
-import TestSupport
-import Testing
 @testable import MediaEngine
+@testable import MediaRouting
+@testable import MediaSimulation
+import Testing
+import TestSupport
 
 /// The forwarding server's media plane, in virtual time: participants are media cores on
 /// simulated links, the server a `ForwardingRouter`. Each burns a core for about a second:

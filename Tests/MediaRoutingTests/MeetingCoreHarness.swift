@@ -1,4 +1,6 @@
 @testable import MediaEngine
+@testable import MediaRouting
+@testable import MediaSimulation
 
 /// A meeting through a `ForwardingRouter` in virtual time: each participant is a
 /// `MediaCore` (as a session drives it) that sends a tone (Opus, 20 ms, with RFC 6464

@@ -1,10 +1,11 @@
 import Foundation
+@testable import LiveStreaming
 import MediaEngine
+@testable import MediaServer
 import Signaling
 import Synchronization
 import Testing
 import TestSupport
-@testable import MediaServer
 
 /// Whole live rooms: a host (a red picture, 440 Hz) and a co-host (blue, 660 Hz) as
 /// `NetCallManager`s through a real server, whose composer pushes the room to nginx-rtmp

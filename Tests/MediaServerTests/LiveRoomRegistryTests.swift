@@ -38,7 +38,8 @@ import Testing
             return
         }
         #expect(host.account == "alice" && composer.account == "" && !composer.publishing && composer.videoSSRC == nil)
-        #expect(composer.inboundKey == "composer2" && composer.outboundKey == "toComposer2" && composer.iceUfrag == "composerUfrag2",
+        #expect(composer.inboundKeying == MeetingHarness.key(2, 2) && composer.outboundKeying == MeetingHarness.key(3, 2)
+                    && composer.ice.ufrag == "composerUfrag2",
                 "the join's (request 2) composer credentials")
         #expect(commands.contains(.setForwarding(subscriber: composer.id, publisher: host.id, audio: true, video: true)))
         guard case .start(let setup) = h.liveCommands.first else {

@@ -1,4 +1,5 @@
 import Foundation
+import MediaEngine
 import Signaling
 import Testing
 @testable import MediaServer
@@ -46,9 +47,9 @@ struct MeetingHarness {
         let id = nextRequestID
         nextRequestID += 1
         let data = TypedEnvelope(id: id, type: type, body: body).encoded()
-        let credentials = LegCredentials(srtpProfile: "AEAD_AES_128_GCM", srtpKey: "server\(id)", iceUfrag: "ufrag\(id)", icePassword: "password\(id)",
-                                         composer: ComposerCredentials(composerKey: "composer\(id)", serverKey: "toComposer\(id)",
-                                                                       iceUfrag: "composerUfrag\(id)", icePassword: "composerPassword\(id)"))
+        let credentials = LegCredentials(keying: Self.key(1, id), ice: ICECredentials(ufrag: "ufrag\(id)", password: "password\(id)"),
+                                         composer: ComposerCredentials(composerKeying: Self.key(2, id), serverKeying: Self.key(3, id),
+                                                                       ice: ICECredentials(ufrag: "composerUfrag\(id)", password: "composerPassword\(id)")))
         collect(registry.handle(ConnectionID(connection), identities[connection]!, requestID: id, type: type, message: data,
                                 credentials: credentials, at: time))
         let messages = inbox[ConnectionID(connection), default: []]
@@ -72,8 +73,15 @@ struct MeetingHarness {
         return commands
     }
 
+    /// A GCM key told apart by what it is for (`kind`: 0 a participant's, 1 the server's,
+    /// 2 and 3 the composer's two) and a number (an SSRC, a request's ID).
+    static func key(_ kind: UInt8, _ number: UInt64) -> SRTPKeyingMaterial {
+        let bytes = [kind] + withUnsafeBytes(of: number.bigEndian, Array.init) + [UInt8](repeating: 0x5A, count: 19)
+        return try! SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: bytes)
+    }
+
     static func media(_ ssrc: UInt32, video: Bool = false) -> MediaEndpoint {
-        MediaEndpoint(candidates: [], srtpProfile: "AEAD_AES_128_GCM", srtpKey: "key\(ssrc)", audioSSRC: ssrc,
+        MediaEndpoint(candidates: [], srtpProfile: "AEAD_AES_128_GCM", srtpKey: key(0, UInt64(ssrc)).base64, audioSSRC: ssrc,
                       videoSSRC: video ? ssrc + 1 : nil, iceUfrag: "ufrag\(ssrc)", icePassword: "password-of-twenty-two-chars")
     }
 
@@ -153,6 +161,23 @@ struct MeetingHarness {
         #expect(h.code(h.reserve(4, "")) == SignalingError.Code.invalidRequest.rawValue)
     }
 
+    /// A key the media plane could not use is the joining participant's typed error: no
+    /// leg opens (one that did would only time out, the participant never told why).
+    @Test(arguments: [("not base64!", "not valid base64"), ("c2hvcnQ=", "needs 28 bytes")])
+    func aJoinWithAKeyThatDoesNotParseIsRefusedAndOpensNoLeg(key: String, message: String) throws {
+        var h = harness()
+        _ = h.reserve(1, "a")
+        _ = h.takeCommands()
+        var media = MeetingHarness.media(1)
+        media.srtpKey = key
+        let reply = h.request(1, MessageType.joinMeeting, Request.JoinMeeting(name: "a", role: .actor, type: .audio, media: media))
+        #expect(h.code(reply) == SignalingError.Code.invalidRequest.rawValue)
+        let error = try reply.body(ErrorBody.self).error
+        #expect(error.message.contains("joinMeeting: media.srtpKey") && error.message.contains(message), "\(error.message)")
+        #expect(h.takeCommands().isEmpty, "no leg for a key that does not parse")
+        #expect(h.code(h.join(1, "a", ssrc: 1)) == nil, "the same participant joins with a good key")
+    }
+
     @Test func anUnjoinedReservationLapses() {
         var configuration = MeetingRegistry.Configuration()
         configuration.reservationLifetime = .seconds(60)
@@ -186,7 +211,7 @@ struct MeetingHarness {
         _ = h.reserve(1, "m")
         let id = try h.join(1, "m", ssrc: 10).body(Reply.JoinMeeting.self).callID
         let aliceLeg = try #require(h.takeCommands().compactMap { if case .addLeg(let leg) = $0 { leg } else { nil } }.first)
-        #expect(aliceLeg.publishing && aliceLeg.inboundKey == "key10" && aliceLeg.iceUfrag.hasPrefix("ufrag"))
+        #expect(aliceLeg.publishing && aliceLeg.inboundKeying == MeetingHarness.key(0, 10) && aliceLeg.ice.ufrag.hasPrefix("ufrag"))
         _ = h.join(2, "m", role: .audience, ssrc: 20)
         let commands = h.takeCommands()
         guard case .addLeg(let bobLeg) = commands.first else { Issue.record("no leg for bob"); return }

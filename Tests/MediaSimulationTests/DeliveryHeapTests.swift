@@ -1,5 +1,6 @@
-import Testing
 @testable import MediaEngine
+@testable import MediaSimulation
+import Testing
 
 @Suite struct DeliveryHeaps {
     @Test func popsInTimeOrderAndFirstInFirstOutForEqualTimes() {

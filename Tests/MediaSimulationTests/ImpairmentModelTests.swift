@@ -1,5 +1,6 @@
-import Testing
 @testable import MediaEngine
+@testable import MediaSimulation
+import Testing
 
 /// What a model did to a stream fed on a virtual clock: no sockets, no sleeps.
 private struct ModelRun {

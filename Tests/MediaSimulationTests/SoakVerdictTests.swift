@@ -1,5 +1,6 @@
-import Testing
 @testable import MediaEngine
+@testable import MediaSimulation
+import Testing
 
 /// How `bench soak` judges a run: the slope of resident memory after the warm-up, growth
 /// of descriptors and threads, and audio loss, each against its limit.

@@ -1,8 +1,9 @@
 import Foundation
+@testable import MediaEngine
+@testable import MediaSimulation
 import Synchronization
 import Testing
 import TestSupport
-@testable import MediaEngine
 
 /// A UDP echo server on its own thread: sends every datagram back to where it came from
 /// and remembers who sent.

@@ -1,7 +1,8 @@
 import Foundation
 import MediaEngine
-import Testing
+@testable import MediaRouting
 @testable import Signaling
+import Testing
 
 @Suite struct NetDetectManagers {
     @Test func tasksRunAtOnceAStoppedOneSaysSoAndTheLogHoldsEveryTask() async throws {

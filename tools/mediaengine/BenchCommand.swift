@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MediaEngine
+import MediaSimulation
 
 struct BenchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -73,7 +74,7 @@ struct BenchCommand: ParsableCommand {
     func grid() throws -> BenchGrid {
         var grid = quick ? BenchGrid.quick : BenchGrid.full
         if let text = opusBitrates {
-            grid.opusBitrates = try parse(text, "--opus-bitrates", "a bitrate like 32000, 32k or 1.5M", BenchValue.bitrate)
+            grid.opusBitrates = try parse(text, "--opus-bitrates", "a bitrate like 32000, 32k or 1.5M", SpecValue.bitrate)
         }
         if let text = complexities {
             grid.complexities = try parse(text, "--complexities", "a whole number 0-10") { Int($0) }
@@ -85,13 +86,13 @@ struct BenchCommand: ParsableCommand {
         }
         grid.application = application.rawValue
         if let text = vp8Bitrates {
-            grid.vp8Bitrates = try parse(text, "--vp8-bitrates", "a bitrate like 500k or 1M", BenchValue.bitrate)
+            grid.vp8Bitrates = try parse(text, "--vp8-bitrates", "a bitrate like 500k or 1M", SpecValue.bitrate)
         }
         if let text = cpuUsed {
             grid.cpuUsed = try parse(text, "--cpu-used", "a whole number -16 to 16") { Int($0) }
         }
         if let text = resolutions {
-            grid.resolutions = try parse(text, "--resolutions", "WxH like 640x480", BenchValue.resolution)
+            grid.resolutions = try parse(text, "--resolutions", "WxH like 640x480", SpecValue.resolution)
         } else if video != nil && !quick {
             grid.resolutions = []  // filled with the file's own size below
         }
@@ -152,7 +153,7 @@ struct BenchCommand: ParsableCommand {
         for element in text.split(separator: ",", omittingEmptySubsequences: false) where item(String(element)) == nil {
             throw ValidationError("\(option): '\(element)' is not \(expected)")
         }
-        guard let values = BenchValue.list(text, item) else {
+        guard let values = SpecValue.list(text, item) else {
             throw ValidationError("\(option) needs at least one value")
         }
         return values

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LiveStreaming
 import MediaEngine
 
 /// `mediaengine bench live`: the live-room composer's cost against ffmpeg doing the same

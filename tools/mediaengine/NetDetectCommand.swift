@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MediaEngine
+import MediaRouting
 import Signaling
 
 struct NetDetectCommand: AsyncParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MediaEngine
+import MediaSimulation
 
 struct NetemCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MediaEngine
+import MediaSimulation
 
 struct NetsimCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -53,14 +54,14 @@ struct NetsimCommand: ParsableCommand {
         _ = try grid()
         guard seconds > 0 && seconds <= 600 else { throw ValidationError("--seconds \(seconds) must be within 0...600") }
         guard delay >= 0 && delay <= 5_000 else { throw ValidationError("--delay \(delay) must be within 0...5000 ms") }
-        guard BenchValue.bitrate(videoBitrate) != nil else { throw ValidationError("--video-bitrate '\(videoBitrate)' is not a bitrate") }
+        guard SpecValue.bitrate(videoBitrate) != nil else { throw ValidationError("--video-bitrate '\(videoBitrate)' is not a bitrate") }
     }
 
     func grid() throws -> (losses: [Double], jitters: [Double]) {
-        guard let losses = BenchValue.list(loss, { Double($0) }), losses.allSatisfy({ (0...100).contains($0) }) else {
+        guard let losses = SpecValue.list(loss, { Double($0) }), losses.allSatisfy({ (0...100).contains($0) }) else {
             throw ValidationError("--loss '\(loss)' is not a list of percentages 0...100")
         }
-        guard let jitters = BenchValue.list(jitter, { Double($0) }), jitters.allSatisfy({ (0...5_000).contains($0) }) else {
+        guard let jitters = SpecValue.list(jitter, { Double($0) }), jitters.allSatisfy({ (0...5_000).contains($0) }) else {
             throw ValidationError("--jitter '\(jitter)' is not a list of milliseconds 0...5000")
         }
         return (losses, jitters)
@@ -83,7 +84,7 @@ struct NetsimCommand: ParsableCommand {
                 back.seed = seed &+ 1
                 let audio = try AudioNetworkSimulation.run(settings: link, seconds: seconds, fec: true)
                 let video = try VideoNetworkSimulation.run(forward: link, backward: back, seconds: seconds,
-                                                           bitrate: BenchValue.bitrate(videoBitrate)!)
+                                                           bitrate: SpecValue.bitrate(videoBitrate)!)
                 cells.append(Cell(lossPercent: lossPercent, jitterMilliseconds: jitterMilliseconds,
                                   audioConcealmentPercent: audio.concealmentPercent,
                                   audioMeanPlayoutDelayMilliseconds: audio.meanPlayoutDelay / .milliseconds(1),

@@ -86,8 +86,8 @@ struct SendCommand: ParsableCommand {
         guard SRTPProfile(rawValue: srtpProfile) != nil else {
             throw ValidationError("--srtp-profile '\(srtpProfile)' is not one of \(SRTPProfile.allCases.map(\.rawValue).joined(separator: ", "))")
         }
-        guard BenchValue.bitrate(audioBitrate) != nil else { throw ValidationError("--audio-bitrate '\(audioBitrate)' is not a bitrate") }
-        guard BenchValue.bitrate(videoBitrate) != nil else { throw ValidationError("--video-bitrate '\(videoBitrate)' is not a bitrate") }
+        guard SpecValue.bitrate(audioBitrate) != nil else { throw ValidationError("--audio-bitrate '\(audioBitrate)' is not a bitrate") }
+        guard SpecValue.bitrate(videoBitrate) != nil else { throw ValidationError("--video-bitrate '\(videoBitrate)' is not a bitrate") }
         guard keyframeInterval > 0 && keyframeInterval <= 3_600 else {
             throw ValidationError("--keyframe-interval \(keyframeInterval) must be more than 0 and at most 3600 seconds")
         }
@@ -107,8 +107,8 @@ struct SendCommand: ParsableCommand {
         configuration.rtcpMux = bundle
         configuration.audioSSRC = audioSsrc
         configuration.videoSSRC = videoSsrc
-        configuration.audioBitrate = BenchValue.bitrate(audioBitrate)!
-        configuration.videoBitrate = BenchValue.bitrate(videoBitrate)!
+        configuration.audioBitrate = SpecValue.bitrate(audioBitrate)!
+        configuration.videoBitrate = SpecValue.bitrate(videoBitrate)!
         configuration.keyframeInterval = keyframeInterval
         if !noSrtp {
             let key = try SecretSource.srtpKey.resolve(argument: srtpKey, file: srtpKeyFile, warn: { _ in })

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LiveStreaming
 import Logging
 import MediaEngine
 import MediaServer

@@ -1,5 +1,6 @@
 import BenchmarkSupport
 import MediaEngine
+import MediaRouting
 import SRTPBaseline
 import SRTPFixtures
 

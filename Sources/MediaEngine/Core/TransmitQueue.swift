@@ -29,7 +29,7 @@ public struct Transmit {
 /// and dequeueing allocate nothing. When every slot is taken the newest datagram is
 /// dropped and counted (the I/O loop drains the queue after every input, so this only
 /// happens under a burst larger than the ring). Not thread-safe.
-final class TransmitQueue {
+package final class TransmitQueue {
     struct Entry {
         var destination: SocketAddress
         var socket: Int
@@ -48,7 +48,7 @@ final class TransmitQueue {
     /// Datagrams dropped because the ring was full.
     private(set) var overflows = 0
 
-    init(capacity: Int) {
+    package init(capacity: Int) {
         self.capacity = max(1, capacity)
         storage = UnsafeMutableRawBufferPointer.allocate(byteCount: self.capacity * Self.slotSize, alignment: 16)
         storage.initializeMemory(as: UInt8.self, repeating: 0)
@@ -69,7 +69,7 @@ final class TransmitQueue {
     ///   (0 or less abandons it).
     /// - Returns: false when the ring is full or `write` abandoned the datagram.
     @discardableResult
-    func enqueue(to destination: SocketAddress, socket: Int, kind: Transmit.Kind,
+    package func enqueue(to destination: SocketAddress, socket: Int, kind: Transmit.Kind,
                  write: (UnsafeMutableRawBufferPointer) throws -> Int) rethrows -> Bool {
         guard count < capacity else {
             overflows += 1
@@ -94,7 +94,7 @@ final class TransmitQueue {
     }
 
     /// The oldest datagram, removed from the queue; its bytes stay valid until the next enqueue.
-    func dequeue() -> Transmit? {
+    package func dequeue() -> Transmit? {
         guard count > 0 else { return nil }
         let entry = entries[head]
         let bytes = UnsafeRawBufferPointer(rebasing: slot(head)[0..<entry.length])

@@ -128,7 +128,7 @@ public enum MediaSources {
     private static func sizeAndRate(_ text: String?, spec: String, example: String) throws -> (Int, Int, Int) {
         guard let text else { return (640, 480, 30) }
         let parts = text.split(separator: "@", omittingEmptySubsequences: false)
-        guard parts.count <= 2, let size = BenchValue.resolution(String(parts[0])),
+        guard parts.count <= 2, let size = SpecValue.resolution(String(parts[0])),
               size.width % 2 == 0, size.height % 2 == 0, size.width <= 4_096, size.height <= 4_096,
               parts.count == 1 || Int(parts[1]).map({ (1...120).contains($0) }) == true else {
             throw SourceError("video source '\(spec)': use WxH@FPS with even sizes up to 4096 and 1 to 120 fps, as in \(example)")

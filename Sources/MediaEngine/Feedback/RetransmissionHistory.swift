@@ -35,6 +35,8 @@ public struct RetransmissionHistory: Sendable {
 
     /// Counters over the history's life.
     public struct Statistics: Sendable, Hashable {
+        public init() {}
+
         /// Packets stored.
         public var packetsStored = 0
         /// Packets not stored because they exceed `maximumPacketSize`.

@@ -128,6 +128,8 @@ public struct VideoReceiveStream: Sendable {
 
     /// Counters over the stream's life.
     public struct Statistics: Sendable, Hashable {
+        public init() {}
+
         /// Packets given to `insert`.
         public var packetsReceived = 0
         /// Packets held.

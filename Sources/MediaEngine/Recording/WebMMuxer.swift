@@ -167,7 +167,7 @@ public final class WebMMuxer {
         if let cutAt { _ = truncate(path, off_t(cutAt)) }
     }
 
-    static func describe(_ status: Int32) -> String {
+    package static func describe(_ status: Int32) -> String {
         var buffer = [CChar](repeating: 0, count: 128)
         av_strerror(status, &buffer, buffer.count)
         return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

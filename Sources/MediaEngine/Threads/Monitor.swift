@@ -6,7 +6,7 @@ import Glibc
 /// capture thread and its reader share (V4L2 frames, ALSA's frame queue).
 /// `Locked` has no way to wait, and a reader must wait (with a timeout)
 /// for the next frame, a capture thread (until a deadline) for a stop.
-final class Monitor<State: Sendable>: @unchecked Sendable {
+package final class Monitor<State: Sendable>: @unchecked Sendable {
     // @unchecked: `state` is only touched between pthread_mutex_lock and unlock below,
     // and State is Sendable, so handing it between threads under the lock is safe. The
     // mutex and condition live on the heap at fixed addresses, as pthread requires.
@@ -14,7 +14,7 @@ final class Monitor<State: Sendable>: @unchecked Sendable {
     private let condition = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
     private var state: State
 
-    init(_ state: State) {
+    package init(_ state: State) {
         self.state = state
         pthread_mutex_init(mutex, nil)
         var attributes = pthread_condattr_t()
@@ -32,14 +32,14 @@ final class Monitor<State: Sendable>: @unchecked Sendable {
     }
 
     /// Runs `body` with the lock held.
-    func withLock<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure) -> Result {
+    package func withLock<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure) -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&state)
     }
 
     /// Runs `body` with the lock held, then wakes every waiter.
-    func withLockWaking<Result>(_ body: (inout State) -> Result) -> Result {
+    package func withLockWaking<Result>(_ body: (inout State) -> Result) -> Result {
         pthread_mutex_lock(mutex)
         defer {
             pthread_cond_broadcast(condition)
@@ -50,7 +50,7 @@ final class Monitor<State: Sendable>: @unchecked Sendable {
 
     /// Waits until `ready` holds or `timeout` passes, then runs `body` with the lock
     /// held (whether or not `ready` came true; `body` can check).
-    func withLock<Result, Failure: Error>(
+    package func withLock<Result, Failure: Error>(
         waitingUpTo timeout: Duration, until ready: (State) -> Bool,
         _ body: (inout State) throws(Failure) -> Result
     ) throws(Failure) -> Result {
@@ -75,9 +75,9 @@ final class Monitor<State: Sendable>: @unchecked Sendable {
 }
 
 /// CLOCK_MONOTONIC: the clock `Monitor` deadlines, capture timestamps and pacing use.
-enum MonotonicClock {
+package enum MonotonicClock {
     /// Now, as time since an arbitrary point (boot, on Linux).
-    static func now() -> Duration {
+    package static func now() -> Duration {
         var time = timespec()
         clock_gettime(CLOCK_MONOTONIC, &time)
         return .seconds(time.tv_sec) + .nanoseconds(time.tv_nsec)

@@ -225,7 +225,7 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
     }
 
     /// An error from the current `errno`.
-    static func system(_ action: String) -> TransportError {
+    package static func system(_ action: String) -> TransportError {
         let number = errno
         return TransportError(.socketFailed, "\(action): \(String(cString: strerror(number)))", systemError: number)
     }

@@ -105,7 +105,7 @@ public final class UDPSocket: @unchecked Sendable {
         }
     }
 
-    var rawDescriptor: Int32 { descriptor }
+    package var rawDescriptor: Int32 { descriptor }
 }
 
 /// Waits for any of a fixed set of sockets to become readable. Build once, wait many

@@ -1,3 +1,5 @@
+import MediaEngine
+
 /// One Opus configuration to measure.
 public struct OpusBenchCase: Sendable, Hashable, Codable {
     /// Target bitrate, b/s.

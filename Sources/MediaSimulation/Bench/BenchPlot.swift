@@ -1,4 +1,5 @@
 import Foundation
+import MediaEngine
 
 /// Draws quality against bitrate as an SVG: Opus SNR on the left, VP8 PSNR on the
 /// right, one line per setting other than bitrate.

@@ -1,4 +1,5 @@
 import Foundation
+import MediaEngine
 
 extension BenchReport {
     /// Human-readable tables, one per codec, with aligned columns.

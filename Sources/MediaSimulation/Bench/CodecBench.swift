@@ -1,3 +1,5 @@
+import MediaEngine
+
 /// Measures encode/decode speed, quality and bitrate accuracy of the Opus and VP8
 /// wrappers over a grid of settings, on synthetic input or the user's own files.
 ///
@@ -250,9 +252,4 @@ extension CodecBench.VideoInput {
         case .file(let path): path
         }
     }
-}
-
-extension Duration {
-    /// The duration in seconds as a Double.
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
 }

@@ -1,3 +1,5 @@
+import MediaEngine
+
 /// Packets waiting for their delivery time: a binary min-heap keyed by time.
 ///
 /// Equal times come out first in, first out (an insertion counter breaks ties), so a link

@@ -1,3 +1,5 @@
+import MediaEngine
+
 /// What a network does to packets, as settings: random or bursty loss, a rate cap with
 /// a bounded queue, delay with jitter, explicit reordering and duplication.
 public struct ImpairmentSettings: Sendable, Hashable, Codable {

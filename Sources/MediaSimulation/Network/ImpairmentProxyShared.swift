@@ -1,4 +1,6 @@
+import MediaEngine
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif

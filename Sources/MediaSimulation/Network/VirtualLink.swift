@@ -1,3 +1,5 @@
+import MediaEngine
+
 /// Two media cores joined by a simulated network, one `ImpairmentModel` each way, on a
 /// virtual clock: what one core sends reaches the other at the time the model decides
 /// (or never). The simulations and the core's tests run the engine's shipped media code

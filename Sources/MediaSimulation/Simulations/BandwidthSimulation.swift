@@ -1,3 +1,5 @@
+import MediaEngine
+
 /// A deterministic end-to-end run of bandwidth estimation in virtual time, no sockets
 /// and no sleeps: a video-like sender (a frame every 1/30 s at the estimator's target,
 /// split into packets of at most 1200 payload bytes, paced at 2.5 × the target) sends

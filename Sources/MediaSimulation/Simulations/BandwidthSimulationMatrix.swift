@@ -1,3 +1,5 @@
+import MediaEngine
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)

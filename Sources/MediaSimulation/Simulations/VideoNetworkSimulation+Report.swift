@@ -1,3 +1,5 @@
+import MediaEngine
+
 extension VideoNetworkSimulation {
     /// What to simulate.
     public struct Settings: Sendable, Hashable {

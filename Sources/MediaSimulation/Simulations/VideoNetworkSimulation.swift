@@ -1,3 +1,5 @@
+import MediaEngine
+
 /// A deterministic end-to-end run of the video loss-recovery path in virtual time, over
 /// the engine's own media core: a `TestPattern` encoded by `VP8.Encoder` goes into a
 /// sending `MediaCore` (payloader, SRTP, retransmission history), crosses an

@@ -1,7 +1,8 @@
 import Foundation
+@testable import LiveStreaming
+@testable import MediaEngine
 import Testing
 import TestSupport
-@testable import MediaEngine
 
 /// The streamer pushing live WebM (VP8/Opus) to a real icecast2, pulled back with ffmpeg.
 struct LiveIcecastTests {

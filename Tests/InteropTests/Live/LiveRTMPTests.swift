@@ -1,7 +1,8 @@
 import Foundation
+@testable import LiveStreaming
+@testable import MediaEngine
 import Testing
 import TestSupport
-@testable import MediaEngine
 
 /// The streamer pushing to a real nginx-rtmp, pulled back with ffmpeg.
 struct LiveRTMPTests {

@@ -1,7 +1,8 @@
 import Foundation
+@testable import LiveStreaming
+@testable import MediaEngine
 import Testing
 import TestSupport
-@testable import MediaEngine
 
 /// A live room for tests: a streamer in the default format (1280x720 at 30 fps, mono
 /// 48 kHz) fed at real time by a `LiveFeed` (a red | blue canvas, 440 + 660 Hz), with

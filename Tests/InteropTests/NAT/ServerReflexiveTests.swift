@@ -1,7 +1,8 @@
 import Foundation
 import MediaEngine
-import TestSupport
+import MediaRouting
 import Testing
+import TestSupport
 
 /// The forwarding server's media port tells a client behind a real NAT its server-reflexive
 /// address: the router's WAN address and, through a port-preserving NAT, its own port.

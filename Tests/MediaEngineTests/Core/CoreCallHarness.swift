@@ -1,4 +1,5 @@
 @testable import MediaEngine
+@testable import MediaSimulation
 
 /// A two-party call between two media cores over a `VirtualLink`, in virtual time: each
 /// side sends a tone (Opus, 20 ms) and a test pattern (VP8 at 30 fps) and decodes what

@@ -1,6 +1,7 @@
+@testable import MediaEngine
+@testable import MediaSimulation
 import Testing
 import TestSupport
-@testable import MediaEngine
 
 /// Streams coming and going on a live core, SSRC collisions and streams found by MID.
 @Suite struct MediaCoreStreams {

@@ -1,6 +1,7 @@
+@testable import MediaEngine
+@testable import MediaSimulation
 import Testing
 import TestSupport
-@testable import MediaEngine
 
 /// Discontinuous transmission: the pauses between talkspurts play as comfort noise, never
 /// as concealment, whether the sender sends all its 1-2 byte DTX packets or, as WebRTC

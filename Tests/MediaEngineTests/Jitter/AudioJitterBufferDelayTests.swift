@@ -1,6 +1,7 @@
+@testable import MediaEngine
+@testable import MediaSimulation
 import Testing
 import TestSupport
-@testable import MediaEngine
 
 /// The target and playout delays follow the network: up in a jitter spike, back down in
 /// calm, and steady against sender clock drift.

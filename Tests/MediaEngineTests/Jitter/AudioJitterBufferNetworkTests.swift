@@ -1,6 +1,7 @@
+@testable import MediaEngine
+@testable import MediaSimulation
 import Testing
 import TestSupport
-@testable import MediaEngine
 
 /// Whole streams through the seeded network model (`AudioNetworkSimulation`).
 @Suite struct AudioJitterBufferNetworkTests {

@@ -1,6 +1,8 @@
 import Foundation
-import Testing
 @testable import MediaEngine
+@testable import MediaRouting
+@testable import MediaSimulation
+import Testing
 
 @Suite struct NetDetectQuality {
     @Test(arguments: [(3.0, 500.0, 50.0, 0.2625, NetQuality.veryGood), (10, 800, 80, 0.55, .good), (20, 1_200, 150, 1, .poor),

@@ -1,7 +1,8 @@
 import Foundation
+@testable import MediaEngine
+@testable import MediaSimulation
 import Testing
 import TestSupport
-@testable import MediaEngine
 
 /// Per-user WebM recordings of P2P calls on loopback, checked with ffprobe and ffmpeg.
 @Suite(.serialized) struct CallRecordings {
@@ -82,8 +83,8 @@ import TestSupport
             try await waitUntil(.seconds(20)) { atB.snapshot.disconnected }
             print("webm: the peer's media ended after \(ContinuousClock.now - began)")
             let remote = try await stopRecording(b, .remote)
-            await stopped(a)
-            await stopped(b)
+            await a.stop()
+            await b.stop()
             let local = try #require(atA.snapshot.stopped.first, "stopping the session stops its recordings")
 
             #expect(atB.snapshot.started.map(\.1) == [remotePath] && atA.snapshot.started.map(\.1) == [localPath])
@@ -121,8 +122,8 @@ import TestSupport
             a.replaceVideoSource(try MediaSources.video("testsrc:640x480@15"))
             try await Task.sleep(for: .milliseconds(1_500))
             let summary = try await stopRecording(b, .remote)
-            await stopped(a)
-            await stopped(b)
+            await a.stop()
+            await b.stop()
 
             #expect(atB.snapshot.sizes.map { "\($0.0)x\($0.1)" } == ["640x480"], "recordVideoSizeChanged")
             #expect(summary.resolutionChanges == 1 && summary.failure == nil)
@@ -146,8 +147,8 @@ import TestSupport
             try a.start(remote: b.local) { _ in }
             try await waitUntil(.seconds(15)) { !atB.snapshot.errors.isEmpty }
             let summary = try await stopRecording(b, .remote)
-            await stopped(a)
-            await stopped(b)
+            await a.stop()
+            await b.stop()
 
             let error = try #require(atB.snapshot.errors.first, "a recordError event")
             #expect(error.kind == .diskFull && error.message.contains(path), "\(error)")
@@ -208,7 +209,7 @@ import TestSupport
             // Stopped before any media came: no file is left, and the summary says why.
             #expect(summary.path == path && summary.audioPackets == 0 && summary.failure?.kind == .nothingToRecord)
             #expect(!FileManager.default.fileExists(atPath: path))
-            await stopped(a)
+            await a.stop()
         }
     }
 }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import MediaEngine
+import MediaRouting
 
 /// Network namespaces for one test: a "public" network (a bridge on 203.0.113.0/24, a
 /// documentation range), routers on it that NAT a LAN of their own (10.N.0.0/24) with

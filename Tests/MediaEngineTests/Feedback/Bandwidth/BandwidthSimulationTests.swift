@@ -1,6 +1,7 @@
+@testable import MediaEngine
+@testable import MediaSimulation
 import Testing
 import TestSupport
-@testable import MediaEngine
 
 extension BandwidthTests {
     /// End to end in virtual time: video-like traffic at the target through `ImpairmentModel`,

@@ -1,6 +1,7 @@
+@testable import MediaEngine
+@testable import MediaSimulation
 import Testing
 import TestSupport
-@testable import MediaEngine
 
 extension BandwidthTests {
     @Suite struct BandwidthVP8Tests {

@@ -1,6 +1,7 @@
+@testable import MediaEngine
+@testable import MediaSimulation
 import Testing
 import TestSupport
-@testable import MediaEngine
 
 /// End to end in virtual time: real VP8 through impaired links both ways, NACK answered
 /// from the sender's history, PLI answered with forced keyframes (`VideoNetworkSimulation`).
