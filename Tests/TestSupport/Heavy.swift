@@ -1,5 +1,6 @@
 import Foundation
 import MediaEngine
+import Testing
 
 /// Runs tests that block for real time (subprocesses, sockets, media threads) or burn CPU
 /// for seconds (simulations) without starving anything else, on a machine of any size:
@@ -32,10 +33,38 @@ public enum Heavy {
 
     private static func run<T>(permits: Int, _ body: () async throws -> T) async throws -> T {
         await gate.acquire(permits)
-        defer { gate.release(permits) }
+        let started = ContinuousClock.now
+        defer {
+            gate.release(permits)
+            Timings.record(permits: permits, seconds: (ContinuousClock.now - started) / .seconds(1))
+        }
         let executor = ThreadExecutor()
         defer { executor.shutdown() }
         return try await withTaskExecutorPreference(executor) { try await body() }
+    }
+
+    /// With MEDIAENGINE_HEAVY_TIMES=FILE, each heavy test appends a line to FILE: the
+    /// seconds it held its slots, the slots, and its name. `sort -rn FILE` shows what a
+    /// full run's time goes to (the suite's wall time is about the sum of seconds times
+    /// slots, over the machine's slots).
+    private enum Timings {
+        static let path = ProcessInfo.processInfo.environment["MEDIAENGINE_HEAVY_TIMES"]
+        static let lock = Locked(())
+
+        static func record(permits: Int, seconds: Double) {
+            guard let path else { return }
+            let name = Test.current.map { "\($0.id)" } ?? "?"
+            let line = String(format: "%8.2f %d %@\n", seconds, permits, name)
+            lock.withLock { _ in
+                guard let handle = FileHandle(forWritingAtPath: path) ?? {
+                    FileManager.default.createFile(atPath: path, contents: nil)
+                    return FileHandle(forWritingAtPath: path)
+                }() else { return }
+                handle.seekToEndOfFile()
+                handle.write(Data(line.utf8))
+                try? handle.close()
+            }
+        }
     }
 }
 
