@@ -31,7 +31,7 @@ public final class LiveStreamer: Sendable {
         var families: [LiveCodecFamily: Family] = [:]
         /// Every output's writer thread, current or not (removed and replaced outputs may
         /// still be closing); ended ones are forgotten when the next one starts.
-        var workers: [(output: LiveOutput, thread: LiveThread)] = []
+        var workers: [(output: LiveOutput, thread: JoinableThread)] = []
         var stopped = false
 
         mutating func rebuild() {
@@ -225,7 +225,12 @@ public final class LiveStreamer: Sendable {
 
     private func start(_ output: LiveOutput) {
         do throws(LiveStreamError) {
-            let thread = try LiveThread(name: "live-\(output.id)") { output.run() }
+            let thread: JoinableThread
+            do throws(JoinableThread.StartError) {
+                thread = try JoinableThread { output.run() }
+            } catch {
+                throw LiveStreamError(.internalError, "live output live-\(output.id): cannot start its writer thread (errno \(error.status))")
+            }
             let late = state.withLock { state -> Bool in
                 state.workers.removeAll { $0.thread.hasEnded }
                 state.workers.append((output, thread))

@@ -73,7 +73,7 @@ public final class EchoResponder: Sendable {
     public let socket: UDPSocket
     private let running = Atomic<Bool>(true)
     private let state: Locked<EchoDecider>
-    private let finished = Locked<Bool>(false)
+    private let thread = Locked<JoinableThread?>(nil)
     private let started = Atomic<Bool>(false)
 
     /// Binds `address` (port 0 picks one).
@@ -87,31 +87,40 @@ public final class EchoResponder: Sendable {
     public var counters: EchoCounters { state.withLock { $0.counters } }
 
     /// Starts answering on a thread of its own.
-    public func start() {
+    /// - Throws: `TransportError` when the system cannot start a thread.
+    public func start() throws(TransportError) {
         guard !started.exchange(true, ordering: .relaxed) else { return }
-        Thread.detachNewThread { [self] in
-            let clock = ContinuousClock()
-            let start = clock.now
-            var buffer = [UInt8](repeating: 0, count: 2_048)
-            while running.load(ordering: .relaxed) {
-                let received = try? buffer.withUnsafeMutableBytes { try socket.receive(into: $0, timeout: .milliseconds(100)) }
-                guard let (count, source) = received ?? nil else { continue }
-                let now = clock.now - start
-                buffer.withUnsafeMutableBytes { bytes in
-                    let datagram = UnsafeMutableRawBufferPointer(rebasing: bytes[0..<count])
-                    guard state.withLock({ $0.shouldAnswer(UnsafeRawBufferPointer(datagram), from: source, now: now) }) else { return }
-                    ProbePacket.markAsReply(datagram)
-                    try? socket.send(UnsafeRawBufferPointer(datagram), to: source)
-                }
+        do throws(JoinableThread.StartError) {
+            let answering = try JoinableThread(name: "net-detect echo") { [self] in answer() }
+            thread.withLock { $0 = answering }
+        } catch {
+            started.store(false, ordering: .relaxed)
+            throw TransportError(.socketFailed, "cannot start the echo thread: \(error)", systemError: error.status)
+        }
+    }
+
+    /// The echo thread: answers until `stop()`.
+    private func answer() {
+        let clock = ContinuousClock()
+        let start = clock.now
+        var buffer = [UInt8](repeating: 0, count: 2_048)
+        while running.load(ordering: .relaxed) {
+            let received = try? buffer.withUnsafeMutableBytes { try socket.receive(into: $0, timeout: .milliseconds(100)) }
+            guard let (count, source) = received ?? nil else { continue }
+            let now = clock.now - start
+            buffer.withUnsafeMutableBytes { bytes in
+                let datagram = UnsafeMutableRawBufferPointer(rebasing: bytes[0..<count])
+                guard state.withLock({ $0.shouldAnswer(UnsafeRawBufferPointer(datagram), from: source, now: now) }) else { return }
+                ProbePacket.markAsReply(datagram)
+                try? socket.send(UnsafeRawBufferPointer(datagram), to: source)
             }
-            finished.withLock { $0 = true }
         }
     }
 
     /// Stops answering (within 100 ms) and closes the socket.
     public func stop() {
         running.store(false, ordering: .relaxed)
-        while started.load(ordering: .relaxed) && !finished.withLock({ $0 }) { usleep(5_000) }
+        thread.withLock { $0 }?.join()
         socket.close()
     }
 }

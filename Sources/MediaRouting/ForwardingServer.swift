@@ -51,8 +51,8 @@ public final class ForwardingServer: Sendable {
     private let reports: @Sendable (ForwardingRouter.Report) -> Void
     private let commands = Locked<[Command]>([])
     private let running = Atomic<Bool>(true)
+    private let thread = Locked<JoinableThread?>(nil)
     private let started = Atomic<Bool>(false)
-    private let finished = DispatchSemaphore(value: 0)
     private let published = Locked(Statistics())
 
     /// Binds `address` (port 0 picks one); nothing runs until `start`.
@@ -76,23 +76,22 @@ public final class ForwardingServer: Sendable {
     }
 
     /// Starts the forwarding thread.
-    public func start() {
+    /// - Throws: `TransportError` when the system cannot start a thread.
+    public func start() throws(TransportError) {
         guard !started.exchange(true, ordering: .relaxed) else { return }
-        let thread = Thread { [self] in
-            run()
-            finished.signal()
+        do throws(JoinableThread.StartError) {
+            let forwarding = try JoinableThread(name: "sfu forwarding") { [self] in run() }
+            thread.withLock { $0 = forwarding }
+        } catch {
+            started.store(false, ordering: .relaxed)
+            throw TransportError(.socketFailed, "cannot start the forwarding thread: \(error)", systemError: error.status)
         }
-        thread.name = "sfu forwarding"
-        thread.start()
     }
 
     /// Stops the thread (within 20 ms) and closes the socket.
     public func stop() {
         running.store(false, ordering: .relaxed)
-        if started.load(ordering: .relaxed) {
-            finished.wait()
-            finished.signal()
-        }
+        thread.withLock { $0 }?.join()
         socket.close()
     }
 

@@ -155,7 +155,7 @@ public final class SignalingServer: Sendable {
                         media = try ForwardingServer(bindTo: MediaEngine.SocketAddress(host: configuration.host, port: 0),
                                                      configuration: configuration.forwarding, echoPolicy: configuration.echoPolicy, reports: forward)
                     }
-                    media.start()
+                    try media.start()
                     state.setMedia(media, reports: Task {
                         for await report in reports {
                             switch report {

@@ -7,7 +7,7 @@ import Testing
 @Suite struct NetDetectManagers {
     @Test func tasksRunAtOnceAStoppedOneSaysSoAndTheLogHoldsEveryTask() async throws {
         let echo = try EchoResponder(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
-        echo.start()
+        try echo.start()
         defer { echo.stop() }
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("netdetect-\(UInt32.random(in: 0 ... .max)).log").path
         defer { try? FileManager.default.removeItem(atPath: log) }

@@ -99,7 +99,7 @@ struct NetDetectCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError("--echo \(address): \(error.message)")
         }
-        responder.start()
+        try responder.start()
         say("echoing net-detect probes on \(responder.localAddress)")
         Interruption.install()
         let started = ContinuousClock.now

@@ -123,7 +123,7 @@ struct SoakBench: AsyncParsableCommand {
                 if endpoints.contains(where: { !$0.problems.isEmpty }) || Interruption.requested { break }
                 try await Task.sleep(for: min(.milliseconds(200), next - (ContinuousClock.now - started)))
             }
-            var problems = endpoints.flatMap { endpoint in endpoint.problems.map { "\(endpoint.account): \($0)" } }
+            let problems = endpoints.flatMap { endpoint in endpoint.problems.map { "\(endpoint.account): \($0)" } }
             for endpoint in endpoints {
                 if meeting == nil {
                     if endpoint === endpoints[0] { try? await endpoint.manager.hangup() }

@@ -83,38 +83,3 @@ package enum MonotonicClock {
         return .seconds(time.tv_sec) + .nanoseconds(time.tv_nsec)
     }
 }
-
-/// A joinable thread running one closure (Foundation's `Thread` cannot be joined).
-final class JoinableThread {
-    private var thread: pthread_t?
-
-    /// Starts `body` on a new thread.
-    /// - Parameter name: the device the thread serves, for the error.
-    init(name: String, _ body: @escaping @Sendable () -> Void) throws(DeviceError) {
-        final class Start: Sendable {
-            let body: @Sendable () -> Void
-            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-        }
-        let start = Unmanaged.passRetained(Start(body)).toOpaque()
-        var thread = pthread_t()
-        let status = pthread_create(&thread, nil, { context in
-            let start = Unmanaged<Start>.fromOpaque(context!).takeRetainedValue()
-            start.body()
-            return nil
-        }, start)
-        guard status == 0 else {
-            Unmanaged<Start>.fromOpaque(start).release()
-            throw DeviceError(.ioFailed, device: name, "cannot start the capture thread (errno \(status))")
-        }
-        self.thread = thread
-    }
-
-    /// Waits for the closure to return; later calls return at once.
-    func join() {
-        guard let thread else { return }
-        pthread_join(thread, nil)
-        self.thread = nil
-    }
-
-    deinit { join() }
-}

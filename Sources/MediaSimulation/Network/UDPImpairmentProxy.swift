@@ -113,7 +113,7 @@ public final class UDPImpairmentProxy: Sendable {
 
     private enum Lifecycle {
         case ready
-        case running(pthread_t)
+        case running(JoinableThread)
         case stopped
     }
 
@@ -168,19 +168,12 @@ public final class UDPImpairmentProxy: Sendable {
             case .ready: break
             }
             let loop = ImpairmentProxyLoop(listener: listener, forward: forwardAddress, wake: wake, shared: shared, limits: limits)
-            // The loop moves to the new thread with this retain; nothing here touches it again.
-            let context = Unmanaged.passRetained(loop).toOpaque()
-            var thread = pthread_t()
-            let status = pthread_create(&thread, nil, { context in
-                let loop = Unmanaged<ImpairmentProxyLoop>.fromOpaque(context!).takeRetainedValue()
-                loop.run()
-                return nil
-            }, context)
-            guard status == 0 else {
-                Unmanaged<ImpairmentProxyLoop>.fromOpaque(context).release()
-                throw TransportError(.socketFailed, "cannot start the proxy thread: \(String(cString: strerror(status)))", systemError: status)
+            // The loop moves to the new thread; nothing here touches it again.
+            do throws(JoinableThread.StartError) {
+                state = .running(try JoinableThread { loop.run() })
+            } catch {
+                throw TransportError(.socketFailed, "cannot start the proxy thread: \(error)", systemError: error.status)
             }
-            state = .running(thread)
         }
     }
 
@@ -188,7 +181,7 @@ public final class UDPImpairmentProxy: Sendable {
     /// waiting are discarded and counted in `pending`. Safe to call more than once; the
     /// proxy cannot be started again.
     public func stop() {
-        let thread = lifecycle.withLock { (state: inout Lifecycle) -> pthread_t?? in
+        let thread = lifecycle.withLock { (state: inout Lifecycle) -> JoinableThread?? in
             switch state {
             case .running(let thread):
                 state = .stopped
@@ -205,7 +198,7 @@ public final class UDPImpairmentProxy: Sendable {
         if let thread {
             shared.requestStop()
             wake.signal()
-            pthread_join(thread, nil)
+            thread.join()
         }
         listener.close()
     }

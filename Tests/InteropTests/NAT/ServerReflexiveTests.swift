@@ -17,7 +17,7 @@ import TestSupport
             let server = try lab.withNamespace(serverHost) {
                 try ForwardingServer(bindTo: SocketAddress(host: serverHost.address, port: 0)) { _ in }
             }
-            server.start()
+            try server.start()
             defer { server.stop() }
             let address = server.localAddress
 

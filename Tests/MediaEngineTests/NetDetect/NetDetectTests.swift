@@ -77,7 +77,7 @@ import Testing
     @Test(arguments: [0.0, 10, 30])
     func lossAndRoundTripMatchTheProxySettings(loss: Double) throws {
         let echo = try EchoResponder(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
-        echo.start()
+        try echo.start()
         defer { echo.stop() }
         var settings = ImpairmentSettings()
         settings.lossPercent = loss
@@ -136,7 +136,7 @@ import Testing
 
     @Test func aStoppedTaskEndsWithAStoppedError() throws {
         let echo = try EchoResponder(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
-        echo.start()
+        try echo.start()
         defer { echo.stop() }
         var polls = 0
         let result = NetDetectRunner.run(taskId: 9, target: echo.localAddress.description, options: .init(count: 1_000, interval: .milliseconds(5)),

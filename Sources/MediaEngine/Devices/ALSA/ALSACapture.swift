@@ -100,7 +100,7 @@ public final class ALSACapture: AudioSource, Sendable {
     /// Samples per channel in each frame (960 for 20 ms).
     public let samplesPerFrame: Int
     private let queue: ALSAFrameQueue
-    private let thread: ALSAThread
+    private let thread: JoinableThread
 
     /// Opens `name` and starts capturing.
     /// - Parameters:
@@ -139,7 +139,13 @@ public final class ALSACapture: AudioSource, Sendable {
         let queue = ALSAFrameQueue(frameSamples: samplesPerFrame * options.layout.count, capacity: options.queueCapacity,
                                    frameDuration: options.frameDuration)
         let worker = ALSACaptureWorker(pcm: pcm, queue: queue, bridge: bridge, format: format, frameDuration: options.frameDuration)
-        self.thread = try ALSAThread(name: "alsa-capture", device: name, worker: worker)
+        // The worker moves to the thread, which alone touches it from now on; it releases the
+        // PCM as it ends.
+        do throws(JoinableThread.StartError) {
+            self.thread = try JoinableThread { worker.run() }
+        } catch {
+            throw DeviceError(.ioFailed, device: name, "cannot start the alsa-capture thread: \(error)")
+        }
         self.layout = options.layout
         self.name = name
         self.options = options
@@ -187,47 +193,4 @@ public final class ALSACapture: AudioSource, Sendable {
 
     /// Counters so far.
     public var statistics: Statistics { queue.statistics }
-}
-
-/// The capture thread: started on a worker, joined once.
-final class ALSAThread: @unchecked Sendable {
-    // @unchecked: `thread` is written once in init; `joined` is read and written only with
-    // `mutex` held. The worker passes to the new thread with its retain and is never
-    // touched from here again.
-    private let thread: pthread_t
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private var joined = false
-
-    init(name: String, device: String, worker: ALSACaptureWorker) throws(DeviceError) {
-        pthread_mutex_init(mutex, nil)
-        var thread = pthread_t()
-        let context = Unmanaged.passRetained(worker).toOpaque()
-        let status = pthread_create(&thread, nil, { context in
-            let worker = Unmanaged<ALSACaptureWorker>.fromOpaque(context!).takeRetainedValue()
-            worker.run()
-            return nil
-        }, context)
-        guard status == 0 else {
-            Unmanaged<ALSACaptureWorker>.fromOpaque(context).release()
-            pthread_mutex_destroy(mutex)
-            mutex.deallocate()
-            throw DeviceError(.ioFailed, device: device, "cannot start the \(name) thread: \(String(cString: strerror(status)))")
-        }
-        self.thread = thread
-    }
-
-    deinit {
-        join()
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    /// Waits for the thread to end (the worker releases the PCM as it ends).
-    func join() {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        guard !joined else { return }
-        pthread_join(thread, nil)
-        joined = true
-    }
 }

@@ -91,7 +91,11 @@ public final class V4L2Capture: VideoSource {
         shared = Monitor(Shared(frame: VideoFrame(width: format.width, height: format.height)))
         let loop = CaptureLoop(handle: handle, converter: converter, shared: shared,
                                work: VideoFrame(width: format.width, height: format.height))
-        thread = try JoinableThread(name: path) { loop.run() }
+        do throws(JoinableThread.StartError) {
+            thread = try JoinableThread { loop.run() }
+        } catch {
+            throw DeviceError(.ioFailed, device: path, "cannot start the capture thread (errno \(error.status))")
+        }
     }
 
     deinit { stop() }
