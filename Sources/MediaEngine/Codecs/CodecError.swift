@@ -3,39 +3,9 @@
 ///
 /// The message names the offending value and, for library failures, the library's own
 /// words; it never contains media data.
-public struct CodecError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct CodecError: CodedError {
     /// What kind of failure this is. New kinds may be added without breaking callers.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Hashable, Sendable {
-            case invalidConfiguration = "invalid configuration"
-            case invalidInput = "invalid input"
-            case corruptPacket = "corrupt packet"
-            case bufferTooSmall = "buffer too small"
-            case unsupported = "unsupported"
-            case outOfMemory = "out of memory"
-            case internalFailure = "internal failure"
-        }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// A configuration value is out of range or inconsistent.
-        public static let invalidConfiguration = Code(.invalidConfiguration)
-        /// A frame handed to an encoder does not match its configuration.
-        public static let invalidInput = Code(.invalidInput)
-        /// A packet is truncated or corrupt; a video receiver should ask for a keyframe.
-        public static let corruptPacket = Code(.corruptPacket)
-        /// An output buffer cannot hold the result.
-        public static let bufferTooSmall = Code(.bufferTooSmall)
-        /// The library does not support the requested feature or bitstream.
-        public static let unsupported = Code(.unsupported)
-        /// The library could not allocate memory.
-        public static let outOfMemory = Code(.outOfMemory)
-        /// The library reported an error that is none of the above.
-        public static let internalFailure = Code(.internalFailure)
-
-        public var description: String { base.rawValue }
-    }
+    public typealias Code = ErrorCode<CodecError>
 
     /// The kind of failure.
     public let code: Code
@@ -49,6 +19,21 @@ public struct CodecError: Error, Hashable, Sendable, CustomStringConvertible {
         self.message = message
         self.status = status
     }
+}
 
-    public var description: String { message }
+extension ErrorCode where Domain == CodecError {
+    /// A configuration value is out of range or inconsistent.
+    public static var invalidConfiguration: Self { Self("invalid configuration") }
+    /// A frame handed to an encoder does not match its configuration.
+    public static var invalidInput: Self { Self("invalid input") }
+    /// A packet is truncated or corrupt; a video receiver should ask for a keyframe.
+    public static var corruptPacket: Self { Self("corrupt packet") }
+    /// An output buffer cannot hold the result.
+    public static var bufferTooSmall: Self { Self("buffer too small") }
+    /// The library does not support the requested feature or bitstream.
+    public static var unsupported: Self { Self("unsupported") }
+    /// The library could not allocate memory.
+    public static var outOfMemory: Self { Self("out of memory") }
+    /// The library reported an error that is none of the above.
+    public static var internalFailure: Self { Self("internal failure") }
 }

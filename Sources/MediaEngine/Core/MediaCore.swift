@@ -476,26 +476,8 @@ public struct ForwardedPacket {
 }
 
 /// Why the core refused a stream or a setting.
-public struct MediaCoreError: Error, Sendable, Hashable, CustomStringConvertible {
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private enum Base: String, Sendable, Hashable {
-            case ssrcCollision = "SSRC collision"
-            case srtp = "SRTP"
-            case configuration = "configuration"
-        }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// The SSRC (or MID) is already taken.
-        public static let ssrcCollision = Code(.ssrcCollision)
-        /// The key was refused.
-        public static let srtp = Code(.srtp)
-        /// A stream's settings are invalid.
-        public static let configuration = Code(.configuration)
-
-        public var description: String { base.rawValue }
-    }
+public struct MediaCoreError: CodedError {
+    public typealias Code = ErrorCode<MediaCoreError>
 
     public let code: Code
     public let message: String
@@ -504,7 +486,13 @@ public struct MediaCoreError: Error, Sendable, Hashable, CustomStringConvertible
         self.code = code
         self.message = message
     }
-
-    public var description: String { message }
 }
 
+extension ErrorCode where Domain == MediaCoreError {
+    /// The SSRC (or MID) is already taken.
+    public static var ssrcCollision: Self { Self("SSRC collision") }
+    /// The key was refused.
+    public static var srtp: Self { Self("SRTP") }
+    /// A stream's settings are invalid.
+    public static var configuration: Self { Self("configuration") }
+}

@@ -1,35 +1,8 @@
 /// A capture or playback device failed: it does not exist, is busy, refuses access,
 /// cannot do any format the engine takes, or went away mid-stream. The message names
 /// the device and the reason.
-public struct DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Hashable, Sendable {
-            case notFound = "not found"
-            case busy = "busy"
-            case permissionDenied = "permission denied"
-            case unsupportedFormat = "unsupported format"
-            case disconnected = "disconnected"
-            case ioFailed = "I/O failed"
-        }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// No such device (unknown ALSA name, missing /dev/videoN).
-        public static let notFound = Code(.notFound)
-        /// Another program holds the device (EBUSY).
-        public static let busy = Code(.busy)
-        /// The user may not open the device (EACCES, EPERM).
-        public static let permissionDenied = Code(.permissionDenied)
-        /// The device offers no format, rate or channel count the engine can take.
-        public static let unsupportedFormat = Code(.unsupportedFormat)
-        /// The device went away mid-stream (ENODEV, unplugged).
-        public static let disconnected = Code(.disconnected)
-        /// Any other failure of a device call.
-        public static let ioFailed = Code(.ioFailed)
-
-        public var description: String { base.rawValue }
-    }
+public struct DeviceError: CodedError {
+    public typealias Code = ErrorCode<DeviceError>
 
     public let code: Code
     /// The device as the user named it (`default`, `hw:1,0`, `/dev/video0`).
@@ -42,8 +15,21 @@ public struct DeviceError: Error, Sendable, Hashable, CustomStringConvertible {
         self.device = device
         self.message = "\(device): \(reason)"
     }
+}
 
-    public var description: String { message }
+extension ErrorCode where Domain == DeviceError {
+    /// No such device (unknown ALSA name, missing /dev/videoN).
+    public static var notFound: Self { Self("not found") }
+    /// Another program holds the device (EBUSY).
+    public static var busy: Self { Self("busy") }
+    /// The user may not open the device (EACCES, EPERM).
+    public static var permissionDenied: Self { Self("permission denied") }
+    /// The device offers no format, rate or channel count the engine can take.
+    public static var unsupportedFormat: Self { Self("unsupported format") }
+    /// The device went away mid-stream (ENODEV, unplugged).
+    public static var disconnected: Self { Self("disconnected") }
+    /// Any other failure of a device call.
+    public static var ioFailed: Self { Self("I/O failed") }
 }
 
 /// Where decoded or captured audio goes: a playback device, a file, or nowhere.

@@ -3,42 +3,9 @@
 ///
 /// Messages carry the numbers involved ("RTP packet too short: 7 < 12") and never the
 /// packet's contents.
-public struct PacketError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct PacketError: CodedError {
     /// What was wrong. New kinds may be added without breaking callers.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Hashable, Sendable {
-            case tooShort = "too short"
-            case badVersion = "bad version"
-            case badLength = "bad length"
-            case badPadding = "bad padding"
-            case badExtension = "bad header extension"
-            case badField = "bad field"
-            case unsupported = "unsupported"
-            case bufferTooSmall = "buffer too small"
-        }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// Fewer bytes than the fixed part of the header needs.
-        public static let tooShort = Code(.tooShort)
-        /// The version field is not 2.
-        public static let badVersion = Code(.badVersion)
-        /// A length field (RTCP length, CSRC count, extension length) points past the end.
-        public static let badLength = Code(.badLength)
-        /// The padding count is zero or larger than the payload.
-        public static let badPadding = Code(.badPadding)
-        /// An RFC 8285 extension element is malformed.
-        public static let badExtension = Code(.badExtension)
-        /// A field holds a value the format forbids.
-        public static let badField = Code(.badField)
-        /// Well-formed, but a kind this code does not handle (an unknown RTCP type).
-        public static let unsupported = Code(.unsupported)
-        /// An output buffer cannot hold the serialized packet.
-        public static let bufferTooSmall = Code(.bufferTooSmall)
-
-        public var description: String { base.rawValue }
-    }
+    public typealias Code = ErrorCode<PacketError>
 
     public let code: Code
     public let message: String
@@ -47,8 +14,25 @@ public struct PacketError: Error, Sendable, Hashable, CustomStringConvertible {
         self.code = code
         self.message = message
     }
+}
 
-    public var description: String { message }
+extension ErrorCode where Domain == PacketError {
+    /// Fewer bytes than the fixed part of the header needs.
+    public static var tooShort: Self { Self("too short") }
+    /// The version field is not 2.
+    public static var badVersion: Self { Self("bad version") }
+    /// A length field (RTCP length, CSRC count, extension length) points past the end.
+    public static var badLength: Self { Self("bad length") }
+    /// The padding count is zero or larger than the payload.
+    public static var badPadding: Self { Self("bad padding") }
+    /// An RFC 8285 extension element is malformed.
+    public static var badExtension: Self { Self("bad header extension") }
+    /// A field holds a value the format forbids.
+    public static var badField: Self { Self("bad field") }
+    /// Well-formed, but a kind this code does not handle (an unknown RTCP type).
+    public static var unsupported: Self { Self("unsupported") }
+    /// An output buffer cannot hold the serialized packet.
+    public static var bufferTooSmall: Self { Self("buffer too small") }
 }
 
 /// Big-endian reads and writes on raw buffers, bounds-checked by the callers' length

@@ -4,42 +4,9 @@
 /// least 4 fields") and describe the problem without echoing the input: an SDP may carry
 /// SRTP master keys (`a=crypto` `inline:` parameters, `k=` lines), and those must never
 /// reach a log through an error.
-public struct SDPError: Error, Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct SDPError: CodedError, CustomDebugStringConvertible {
     /// What was wrong. New kinds may be added without breaking callers.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Hashable, Sendable {
-            case malformedLine = "malformed line"
-            case missingField = "missing field"
-            case badAttribute = "bad attribute"
-            case badCrypto = "bad crypto"
-            case unsupported = "unsupported"
-            case tooLarge = "too large"
-        }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// A line does not have the shape its type requires: no `=`, too few fields, a
-        /// number that is not a number, a line in a section where it is not allowed.
-        public static let malformedLine = Code(.malformedLine)
-        /// A mandatory line is absent: `v=`, `o=`, `s=`, `t=`, or a `c=` for a media
-        /// section when the session has none.
-        public static let missingField = Code(.missingField)
-        /// A known attribute (`rtpmap`, `fmtp`, `extmap`, `ssrc`, `rtcp`, `mid`, a
-        /// direction) has a malformed value or contradicts another one.
-        public static let badAttribute = Code(.badAttribute)
-        /// An `a=crypto` line (RFC 4568) is malformed, its key is not base64, or the key
-        /// length does not fit the suite.
-        public static let badCrypto = Code(.badCrypto)
-        /// Well-formed, but outside what this parser handles (an SDP version other than 0,
-        /// several `c=` lines in one section).
-        public static let unsupported = Code(.unsupported)
-        /// The text exceeds the size or line-count limit.
-        public static let tooLarge = Code(.tooLarge)
-
-        /// The code's name, such as "bad crypto".
-        public var description: String { base.rawValue }
-    }
+    public typealias Code = ErrorCode<SDPError>
 
     /// The kind of problem.
     public let code: Code
@@ -71,4 +38,24 @@ public struct SDPError: Error, Sendable, Hashable, CustomStringConvertible, Cust
     public var description: String { message }
     /// The code and the message.
     public var debugDescription: String { "SDPError(\(code): \(message))" }
+}
+
+extension ErrorCode where Domain == SDPError {
+    /// A line does not have the shape its type requires: no `=`, too few fields, a
+    /// number that is not a number, a line in a section where it is not allowed.
+    public static var malformedLine: Self { Self("malformed line") }
+    /// A mandatory line is absent: `v=`, `o=`, `s=`, `t=`, or a `c=` for a media
+    /// section when the session has none.
+    public static var missingField: Self { Self("missing field") }
+    /// A known attribute (`rtpmap`, `fmtp`, `extmap`, `ssrc`, `rtcp`, `mid`, a
+    /// direction) has a malformed value or contradicts another one.
+    public static var badAttribute: Self { Self("bad attribute") }
+    /// An `a=crypto` line (RFC 4568) is malformed, its key is not base64, or the key
+    /// length does not fit the suite.
+    public static var badCrypto: Self { Self("bad crypto") }
+    /// Well-formed, but outside what this parser handles (an SDP version other than 0,
+    /// several `c=` lines in one section).
+    public static var unsupported: Self { Self("unsupported") }
+    /// The text exceeds the size or line-count limit.
+    public static var tooLarge: Self { Self("too large") }
 }

@@ -90,38 +90,8 @@ public struct SRTPKeyingMaterial: Sendable, Hashable, CustomStringConvertible, C
 }
 
 /// An SRTP failure. Messages never contain key material.
-public struct SRTPError: Error, Sendable, Hashable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Hashable, Sendable {
-            case badKey = "bad key"
-            case authenticationFailed = "authentication failed"
-            case replayed = "replayed"
-            case tooOld = "too old"
-            case malformed = "malformed"
-            case bufferTooSmall = "buffer too small"
-            case libraryFailure = "library failure"
-        }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// The key material is malformed or the wrong length.
-        public static let badKey = Code(.badKey)
-        /// The tag did not verify: wrong key, or the packet was altered.
-        public static let authenticationFailed = Code(.authenticationFailed)
-        /// The packet index was already received.
-        public static let replayed = Code(.replayed)
-        /// The packet index is behind the replay window.
-        public static let tooOld = Code(.tooOld)
-        /// The packet is too short or otherwise not SRTP.
-        public static let malformed = Code(.malformed)
-        /// The buffer has no room for the authentication tag.
-        public static let bufferTooSmall = Code(.bufferTooSmall)
-        /// libsrtp reported another failure.
-        public static let libraryFailure = Code(.libraryFailure)
-
-        public var description: String { base.rawValue }
-    }
+public struct SRTPError: CodedError {
+    public typealias Code = ErrorCode<SRTPError>
 
     public let code: Code
     public let message: String
@@ -130,6 +100,21 @@ public struct SRTPError: Error, Sendable, Hashable, CustomStringConvertible {
         self.code = code
         self.message = message
     }
+}
 
-    public var description: String { message }
+extension ErrorCode where Domain == SRTPError {
+    /// The key material is malformed or the wrong length.
+    public static var badKey: Self { Self("bad key") }
+    /// The tag did not verify: wrong key, or the packet was altered.
+    public static var authenticationFailed: Self { Self("authentication failed") }
+    /// The packet index was already received.
+    public static var replayed: Self { Self("replayed") }
+    /// The packet index is behind the replay window.
+    public static var tooOld: Self { Self("too old") }
+    /// The packet is too short or otherwise not SRTP.
+    public static var malformed: Self { Self("malformed") }
+    /// The buffer has no room for the authentication tag.
+    public static var bufferTooSmall: Self { Self("buffer too small") }
+    /// libsrtp reported another failure.
+    public static var libraryFailure: Self { Self("library failure") }
 }

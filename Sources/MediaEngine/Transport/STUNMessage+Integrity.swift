@@ -58,16 +58,9 @@ public struct STUNIntegrityKey: Sendable, Hashable {
 }
 
 /// Why a STUN credential key could not be made.
-public struct STUNCredentialError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct STUNCredentialError: CodedError {
     /// What was wrong. New kinds may be added without breaking callers.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private enum Base: String, Sendable, Hashable { case nonASCII = "non-ASCII" }
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-        /// A username, realm or password has non-ASCII characters (SASLprep is not done).
-        public static let nonASCII = Code(.nonASCII)
-        public var description: String { base.rawValue }
-    }
+    public typealias Code = ErrorCode<STUNCredentialError>
 
     public let code: Code
     /// Which credential field: "username", "realm" or "password". Never its value.
@@ -78,7 +71,12 @@ public struct STUNCredentialError: Error, Sendable, Hashable, CustomStringConver
         self.field = field
     }
 
-    public var description: String { "STUN \(field) has \(code) characters; only ASCII is supported (no SASLprep)" }
+    public var message: String { "STUN \(field) has \(code) characters; only ASCII is supported (no SASLprep)" }
+}
+
+extension ErrorCode where Domain == STUNCredentialError {
+    /// A username, realm or password has non-ASCII characters (SASLprep is not done).
+    public static var nonASCII: Self { Self("non-ASCII") }
 }
 
 extension STUNMessage {

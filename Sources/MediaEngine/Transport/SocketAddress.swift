@@ -192,26 +192,8 @@ public struct SocketAddress: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A socket failure, with the system's words for it.
-public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
-        private enum Base: String, Hashable, Sendable {
-            case badAddress = "bad address"
-            case socketFailed = "socket failed"
-            case closed = "closed"
-        }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// An address does not parse or resolve.
-        public static let badAddress = Code(.badAddress)
-        /// A socket call failed (bind, send, receive).
-        public static let socketFailed = Code(.socketFailed)
-        /// The socket was closed.
-        public static let closed = Code(.closed)
-
-        public var description: String { base.rawValue }
-    }
+public struct TransportError: CodedError {
+    public typealias Code = ErrorCode<TransportError>
 
     public let code: Code
     public let message: String
@@ -229,6 +211,13 @@ public struct TransportError: Error, Sendable, Hashable, CustomStringConvertible
         let number = errno
         return TransportError(.socketFailed, "\(action): \(String(cString: strerror(number)))", systemError: number)
     }
+}
 
-    public var description: String { message }
+extension ErrorCode where Domain == TransportError {
+    /// An address does not parse or resolve.
+    public static var badAddress: Self { Self("bad address") }
+    /// A socket call failed (bind, send, receive).
+    public static var socketFailed: Self { Self("socket failed") }
+    /// The socket was closed.
+    public static var closed: Self { Self("closed") }
 }

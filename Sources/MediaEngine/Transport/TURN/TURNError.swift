@@ -1,56 +1,7 @@
 /// Why a TURN operation failed. Server refusals carry the STUN error code.
-public struct TURNError: Error, Sendable, Hashable, CustomStringConvertible {
+public struct TURNError: CodedError {
     /// What went wrong. New kinds may be added without breaking callers.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
-        private enum Base: String, Sendable, Hashable {
-            case unauthorized = "unauthorized"
-            case forbidden = "forbidden"
-            case allocationMismatch = "allocation mismatch"
-            case allocationQuotaReached = "allocation quota reached"
-            case insufficientCapacity = "insufficient capacity"
-            case serverError = "server error"
-            case timeout = "timeout"
-            case badResponse = "bad response"
-            case invalidCredentials = "invalid credentials"
-            case notAllocated = "not allocated"
-            case noPermission = "no permission"
-            case tooManyPeers = "too many peers"
-            case bufferTooSmall = "buffer too small"
-        }
-
-        private let base: Base
-        private init(_ base: Base) { self.base = base }
-
-        /// 401 to a request that carried credentials: wrong or expired (coturn's REST
-        /// usernames expire).
-        public static let unauthorized = Code(.unauthorized)
-        /// 403: the server refuses, for example a peer address it does not relay to.
-        public static let forbidden = Code(.forbidden)
-        /// 437: the allocation does not exist (anymore) or another one holds the 5-tuple.
-        public static let allocationMismatch = Code(.allocationMismatch)
-        /// 486: the user or the server has reached its allocation quota.
-        public static let allocationQuotaReached = Code(.allocationQuotaReached)
-        /// 508: the server has no relay ports left.
-        public static let insufficientCapacity = Code(.insufficientCapacity)
-        /// Any other error response; `stunErrorCode` says which.
-        public static let serverError = Code(.serverError)
-        /// No response after every retransmission.
-        public static let timeout = Code(.timeout)
-        /// A success response without what it must carry (XOR-RELAYED-ADDRESS).
-        public static let badResponse = Code(.badResponse)
-        /// The credentials cannot make a key (non-ASCII; SASLprep is not done).
-        public static let invalidCredentials = Code(.invalidCredentials)
-        /// No allocation: not started yet, failed, or closed.
-        public static let notAllocated = Code(.notAllocated)
-        /// Data for a peer without a permission or channel: call `createPermission` first.
-        public static let noPermission = Code(.noPermission)
-        /// The permission or channel table is full.
-        public static let tooManyPeers = Code(.tooManyPeers)
-        /// The output buffer cannot hold the message.
-        public static let bufferTooSmall = Code(.bufferTooSmall)
-
-        public var description: String { base.rawValue }
-    }
+    public typealias Code = ErrorCode<TURNError>
 
     public let code: Code
     /// The server's STUN error code (300...699) when the server refused.
@@ -76,8 +27,36 @@ public struct TURNError: Error, Sendable, Hashable, CustomStringConvertible {
         }
         return TURNError(code, "TURN \(request) refused: \(stunErrorCode) \(reason)", stunErrorCode: stunErrorCode)
     }
+}
 
-    public var description: String { message }
+extension ErrorCode where Domain == TURNError {
+    /// 401 to a request that carried credentials: wrong or expired (coturn's REST
+    /// usernames expire).
+    public static var unauthorized: Self { Self("unauthorized") }
+    /// 403: the server refuses, for example a peer address it does not relay to.
+    public static var forbidden: Self { Self("forbidden") }
+    /// 437: the allocation does not exist (anymore) or another one holds the 5-tuple.
+    public static var allocationMismatch: Self { Self("allocation mismatch") }
+    /// 486: the user or the server has reached its allocation quota.
+    public static var allocationQuotaReached: Self { Self("allocation quota reached") }
+    /// 508: the server has no relay ports left.
+    public static var insufficientCapacity: Self { Self("insufficient capacity") }
+    /// Any other error response; `stunErrorCode` says which.
+    public static var serverError: Self { Self("server error") }
+    /// No response after every retransmission.
+    public static var timeout: Self { Self("timeout") }
+    /// A success response without what it must carry (XOR-RELAYED-ADDRESS).
+    public static var badResponse: Self { Self("bad response") }
+    /// The credentials cannot make a key (non-ASCII; SASLprep is not done).
+    public static var invalidCredentials: Self { Self("invalid credentials") }
+    /// No allocation: not started yet, failed, or closed.
+    public static var notAllocated: Self { Self("not allocated") }
+    /// Data for a peer without a permission or channel: call `createPermission` first.
+    public static var noPermission: Self { Self("no permission") }
+    /// The permission or channel table is full.
+    public static var tooManyPeers: Self { Self("too many peers") }
+    /// The output buffer cannot hold the message.
+    public static var bufferTooSmall: Self { Self("buffer too small") }
 }
 
 /// What a `TURNClient` has done and seen.
