@@ -271,6 +271,8 @@ public final class SignalingServer: Sendable {
                 do {
                     for await message in stream {
                         switch message {
+                        case .message(let message):
+                            try await outbound.write(.text(String(decoding: message.encoded(), as: UTF8.self)))
                         case .text(let data):
                             try await outbound.write(.text(String(decoding: data, as: UTF8.self)))
                         case .close(let code, let reason):

@@ -44,6 +44,13 @@ public struct Envelope: Sendable, Hashable, Codable {
         } catch {
             throw SignalingError(.malformedMessage, "message is not valid JSON")
         }
+        try check(envelope)
+        return envelope
+    }
+
+    /// The checks every parsed envelope passes: its version, and a type of 1 to
+    /// `maximumTypeLength` ASCII letters, digits, '.' or '_'.
+    static func check(_ envelope: Envelope) throws(SignalingError) {
         guard envelope.v == version else {
             throw SignalingError(.unsupportedVersion, "protocol version \(envelope.v) is not supported (this side speaks \(version))")
         }
@@ -52,7 +59,6 @@ public struct Envelope: Sendable, Hashable, Codable {
             throw SignalingError(.malformedMessage,
                                  "message type must be 1 to \(maximumTypeLength) ASCII letters, digits, '.' or '_'")
         }
-        return envelope
     }
 
     /// Serializes the envelope as compact JSON.
@@ -62,7 +68,7 @@ public struct Envelope: Sendable, Hashable, Codable {
         (try? JSONEncoder().encode(self)) ?? Data()
     }
 
-    private static func explain(_ error: DecodingError) -> String {
+    static func explain(_ error: DecodingError) -> String {
         switch error {
         case .keyNotFound(let key, _): "missing field '\(key.stringValue)'"
         case .typeMismatch(_, let context), .valueNotFound(_, let context):

@@ -9,9 +9,15 @@ import Signaling
 enum SignalingTarget {
     static let target = FuzzTarget(
         name: "signaling",
-        summary: "Envelope.decode at the server's 64 KiB limit; every body type its type names; encode/decode round trips; LiveTarget, LiveLayout.custom(json:), ICEServerURL"
+        summary: "Envelope.decode and the server's edge (ClientMessage) at its 64 KiB limit; every body type its type names; encode/decode round trips; LiveTarget, LiveLayout.custom(json:), ICEServerURL"
     ) { bytes in
         let data = Data(bytes)
+        // The server's edge: a request it takes encodes to a message it takes as the same.
+        if let message = try? ClientMessage.decode(data, maximumSize: maximumMessageSize), let id = message.id,
+           case .success(let request) = message.request {
+            let again = try? ClientMessage.decode(request.encoded(id: id), maximumSize: Int.max)
+            FuzzCheck.require(again?.request == .success(request), "a \(request.type) request encodes to something the edge reads differently")
+        }
         guard let envelope = try? Envelope.decode(data, maximumSize: maximumMessageSize) else { return false }
         let again = try? Envelope.decode(envelope.encoded(), maximumSize: Int.max)
         FuzzCheck.require(again == envelope, "envelope encodes to something that decodes differently")

@@ -33,7 +33,8 @@ struct RegistryHarness {
     mutating func collect(_ outputs: [CallRegistry.Output]) {
         for output in outputs {
             switch output {
-            case .send(let connection, let data):
+            case .send(let connection, let message):
+                let data = message.encoded()
                 let envelope = try! Envelope.decode(data, maximumSize: 1 << 20)
                 inbox[connection, default: []].append(Message(envelope: envelope, data: data))
             case .record(let record, let notify):
@@ -55,12 +56,21 @@ struct RegistryHarness {
         collect(registry.disconnected(ConnectionID(connection), at: time))
     }
 
-    /// Sends a request and returns its reply (removed from the inbox).
+    /// Sends a request, as the server's edge decodes it from the wire, and returns its reply
+    /// (removed from the inbox). A body that is no call request gets the edge's error.
     mutating func request<Body: Encodable & Sendable>(_ connection: UInt64, _ type: String, _ body: Body) -> Message {
         let id = nextRequestID
         nextRequestID += 1
         let data = TypedEnvelope(id: id, type: type, body: body).encoded()
-        collect(registry.handle(ConnectionID(connection), requestID: id, type: type, message: data, at: time))
+        let decoded = try! ClientMessage.decode(data, maximumSize: 1 << 20).request
+        switch decoded.map(RoutedRequest.init) {
+        case .success(.call(let request)):
+            collect(registry.handle(request, from: ConnectionID(connection), requestID: id, at: time))
+        case .success:
+            collect([CallRegistry.errorReply(ConnectionID(connection), id, SignalingError(.invalidRequest, "\(type): not a call request"))])
+        case .failure(let error):
+            collect([CallRegistry.errorReply(ConnectionID(connection), id, error)])
+        }
         let messages = inbox[ConnectionID(connection), default: []]
         let index = messages.firstIndex { $0.envelope.id == id }!
         inbox[ConnectionID(connection)]!.remove(at: index)

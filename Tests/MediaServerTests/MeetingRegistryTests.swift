@@ -24,7 +24,8 @@ struct MeetingHarness {
     mutating func collect(_ outputs: [MeetingRegistry.Output]) {
         for output in outputs {
             switch output {
-            case .send(let connection, let data):
+            case .send(let connection, let message):
+                let data = message.encoded()
                 guard let envelope = try? Envelope.decode(data, maximumSize: 1 << 20) else { fatalError("undecodable: \(String(decoding: data, as: UTF8.self))") }
                 inbox[connection, default: []].append(RegistryHarness.Message(envelope: envelope, data: data))
             case .record(let record, _):
@@ -50,8 +51,17 @@ struct MeetingHarness {
         let credentials = LegCredentials(keying: Self.key(1, id), ice: ICECredentials(ufrag: "ufrag\(id)", password: "password\(id)"),
                                          composer: ComposerCredentials(composerKeying: Self.key(2, id), serverKeying: Self.key(3, id),
                                                                        ice: ICECredentials(ufrag: "composerUfrag\(id)", password: "composerPassword\(id)")))
-        collect(registry.handle(ConnectionID(connection), identities[connection]!, requestID: id, type: type, message: data,
-                                credentials: credentials, at: time))
+        // As the server's edge decodes it from the wire.
+        let decoded = try! ClientMessage.decode(data, maximumSize: 1 << 20).request
+        switch decoded.map(RoutedRequest.init) {
+        case .success(.meeting(let request)):
+            collect(registry.handle(request, from: ConnectionID(connection), identities[connection]!, requestID: id, credentials: credentials,
+                                    at: time))
+        case .success:
+            collect([.send(ConnectionID(connection), .error(id: id, SignalingError(.invalidRequest, "\(type): not a meeting request")))])
+        case .failure(let error):
+            collect([.send(ConnectionID(connection), .error(id: id, error))])
+        }
         let messages = inbox[ConnectionID(connection), default: []]
         let index = messages.firstIndex { $0.envelope.id == id }!
         inbox[ConnectionID(connection)]!.remove(at: index)

@@ -56,8 +56,9 @@ public struct CallRegistry: Sendable {
 
     /// What the transport must do.
     public enum Output: Sendable, Hashable {
-        /// Send this encoded message on the connection (dropped if it has closed).
-        case send(ConnectionID, Data)
+        /// Send this message on the connection (dropped if it has closed); the connection
+        /// layer encodes it.
+        case send(ConnectionID, ServerMessage)
         /// Store the record, then send each connection a `callRecord` event.
         case record(CallRecord, notify: [ConnectionID])
         /// Close the connection with a WebSocket close code and reason.
@@ -111,9 +112,6 @@ public struct CallRegistry: Sendable {
     /// Accounts in a call another node owns, as a node of a cluster found just before a
     /// `start` (its caller and callee): they count as busy as if the call were here.
     var busyElsewhere: Set<String> = []
-    /// The ID the next call gets, given by a node of a cluster (the nodes share one
-    /// sequence); nil: the registry numbers it.
-    var assignedCallID: UInt64?
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -221,16 +219,16 @@ public struct CallRegistry: Sendable {
     func connection(of key: DeviceKey) -> ConnectionID? { devices[key]?.connection }
 
     /// Sends to a device if it is connected.
-    func send<Body: Encodable & Sendable>(_ key: DeviceKey, _ type: String, _ body: Body) -> [Output] {
+    func send(_ key: DeviceKey, _ event: PushedEvent) -> [Output] {
         guard let connection = connection(of: key) else { return [] }
-        return [.send(connection, TypedEnvelope(id: nil, type: type, body: body).encoded())]
+        return [.send(connection, .event(event))]
     }
 
-    /// A fresh call ID: milliseconds since 1970 times 1024 plus a counter, so IDs keep
-    /// growing across restarts and stay below 2^53 (exact in any JSON reader) until 2248.
-    mutating func nextCallID(at time: ServerTime) -> UInt64 {
-        if let assigned = assignedCallID {
-            assignedCallID = nil
+    /// A fresh call ID: `assigned` when a cluster gave one (its nodes share one sequence),
+    /// else milliseconds since 1970 times 1024 plus a counter, so IDs keep growing across
+    /// restarts and stay below 2^53 (exact in any JSON reader) until 2248.
+    mutating func nextCallID(assigned: UInt64?, at time: ServerTime) -> UInt64 {
+        if let assigned {
             lastCallID = max(lastCallID, assigned)
             return assigned
         }
@@ -249,7 +247,7 @@ public struct CallRegistry: Sendable {
         let calleeSide = call.answeredBy.map { [$0] } ?? call.invited
         let event = Event.Hangup(callID: id, by: ender?.account, reason: reason)
         for key in [call.caller] + calleeSide where key != ender && !skipped.contains(key) {
-            outputs += send(key, MessageType.hangup, event)
+            outputs += send(key, .hangup(event))
         }
         var connected: Int64 = 0
         if case .connected(let since) = call.phase {

@@ -5,34 +5,25 @@ extension CallRegistry {
     /// Handles one request from a logged-in connection.
     ///
     /// - Parameters:
+    ///   - request: What the client asks, decoded at the edge.
     ///   - requestID: The envelope id, repeated in the reply.
-    ///   - type: The envelope type.
-    ///   - message: The whole message, for decoding the typed body.
+    ///   - assignedCallID: The ID a `start` gives its call, when a cluster drew it from the
+    ///     nodes' shared sequence; nil: the registry numbers it.
     /// - Returns: The reply (first) and the events it caused, in order. Failures are
     ///   `error` replies: the connection stays up.
-    public mutating func handle(_ connection: ConnectionID, requestID: UInt64, type: String, message: Data,
-                                at time: ServerTime) -> [Output] {
+    public mutating func handle(_ request: CallRequest, from connection: ConnectionID, requestID: UInt64, at time: ServerTime,
+                                assignedCallID: UInt64? = nil) -> [Output] {
         do throws(SignalingError) {
             guard let key = connections[connection] else {
-                throw SignalingError(.unauthorized, "\(type): log in first")
+                throw SignalingError(.unauthorized, "\(request.type): log in first")
             }
-            switch type {
-            case MessageType.start:
-                return try start(key, connection, requestID, try Envelope.decodeBody(Request.Start.self, from: message, messageType: type), time)
-            case MessageType.response:
-                return try respond(key, connection, requestID, try Envelope.decodeBody(Request.Response.self, from: message, messageType: type), time)
-            case MessageType.control:
-                return try control(key, connection, requestID, try Envelope.decodeBody(Request.Control.self, from: message, messageType: type))
-            case MessageType.candidates:
-                return try candidates(key, connection, requestID, try Envelope.decodeBody(Request.Candidates.self, from: message, messageType: type))
-            case MessageType.hangup:
-                return try hangup(key, connection, requestID, try Envelope.decodeBody(Request.Hangup.self, from: message, messageType: type), time)
-            case MessageType.mediaStatus:
-                return try mediaStatus(key, connection, requestID, try Envelope.decodeBody(Request.MediaStatus.self, from: message, messageType: type), time)
-            case MessageType.login:
-                throw SignalingError(.invalidRequest, "login: this connection is already logged in")
-            default:
-                throw SignalingError(.invalidRequest, "unknown request type '\(type)'")
+            switch request {
+            case .start(let body): return try start(key, connection, requestID, body, assignedCallID, time)
+            case .response(let body): return try respond(key, connection, requestID, body, time)
+            case .control(let body): return try control(key, connection, requestID, body)
+            case .candidates(let body): return try candidates(key, connection, requestID, body)
+            case .hangup(let body): return try hangup(key, connection, requestID, body, time)
+            case .mediaStatus(let body): return try mediaStatus(key, connection, requestID, body, time)
             }
         } catch {
             return [Self.errorReply(connection, requestID, error)]
@@ -41,16 +32,16 @@ extension CallRegistry {
 
     /// An `error` reply.
     public static func errorReply(_ connection: ConnectionID, _ requestID: UInt64?, _ error: SignalingError) -> Output {
-        .send(connection, TypedEnvelope(id: requestID, type: MessageType.error, body: ErrorBody(error)).encoded())
+        .send(connection, .error(id: requestID, error))
     }
 
     /// An `ok` reply.
-    public static func okReply<Body: Encodable & Sendable>(_ connection: ConnectionID, _ requestID: UInt64, _ body: Body) -> Output {
-        .send(connection, TypedEnvelope(id: requestID, type: MessageType.ok, body: body).encoded())
+    public static func okReply(_ connection: ConnectionID, _ requestID: UInt64, _ reply: ServerReply) -> Output {
+        .send(connection, .reply(id: requestID, reply))
     }
 
     private mutating func start(_ key: DeviceKey, _ connection: ConnectionID, _ requestID: UInt64, _ request: Request.Start,
-                                _ time: ServerTime) throws(SignalingError) -> [Output] {
+                                _ assigned: UInt64?, _ time: ServerTime) throws(SignalingError) -> [Output] {
         guard request.callee != key.account else {
             throw SignalingError(.invalidRequest, "start: you cannot call yourself")
         }
@@ -71,20 +62,20 @@ extension CallRegistry {
         guard calls.count < configuration.maximumCalls else {
             throw SignalingError(.serverUnavailable, "start: the server holds its maximum of \(configuration.maximumCalls) calls")
         }
-        let id = nextCallID(at: time)
-        var outputs = [Self.okReply(connection, requestID, Reply.Start(callID: id))]
+        let id = nextCallID(assigned: assigned, at: time)
+        var outputs = [Self.okReply(connection, requestID, .start(Reply.Start(callID: id)))]
         let busy = accountCall[request.callee] != nil || busyElsewhere.contains(request.callee)
         calls[id] = Call(id: id, type: request.type, option: request.option, caller: key, callee: request.callee,
                          invited: busy ? [] : invited, answeredBy: nil, callerMedia: request.media, phase: .ringing,
                          deadline: time.monotonic + configuration.ringTimeout, startedAt: time.epochMilliseconds)
         accountCall[key.account] = id
         if busy {
-            outputs += send(key, MessageType.control, Event.Control(callID: id, from: request.callee, control: .busyLine))
+            outputs += send(key, .control(Event.Control(callID: id, from: request.callee, control: .busyLine)))
             return outputs + end(id, reason: .busy, by: nil, at: time)
         }
         accountCall[request.callee] = id
         let invitation = Event.Receive(callID: id, from: key.account, type: request.type, option: request.option)
-        for device in invited { outputs += send(device, MessageType.receive, invitation) }
+        for device in invited { outputs += send(device, .receive(invitation)) }
         return outputs
     }
 
@@ -101,7 +92,7 @@ extension CallRegistry {
         }
         let others = call.invited.filter { $0 != key }
         guard request.accept else {
-            return [Self.okReply(connection, requestID, Reply.Response(media: nil))] + reject(call, by: key, at: time)
+            return [Self.okReply(connection, requestID, .response(Reply.Response(media: nil)))] + reject(call, by: key, at: time)
         }
         guard let media = request.media else {
             throw SignalingError(.invalidRequest, "response: accepting needs 'media'")
@@ -111,11 +102,10 @@ extension CallRegistry {
         call.phase = .accepted
         call.deadline = time.monotonic + configuration.connectTimeout
         calls[call.id] = call
-        var outputs = [Self.okReply(connection, requestID, Reply.Response(media: call.callerMedia))]
-        outputs += send(call.caller, MessageType.response,
-                        Event.Response(callID: call.id, from: key.account, accepted: true, media: media))
+        var outputs = [Self.okReply(connection, requestID, .response(Reply.Response(media: call.callerMedia)))]
+        outputs += send(call.caller, .response(Event.Response(callID: call.id, from: key.account, accepted: true, media: media)))
         for other in others {
-            outputs += send(other, MessageType.responsedByOther, Event.ResponsedByOther(callID: call.id, accepted: true))
+            outputs += send(other, .responsedByOther(Event.ResponsedByOther(callID: call.id, accepted: true)))
         }
         return outputs
     }
@@ -123,12 +113,12 @@ extension CallRegistry {
     private mutating func control(_ key: DeviceKey, _ connection: ConnectionID, _ requestID: UInt64,
                                   _ request: Request.Control) throws(SignalingError) -> [Output] {
         let call = try party(key, of: request.callID, in: "control")
-        var outputs = [Self.okReply(connection, requestID, Reply.Empty())]
+        var outputs = [Self.okReply(connection, requestID, .empty)]
         let event = Event.Control(callID: call.id, from: key.account, control: request.control)
         if key == call.caller {
-            for device in call.answeredBy.map({ [$0] }) ?? call.invited { outputs += send(device, MessageType.control, event) }
+            for device in call.answeredBy.map({ [$0] }) ?? call.invited { outputs += send(device, .control(event)) }
         } else {
-            outputs += send(call.caller, MessageType.control, event)
+            outputs += send(call.caller, .control(event))
         }
         return outputs
     }
@@ -151,12 +141,12 @@ extension CallRegistry {
         for candidate in request.candidates { try Self.check(candidate, in: "candidates") }
         call.trickled += request.candidates.count
         calls[call.id] = call
-        var outputs = [Self.okReply(connection, requestID, Reply.Empty())]
+        var outputs = [Self.okReply(connection, requestID, .empty)]
         let event = Event.Candidates(callID: call.id, from: key.account, candidates: request.candidates, complete: request.complete)
         if key == call.caller {
-            for device in call.answeredBy.map({ [$0] }) ?? call.invited { outputs += send(device, MessageType.candidates, event) }
+            for device in call.answeredBy.map({ [$0] }) ?? call.invited { outputs += send(device, .candidates(event)) }
         } else {
-            outputs += send(call.caller, MessageType.candidates, event)
+            outputs += send(call.caller, .candidates(event))
         }
         return outputs
     }
@@ -172,7 +162,7 @@ extension CallRegistry {
             id = current
         }
         let call = try party(key, of: id, in: "hangup")
-        let reply = Self.okReply(connection, requestID, Reply.Empty())
+        let reply = Self.okReply(connection, requestID, .empty)
         switch call.phase {
         case .ringing where key != call.caller:
             return [reply] + reject(call, by: key, at: time)
@@ -187,10 +177,9 @@ extension CallRegistry {
     /// the callee's other devices `responsedByOther`, and the call ends as `rejected`.
     private mutating func reject(_ call: Call, by key: DeviceKey, at time: ServerTime) -> [Output] {
         var call = call
-        var outputs = send(call.caller, MessageType.response,
-                           Event.Response(callID: call.id, from: key.account, accepted: false, media: nil))
+        var outputs = send(call.caller, .response(Event.Response(callID: call.id, from: key.account, accepted: false, media: nil)))
         for other in call.invited where other != key {
-            outputs += send(other, MessageType.responsedByOther, Event.ResponsedByOther(callID: call.id, accepted: false))
+            outputs += send(other, .responsedByOther(Event.ResponsedByOther(callID: call.id, accepted: false)))
         }
         call.answeredBy = key
         calls[call.id] = call
@@ -203,7 +192,7 @@ extension CallRegistry {
         guard key == call.caller || key == call.answeredBy, call.phase != .ringing else {
             throw SignalingError(.invalidRequest, "mediaStatus: call \(call.id) has not been answered")
         }
-        let reply = Self.okReply(connection, requestID, Reply.Empty())
+        let reply = Self.okReply(connection, requestID, .empty)
         guard request.connected else { return [reply] + end(call.id, reason: .failed, by: key, at: time) }
         if call.phase == .accepted {
             call.phase = .connected(since: time.monotonic)

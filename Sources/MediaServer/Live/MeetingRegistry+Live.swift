@@ -166,32 +166,30 @@ extension MeetingRegistry {
     }
 
     /// The host's controls of a live room.
-    mutating func handleLive(_ identity: Identity, _ connection: ConnectionID, _ requestID: UInt64, type: String,
-                             message: Data) throws(SignalingError) -> [Output] {
+    mutating func handleLive(_ identity: Identity, _ connection: ConnectionID, _ requestID: UInt64,
+                             _ request: MeetingRequest) throws(SignalingError) -> [Output] {
+        let type = request.type
         guard liveRoomsAvailable else { throw SignalingError(.serverUnavailable, "\(type): this server runs no composer for live rooms") }
-        switch type {
-        case MessageType.switchBypassStreamingURL:
-            let request = try Envelope.decodeBody(Request.SwitchBypassStreamingURL.self, from: message, messageType: type)
+        switch request {
+        case .switchBypassStreamingURL(let request):
             var live = try hostedRoom(identity, request.callID, in: type)
             try Self.checkTarget(request.url, in: type)
             live.url = request.url
             meetings[request.callID]?.live = live
-            return [Self.okReply(connection, requestID, Reply.Empty()), .live(.switchURL(meeting: request.callID, url: request.url))]
-        case MessageType.setBypassStreamingEnabled:
-            let request = try Envelope.decodeBody(Request.SetBypassStreamingEnabled.self, from: message, messageType: type)
+            return [Self.okReply(connection, requestID, .empty), .live(.switchURL(meeting: request.callID, url: request.url))]
+        case .setBypassStreamingEnabled(let request):
             _ = try hostedRoom(identity, request.callID, in: type)
-            return [Self.okReply(connection, requestID, Reply.Empty()), .live(.setEnabled(meeting: request.callID, request.enabled))]
-        case MessageType.setBypassStreamingMixMode:
-            let request = try Envelope.decodeBody(Request.SetBypassStreamingMixMode.self, from: message, messageType: type)
+            return [Self.okReply(connection, requestID, .empty), .live(.setEnabled(meeting: request.callID, request.enabled))]
+        case .setBypassStreamingMixMode(let request):
             var live = try hostedRoom(identity, request.callID, in: type)
             try Self.checkLayout(mixMode: request.mixMode, customLayout: request.customLayout, in: type, accounts: live.accounts)
             live.mixMode = request.mixMode
             live.customLayout = request.customLayout
             meetings[request.callID]?.live = live
-            return [Self.okReply(connection, requestID, Reply.Empty()),
+            return [Self.okReply(connection, requestID, .empty),
                     .live(.setLayout(meeting: request.callID, mixMode: request.mixMode, customLayout: request.customLayout))]
-        default:
-            throw SignalingError(.invalidRequest, "unknown request type '\(type)'")
+        case .reserve, .join, .leave, .setRole, .setMute:
+            throw SignalingError(.invalidRequest, "\(type): not a live room's control")
         }
     }
 
@@ -199,18 +197,17 @@ extension MeetingRegistry {
     public func liveReported(_ report: LivePlaneReport) -> [Output] {
         switch report {
         case .status(let id, let output, let status, let error):
-            return toHost(of: id, MessageType.bypassStreamingStatus,
-                          Event.BypassStreamingStatus(callID: id, output: output, status: status, error: error))
+            return toHost(of: id, .bypassStreamingStatus(Event.BypassStreamingStatus(callID: id, output: output, status: status, error: error)))
         case .switched(let id, let error):
-            return toHost(of: id, MessageType.bypassStreamingURLSwitched, Event.BypassStreamingResult(callID: id, error: error))
+            return toHost(of: id, .bypassStreamingURLSwitched(Event.BypassStreamingResult(callID: id, error: error)))
         case .enabled(let id, let enabled, let error):
-            return toHost(of: id, MessageType.bypassStreamingEnabled, Event.BypassStreamingResult(callID: id, enabled: enabled, error: error))
+            return toHost(of: id, .bypassStreamingEnabled(Event.BypassStreamingResult(callID: id, enabled: enabled, error: error)))
         }
     }
 
-    private func toHost<Body: Encodable & Sendable>(of id: UInt64, _ type: String, _ body: Body) -> [Output] {
+    private func toHost(of id: UInt64, _ event: PushedEvent) -> [Output] {
         guard let meeting = meetings[id], let host = meeting.live?.host, let member = meeting.members[host] else { return [] }
-        return send(member, type, body)
+        return send(member, event)
     }
 
     private func hostedRoom(_ identity: Identity, _ id: UInt64, in request: String) throws(SignalingError) -> LiveRoom {

@@ -6,6 +6,9 @@ import Signaling
 
 /// What a connection's writer task sends next.
 public enum OutboundMessage: Sendable, Hashable {
+    /// A message of this server's, encoded by the writer.
+    case message(ServerMessage)
+    /// A message encoded elsewhere: another node's, for a device connected here.
     case text(Data)
     /// Send a close frame with this code and reason, then stop.
     case close(code: UInt16, reason: String)
@@ -140,20 +143,22 @@ public actor SignalingHub {
         if cluster != nil { await clusterClosed(id, account: party?.account, device: party?.device) }
     }
 
-    /// Handles one message from a connection.
+    /// Handles one message from a connection: decoded once into a typed request here, at
+    /// the edge, then authorized and routed to the call registry, the meeting registry or
+    /// (in a cluster) the node that owns the call or hosts the meeting.
     public func received(_ data: Data, from id: ConnectionID) async {
         let now = time
         guard var connection = connections[id] else { return }
         guard apply(connection.guardian.admit(size: data.count, now: now.monotonic), id, &connection, requestID: nil) else { return }
-        let envelope: Envelope
+        let message: ClientMessage
         do {
-            envelope = try Envelope.decode(data, maximumSize: Int.max)
+            message = try ClientMessage.decode(data, maximumSize: Int.max)
         } catch {
             _ = apply(connection.guardian.malformed(error, now: now.monotonic), id, &connection, requestID: nil)
             return
         }
-        guard let requestID = envelope.id else {
-            let error = SignalingError(.invalidRequest, "\(envelope.type): requests need an id")
+        guard let requestID = message.id else {
+            let error = SignalingError(.invalidRequest, "\(message.type): requests need an id")
             _ = apply(connection.guardian.malformed(error, now: now.monotonic), id, &connection, requestID: nil)
             return
         }
@@ -161,50 +166,68 @@ public actor SignalingHub {
             return
         }
         connections[id] = connection
-        if envelope.type == MessageType.login && !connection.guardian.loggedIn {
-            await login(data, requestID: requestID, from: id)
-        } else if !connection.guardian.loggedIn {
-            let error = SignalingError(.unauthorized, "\(envelope.type): log in first")
-            _ = apply(connection.guardian.malformed(error, now: now.monotonic), id, &connection, requestID: requestID)
-        } else if MessageType.meetingRequests.contains(envelope.type) || MessageType.liveRequests.contains(envelope.type),
-                  let (account, device) = registry.device(of: id) {
+        guard connection.guardian.loggedIn, let (account, device) = registry.device(of: id) else {
+            // Before a login only a login is taken; anything else, or a login that does not
+            // decode, counts against the connection's budget.
+            switch message.request {
+            case .success(.login(let login)):
+                await self.login(login, requestID: requestID, from: id)
+            case .failure(let error) where message.type == MessageType.login:
+                _ = apply(connection.guardian.login(succeeded: false, error: error, now: now.monotonic), id, &connection, requestID: requestID)
+            default:
+                let error = SignalingError(.unauthorized, "\(message.type): log in first")
+                _ = apply(connection.guardian.malformed(error, now: now.monotonic), id, &connection, requestID: requestID)
+            }
+            return
+        }
+        let request: ClientRequest
+        switch message.request {
+        case .success(let decoded): request = decoded
+        case .failure(let error):
+            send(.message(.error(id: requestID, error)), to: id)
+            return
+        }
+        switch RoutedRequest(request) {
+        case .login:
+            send(.message(.error(id: requestID, SignalingError(.invalidRequest, "login: this connection is already logged in"))), to: id)
+        case .meeting(let meetingRequest):
             let identity = MeetingRegistry.Identity(account: account, device: device, grants: connection.grants)
-            if let cluster, let host = await meetingHost(of: envelope.type, message: data, from: id) {
+            if let cluster, let host = await meetingHost(of: meetingRequest, from: id) {
                 // A meeting another node hosts: the request goes there, its reply comes back.
                 cluster.send(.meetingRequest(connection: id.value, account: account, device: device, grants: connection.grants,
-                                             requestID: requestID, type: envelope.type, message: data), to: host)
+                                             requestID: requestID, type: meetingRequest.type,
+                                             message: ClientRequest(meetingRequest).encoded(id: requestID)), to: host)
                 return
             }
-            let assigned = envelope.type == MessageType.reserveMeeting ? await sharedMeetingID() : nil
-            await handleMeeting(id, identity, requestID: requestID, type: envelope.type, message: data, assignedID: assigned)
-        } else if let owner = remoteOwner(of: envelope.type, message: data, from: id), let cluster,
-                  let (account, device) = registry.device(of: id) {
-            // A call another node owns: the request goes there, its reply comes back.
-            cluster.send(.request(connection: id.value, account: account, device: device, requestID: requestID,
-                                  type: envelope.type, message: data), to: owner)
-        } else if envelope.type == MessageType.start, cluster != nil {
-            await startAcrossNodes(id, requestID: requestID, message: data)
-        } else {
-            await perform(registry.handle(id, requestID: requestID, type: envelope.type, message: data, at: now))
+            let assigned: UInt64? = if case .reserve = meetingRequest { await sharedMeetingID() } else { nil }
+            await handleMeeting(id, identity, requestID: requestID, meetingRequest, assignedID: assigned)
+        case .call(let callRequest):
+            if let owner = remoteOwner(of: callRequest, from: id), let cluster {
+                // A call another node owns: the request goes there, its reply comes back.
+                cluster.send(.request(connection: id.value, account: account, device: device, requestID: requestID,
+                                      type: callRequest.type, message: ClientRequest(callRequest).encoded(id: requestID)), to: owner)
+            } else if case .start(let start) = callRequest, cluster != nil {
+                await startAcrossNodes(id, requestID: requestID, start)
+            } else {
+                await perform(registry.handle(callRequest, from: id, requestID: requestID, at: now))
+            }
         }
     }
 
     /// Runs a meeting request of `id`: a connection here, or a proxy of one on another node
     /// when this node hosts the meeting. Nothing awaits between the registry's handling and
     /// `perform` resolving where its outputs go.
-    /// - Parameter assignedID: The ID a `reserveMeeting` gives its meeting (a cluster's).
-    func handleMeeting(_ id: ConnectionID, _ identity: MeetingRegistry.Identity, requestID: UInt64, type: String, message: Data,
+    /// - Parameter assignedID: The ID a reservation gives its meeting (a cluster's).
+    func handleMeeting(_ id: ConnectionID, _ identity: MeetingRegistry.Identity, requestID: UInt64, _ request: MeetingRequest,
                        assignedID: UInt64?) async {
-        guard mediaPlane != nil || type == MessageType.reserveMeeting else {
-            let error = SignalingError(.serverUnavailable, "\(type): this server runs no media plane for meetings")
-            await perform([MeetingRegistry.Output.send(id, TypedEnvelope(id: requestID, type: MessageType.error, body: ErrorBody(error)).encoded())])
+        if case .reserve = request {} else if mediaPlane == nil {
+            let error = SignalingError(.serverUnavailable, "\(request.type): this server runs no media plane for meetings")
+            await perform([MeetingRegistry.Output.send(id, .error(id: requestID, error))])
             return
         }
-        meetings.assignedID = assignedID
-        let outputs = meetings.handle(id, identity, requestID: requestID, type: type, message: message,
-                                      credentials: Self.legCredentials(), at: time)
-        meetings.assignedID = nil
-        if cluster != nil { meetingHandled(id, identity, type: type, message: message) }
+        let outputs = meetings.handle(request, from: id, identity, requestID: requestID, credentials: Self.legCredentials(),
+                                      assignedID: assignedID, at: time)
+        if cluster != nil { meetingHandled(id, identity, request) }
         await perform(outputs)
     }
 
@@ -217,12 +240,11 @@ public actor SignalingHub {
         return LegCredentials(keying: .random(profile: .aeadAES128GCM), ice: .random(using: &random), composer: composer)
     }
 
-    private func login(_ data: Data, requestID: UInt64, from id: ConnectionID) async {
+    private func login(_ request: Request.Login, requestID: UInt64, from id: ConnectionID) async {
         let account: String
         let device: String
         let grants: Grants
         do throws(SignalingError) {
-            let request = try Envelope.decodeBody(Request.Login.self, from: data, messageType: MessageType.login)
             guard !request.device.isEmpty, request.device.utf8.count <= 128 else {
                 throw SignalingError(.invalidRequest, "login: device must be 1 to 128 bytes")
             }
@@ -250,7 +272,7 @@ public actor SignalingHub {
             }
             announced.echoPort = echoPort
             announced.iceServers = iceServers(for: account)
-            await perform([CallRegistry.okReply(id, requestID, announced)] + outputs)
+            await perform([CallRegistry.okReply(id, requestID, .login(announced))] + outputs)
             do {
                 try await store.deviceLoggedIn(account: account, device: device, epochMilliseconds: now.epochMilliseconds)
             } catch {
@@ -280,7 +302,7 @@ public actor SignalingHub {
             return true
         case .reject(let error):
             connections[id] = connection
-            send(.text(TypedEnvelope(id: requestID, type: MessageType.error, body: ErrorBody(error)).encoded()), to: id)
+            send(.message(.error(id: requestID, error)), to: id)
             return false
         case .close(let reason):
             connections[id] = connection
@@ -328,11 +350,11 @@ public actor SignalingHub {
         }
         for output in outputs {
             switch output {
-            case .send(let id, let data):
+            case .send(let id, let message):
                 if let remote = remotes[id] {
-                    cluster?.send(.deliver(connection: remote.connection, text: data), to: remote.node)
+                    cluster?.send(.deliver(connection: remote.connection, text: message.encoded()), to: remote.node)
                 } else {
-                    send(.text(data), to: id)
+                    send(.message(message), to: id)
                 }
             case .close(let id, let code, let reason):
                 if let remote = remotes[id] {
@@ -348,12 +370,12 @@ public actor SignalingHub {
                     logger.error("store: \(error.message); will retry")
                     unsaved.append(record)
                 }
-                let event = TypedEnvelope(id: nil, type: MessageType.callRecord, body: Event.Record(record: record)).encoded()
+                let event = ServerMessage.event(.callRecord(Event.Record(record: record)))
                 for id in notify {
                     if let remote = remotes[id] {
-                        cluster?.send(.deliver(connection: remote.connection, text: event), to: remote.node)
+                        cluster?.send(.deliver(connection: remote.connection, text: event.encoded()), to: remote.node)
                     } else {
-                        send(.text(event), to: id)
+                        send(.message(event), to: id)
                     }
                 }
                 if cluster != nil { callEnded(record.callID) }
@@ -375,11 +397,11 @@ public actor SignalingHub {
         }
         for output in outputs {
             switch output {
-            case .send(let id, let data):
+            case .send(let id, let message):
                 if let remote = remotes[id] {
-                    cluster?.send(.deliver(connection: remote.connection, text: data), to: remote.node)
+                    cluster?.send(.deliver(connection: remote.connection, text: message.encoded()), to: remote.node)
                 } else {
-                    send(.text(data), to: id)
+                    send(.message(message), to: id)
                 }
             case .mediaPlane(let command):
                 mediaPlane?.apply(command)
@@ -393,12 +415,12 @@ public actor SignalingHub {
                     logger.error("store: \(error.message); will retry")
                     unsavedMeetings.append(record)
                 }
-                let event = TypedEnvelope(id: nil, type: MessageType.meetingRecord, body: Event.MeetingRecordEvent(record: record)).encoded()
+                let event = ServerMessage.event(.meetingRecord(Event.MeetingRecordEvent(record: record)))
                 for id in notify {
                     if let remote = remotes[id] {
-                        cluster?.send(.deliver(connection: remote.connection, text: event), to: remote.node)
+                        cluster?.send(.deliver(connection: remote.connection, text: event.encoded()), to: remote.node)
                     } else {
-                        send(.text(event), to: id)
+                        send(.message(event), to: id)
                     }
                 }
             }

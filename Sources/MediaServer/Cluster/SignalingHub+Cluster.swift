@@ -76,13 +76,7 @@ struct ClusterState: Sendable {
 }
 
 /// The call requests that name a call, for finding whether another node owns it.
-private struct CallReference: Decodable {
-    var callID: UInt64
-}
-
 extension SignalingHub {
-    static let routedRequests: Set<String> = [MessageType.response, MessageType.control, MessageType.candidates,
-                                               MessageType.hangup, MessageType.mediaStatus]
 
     /// Joins the nodes sharing the cluster's store: logins are written to presence, calls
     /// reach devices on other nodes.
@@ -100,12 +94,11 @@ extension SignalingHub {
     /// A `start` on a node of a cluster: the caller and the callee are claimed across the
     /// nodes (one that is in a call anywhere is busy), the callee's devices on other nodes
     /// join as proxies, and the registry runs the start as on one node.
-    func startAcrossNodes(_ id: ConnectionID, requestID: UInt64, message: Data) async {
+    func startAcrossNodes(_ id: ConnectionID, requestID: UInt64, _ start: Request.Start) async {
         guard let cluster, let caller = registry.account(of: id),
-              let start = try? Envelope.decodeBody(Request.Start.self, from: message, messageType: MessageType.start),
               !start.callee.isEmpty, start.callee.utf8.count <= 128, start.callee != caller else {
             // The registry names what is wrong with it.
-            await perform(registry.handle(id, requestID: requestID, type: MessageType.start, message: message, at: time))
+            await perform(registry.handle(.start(start), from: id, requestID: requestID, at: time))
             return
         }
         let parties = cluster.membership.parties
@@ -120,11 +113,9 @@ extension SignalingHub {
         // call invites them, and those it did not take are pruned below.
         addRemoteDevices(claim?.devices ?? [])
         registry.busyElsewhere = claim.map { accounts.subtracting($0.claimed) } ?? []
-        registry.assignedCallID = claim?.callID
-        let outputs = registry.handle(id, requestID: requestID, type: MessageType.start, message: message, at: time)
+        // The claimed ID is unused when the start fails.
+        let outputs = registry.handle(.start(start), from: id, requestID: requestID, at: time, assignedCallID: claim?.callID)
         registry.busyElsewhere = []
-        // Unused when the start failed.
-        registry.assignedCallID = nil
         let callID = claim?.callID ?? registry.lastCallID
         let started = registry.calls[callID].map { $0.caller.account == caller } ?? false
         if started { routeStartedCall(callID) }
@@ -213,19 +204,18 @@ extension SignalingHub {
     // MARK: Device side
 
     /// The node owning the call a request from `id` is about, when another does.
-    func remoteOwner(of type: String, message: Data, from id: ConnectionID) -> NodeID? {
-        guard cluster != nil, !clusterState.routes.isEmpty, Self.routedRequests.contains(type),
-              let reference = try? Envelope.decodeBody(CallReference.self, from: message, messageType: type) else { return nil }
-        if reference.callID == 0 {
+    func remoteOwner(of request: CallRequest, from id: ConnectionID) -> NodeID? {
+        guard cluster != nil, !clusterState.routes.isEmpty else { return nil }
+        if case .start = request { return nil }
+        let callID = request.callID
+        if callID == 0 {
             // `hangup` of the current call: this node's own first.
             guard let account = registry.account(of: id), registry.accountCall[account] == nil else { return nil }
             return clusterState.routes.first { $0.value.parties[id] != nil }?.value.owner
         }
-        guard registry.calls[reference.callID] == nil, let route = clusterState.routes[reference.callID],
-              route.parties[id] != nil else { return nil }
-        if type == MessageType.mediaStatus, route.connectedAt == nil,
-           let status = try? Envelope.decodeBody(Request.MediaStatus.self, from: message, messageType: type), status.connected {
-            clusterState.routes[reference.callID]?.connectedAt = time.monotonic
+        guard registry.calls[callID] == nil, let route = clusterState.routes[callID], route.parties[id] != nil else { return nil }
+        if case .mediaStatus(let status) = request, route.connectedAt == nil, status.connected {
+            clusterState.routes[callID]?.connectedAt = time.monotonic
         }
         return route.owner
     }
@@ -354,12 +344,17 @@ extension SignalingHub {
             guard let proxy = clusterState.proxyOf[remote], let party = registry.device(of: proxy),
                   party.account == account, party.device == device else {
                 let error = SignalingError(.callNotFound, "\(type): the call does not exist or has ended")
-                cluster?.send(.deliver(connection: connection,
-                                       text: TypedEnvelope(id: requestID, type: MessageType.error, body: ErrorBody(error)).encoded()),
-                              to: node)
+                cluster?.send(.deliver(connection: connection, text: ServerMessage.error(id: requestID, error).encoded()), to: node)
                 return
             }
-            await perform(registry.handle(proxy, requestID: requestID, type: type, message: data, at: now))
+            // The node bus is this node's edge for requests from devices on other nodes.
+            guard case .success(let decoded)? = try? ClientMessage.decode(data, maximumSize: Int.max).request,
+                  case .call(let request) = RoutedRequest(decoded) else {
+                let error = SignalingError(.invalidRequest, "\(type): not a call request")
+                cluster?.send(.deliver(connection: connection, text: ServerMessage.error(id: requestID, error).encoded()), to: node)
+                return
+            }
+            await perform(registry.handle(request, from: proxy, requestID: requestID, at: now))
         case .disconnected(let connection):
             let remote = ClusterState.Remote(node: node, connection: connection)
             if let proxy = clusterState.meetingProxyOf[remote] {
@@ -394,9 +389,16 @@ extension SignalingHub {
                                  callee: entry.callee, type: entry.type, startedAt: entry.startedAt), to: node)
             await perform(outputs)
         case .meetingRequest(let connection, let account, let device, let grants, let requestID, let type, let message):
+            // The node bus is this node's edge for requests from devices on other nodes.
+            guard case .success(let decoded)? = try? ClientMessage.decode(message, maximumSize: Int.max).request,
+                  case .meeting(let request) = RoutedRequest(decoded) else {
+                let error = SignalingError(.invalidRequest, "\(type): not a meeting request")
+                cluster?.send(.deliver(connection: connection, text: ServerMessage.error(id: requestID, error).encoded()), to: node)
+                return
+            }
             await hostMeetingRequest(from: ClusterState.Remote(node: node, connection: connection),
                                      MeetingRegistry.Identity(account: account, device: device, grants: grants),
-                                     requestID: requestID, type: type, message: message)
+                                     requestID: requestID, request)
         case .meetingReattached(let meeting, let connection, let account, let device):
             hostMeetingReattached(meeting, from: ClusterState.Remote(node: node, connection: connection), account: account, device: device)
         case .meetingRoute(let meeting, let connection):
@@ -428,8 +430,8 @@ extension SignalingHub {
             let connected = route.connectedAt.map { Int64((now.monotonic - $0) / .milliseconds(1)) } ?? 0
             let record = CallRecord(callID: callID, caller: route.caller, callee: route.callee, type: route.type,
                                     startedAt: route.startedAt, connectedDuration: connected, endReason: .failed, endedBy: nil)
-            let hangup = TypedEnvelope(id: nil, type: MessageType.hangup, body: Event.Hangup(callID: callID, by: nil, reason: .failed)).encoded()
-            for party in route.parties.keys.sorted() { send(.text(hangup), to: party) }
+            let hangup = ServerMessage.event(.hangup(Event.Hangup(callID: callID, by: nil, reason: .failed)))
+            for party in route.parties.keys.sorted() { send(.message(hangup), to: party) }
             logger.warning("node \(dead), owner of call \(callID), died: the call ended here as failed")
             await perform([CallRegistry.Output.record(record, notify: route.parties.keys.sorted())])
         }

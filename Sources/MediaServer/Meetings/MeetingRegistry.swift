@@ -101,8 +101,9 @@ public struct MeetingRegistry: Sendable {
     }
 
     public enum Output: Sendable, Hashable {
-        /// Send this encoded message on the connection (dropped if it has closed).
-        case send(ConnectionID, Data)
+        /// Send this message on the connection (dropped if it has closed); the connection
+        /// layer encodes it.
+        case send(ConnectionID, ServerMessage)
         /// Store the record, then send each connection a `meetingRecord` event.
         case record(MeetingRecord, notify: [ConnectionID])
         case mediaPlane(MediaPlaneCommand)
@@ -169,8 +170,6 @@ public struct MeetingRegistry: Sendable {
     /// The meeting each account is in.
     var accountMeeting: [String: UInt64] = [:]
     var lastID: UInt64 = 0
-    /// The ID the next reserved meeting gets, once (see `nextID`).
-    var assignedID: UInt64?
     var lastLeg: UInt64 = 0
 
     public init(configuration: Configuration = Configuration()) {
@@ -207,42 +206,37 @@ public struct MeetingRegistry: Sendable {
     /// Handles one meeting request of a logged-in connection.
     ///
     /// - Parameters:
-    ///   - credentials: The server's half of a new leg (used by `joinMeeting` only).
+    ///   - request: What the client asks, decoded at the edge.
+    ///   - credentials: The server's half of a new leg (used by a join only).
+    ///   - assignedID: The ID a reservation gives its meeting, when a cluster drew it from
+    ///     the nodes' shared sequence; nil: the registry numbers it.
     /// - Returns: The reply (first) and what it caused, in order. Failures are `error`
     ///   replies: the connection stays up.
-    public mutating func handle(_ connection: ConnectionID, _ identity: Identity, requestID: UInt64, type: String, message: Data,
-                                credentials: LegCredentials, at time: ServerTime) -> [Output] {
+    public mutating func handle(_ request: MeetingRequest, from connection: ConnectionID, _ identity: Identity, requestID: UInt64,
+                                credentials: LegCredentials, assignedID: UInt64? = nil, at time: ServerTime) -> [Output] {
         do throws(SignalingError) {
-            switch type {
-            case MessageType.reserveMeeting:
-                return try reserve(identity, connection, requestID,
-                                   try Envelope.decodeBody(Request.ReserveMeeting.self, from: message, messageType: type), time)
-            case MessageType.joinMeeting:
-                return try join(identity, connection, requestID,
-                                try Envelope.decodeBody(Request.JoinMeeting.self, from: message, messageType: type), credentials, time)
-            case MessageType.leaveMeeting:
-                let request = try Envelope.decodeBody(Request.LeaveMeeting.self, from: message, messageType: type)
-                _ = try member(identity, of: request.callID, in: type)
-                return [Self.okReply(connection, requestID, Reply.Empty())]
-                    + leave(identity.account, of: request.callID, reason: .left, at: time)
-            case MessageType.setMeetingRole:
-                return try setRole(identity, connection, requestID,
-                                   try Envelope.decodeBody(Request.SetMeetingRole.self, from: message, messageType: type), time)
-            case MessageType.setMeetingMute:
-                return try setMute(identity, connection, requestID,
-                                   try Envelope.decodeBody(Request.SetMeetingMute.self, from: message, messageType: type))
-            case _ where MessageType.liveRequests.contains(type):
-                return try handleLive(identity, connection, requestID, type: type, message: message)
-            default:
-                throw SignalingError(.invalidRequest, "unknown request type '\(type)'")
+            switch request {
+            case .reserve(let body):
+                return try reserve(identity, connection, requestID, body, assignedID, time)
+            case .join(let body):
+                return try join(identity, connection, requestID, body, credentials, time)
+            case .leave(let body):
+                _ = try member(identity, of: body.callID, in: request.type)
+                return [Self.okReply(connection, requestID, .empty)] + leave(identity.account, of: body.callID, reason: .left, at: time)
+            case .setRole(let body):
+                return try setRole(identity, connection, requestID, body, time)
+            case .setMute(let body):
+                return try setMute(identity, connection, requestID, body)
+            case .switchBypassStreamingURL, .setBypassStreamingEnabled, .setBypassStreamingMixMode:
+                return try handleLive(identity, connection, requestID, request)
             }
         } catch {
-            return [.send(connection, TypedEnvelope(id: requestID, type: MessageType.error, body: ErrorBody(error)).encoded())]
+            return [.send(connection, .error(id: requestID, error))]
         }
     }
 
-    static func okReply<Body: Encodable & Sendable>(_ connection: ConnectionID, _ requestID: UInt64, _ body: Body) -> Output {
-        .send(connection, TypedEnvelope(id: requestID, type: MessageType.ok, body: body).encoded())
+    static func okReply(_ connection: ConnectionID, _ requestID: UInt64, _ reply: ServerReply) -> Output {
+        .send(connection, .reply(id: requestID, reply))
     }
 
     static func checkName(_ name: String, in request: String) throws(SignalingError) {
@@ -256,7 +250,7 @@ public struct MeetingRegistry: Sendable {
     }
 
     private mutating func reserve(_ identity: Identity, _ connection: ConnectionID, _ requestID: UInt64,
-                                  _ request: Request.ReserveMeeting, _ time: ServerTime) throws(SignalingError) -> [Output] {
+                                  _ request: Request.ReserveMeeting, _ assigned: UInt64?, _ time: ServerTime) throws(SignalingError) -> [Output] {
         try Self.checkName(request.name, in: "reserveMeeting")
         try Self.checkExt(request.ext, in: "reserveMeeting")
         guard identity.grants.allows(meeting: request.name) else {
@@ -268,13 +262,13 @@ public struct MeetingRegistry: Sendable {
         guard meetings.count < configuration.maximumMeetings else {
             throw SignalingError(.tooManyMeetings, "reserveMeeting: the server holds its maximum of \(configuration.maximumMeetings) meetings")
         }
-        let id = nextID(at: time)
+        let id = nextID(assigned: assigned, at: time)
         let lifetime = configuration.reservationLifetime
         let expiresAtEpoch = time.epochMilliseconds + Int64(lifetime / .milliseconds(1))
         meetings[id] = Meeting(id: id, name: request.name, ext: request.ext, reservedBy: identity.account,
                                expiresAt: time.monotonic + lifetime, expiresAtEpoch: expiresAtEpoch)
         byName[request.name] = id
-        return [Self.okReply(connection, requestID, Reply.ReserveMeeting(name: request.name, expiresAt: expiresAtEpoch))]
+        return [Self.okReply(connection, requestID, .reserveMeeting(Reply.ReserveMeeting(name: request.name, expiresAt: expiresAtEpoch)))]
     }
 
     private mutating func join(_ identity: Identity, _ connection: ConnectionID, _ requestID: UInt64, _ request: Request.JoinMeeting,
@@ -337,14 +331,14 @@ public struct MeetingRegistry: Sendable {
         let server = MediaEndpoint(candidates: mediaCandidates, srtpProfile: profile.rawValue,
                                    srtpKey: credentials.keying.base64, audioSSRC: 0, videoSSRC: nil,
                                    iceUfrag: credentials.ice.ufrag, icePassword: credentials.ice.password)
-        var outputs = [Self.okReply(connection, requestID, Reply.JoinMeeting(callID: id, participants: others.map(\.participant), media: server))]
+        var outputs = [Self.okReply(connection, requestID, .joinMeeting(Reply.JoinMeeting(callID: id, participants: others.map(\.participant), media: server)))]
         outputs.append(.mediaPlane(.addLeg(ForwardingRouter.LegSetup(
             id: member.leg, meeting: id, account: identity.account, publishing: request.role == .actor, audioSSRC: media.audioSSRC,
             videoSSRC: media.videoSSRC, inboundKeying: keying, outboundKeying: credentials.keying, ice: credentials.ice))))
         for other in others {
             outputs.append(.mediaPlane(.setForwarding(subscriber: other.leg, publisher: member.leg, audio: true, video: true)))
             outputs.append(.mediaPlane(.setForwarding(subscriber: member.leg, publisher: other.leg, audio: true, video: true)))
-            outputs += send(other, MessageType.userJoined, Event.UserJoined(callID: id, participant: member.participant))
+            outputs += send(other, .userJoined(Event.UserJoined(callID: id, participant: member.participant)))
         }
         return outputs + liveJoined(id, member, request, credentials)
     }
@@ -358,7 +352,7 @@ public struct MeetingRegistry: Sendable {
         guard request.role == .actor || meetings[request.callID]?.live == nil else {
             throw SignalingError(.liveRoomRole, "setMeetingRole: hosts and co-hosts of a live room are actors")
         }
-        var outputs = [Self.okReply(connection, requestID, Reply.Empty())]
+        var outputs = [Self.okReply(connection, requestID, .empty)]
         guard member.role != request.role, var meeting = meetings[request.callID] else { return outputs }
         meeting.attendance.append(MeetingRecord.Attendance(account: member.identity.account, device: member.identity.device, role: member.role,
                                                            joinedAt: member.since, leftAt: time.epochMilliseconds, reason: nil))
@@ -368,8 +362,7 @@ public struct MeetingRegistry: Sendable {
         meetings[request.callID] = meeting
         outputs.append(.mediaPlane(.setPublishing(leg: member.leg, request.role == .actor)))
         for other in meeting.members.values.sorted(by: { $0.identity.account < $1.identity.account }) where other.leg != member.leg {
-            outputs += send(other, MessageType.meetingRoleChanged,
-                            Event.MeetingRoleChanged(callID: request.callID, account: member.identity.account, role: request.role))
+            outputs += send(other, .meetingRoleChanged(Event.MeetingRoleChanged(callID: request.callID, account: member.identity.account, role: request.role)))
         }
         return outputs
     }
@@ -388,7 +381,7 @@ public struct MeetingRegistry: Sendable {
         }
         meeting.members[identity.account] = member
         meetings[request.callID] = meeting
-        return [Self.okReply(connection, requestID, Reply.Empty()),
+        return [Self.okReply(connection, requestID, .empty),
                 .mediaPlane(.setForwarding(subscriber: member.leg, publisher: publisher.leg, audio: !member.mutedAudio.contains(request.user),
                                            video: !member.mutedVideo.contains(request.user)))]
     }
@@ -440,7 +433,7 @@ public struct MeetingRegistry: Sendable {
     public func speaking(_ levels: [String: Double], in id: UInt64) -> [Output] {
         guard let meeting = meetings[id] else { return [] }
         let event = Event.SpeakingUsers(callID: id, levels: levels)
-        return meeting.members.values.sorted { $0.identity.account < $1.identity.account }.flatMap { send($0, MessageType.speakingUsers, event) }
+        return meeting.members.values.sorted { $0.identity.account < $1.identity.account }.flatMap { send($0, .speakingUsers(event)) }
     }
 
     /// Lapses unjoined reservations and removes members that did not reconnect in time.
@@ -469,7 +462,7 @@ public struct MeetingRegistry: Sendable {
         for id in meetings.keys.sorted() {
             guard let meeting = meetings[id] else { continue }
             for member in meeting.members.values.sorted(by: { $0.identity.account < $1.identity.account }) {
-                outputs += send(member, MessageType.meetingError, Event.MeetingError(callID: id, error: error))
+                outputs += send(member, .meetingError(Event.MeetingError(callID: id, error: error)))
             }
             for account in meeting.members.keys.sorted() {
                 outputs += leave(account, of: id, reason: .kicked, at: time, tellOthers: false)
@@ -484,18 +477,15 @@ public struct MeetingRegistry: Sendable {
 
     // MARK: Helpers
 
-    func send<Body: Encodable & Sendable>(_ member: Member, _ type: String, _ body: Body) -> [Output] {
+    func send(_ member: Member, _ event: PushedEvent) -> [Output] {
         guard let connection = member.connection else { return [] }
-        return [.send(connection, TypedEnvelope(id: nil, type: type, body: body).encoded())]
+        return [.send(connection, .event(event))]
     }
 
     /// Same scheme as call IDs (milliseconds << 10 plus a counter), from its own counter;
-    /// `assignedID` instead when set (a node of a cluster takes IDs from the shared ones).
-    mutating func nextID(at time: ServerTime) -> UInt64 {
-        if let assignedID {
-            self.assignedID = nil
-            return assignedID
-        }
+    /// `assigned` instead when given (a node of a cluster takes IDs from the shared ones).
+    mutating func nextID(assigned: UInt64?, at time: ServerTime) -> UInt64 {
+        if let assigned { return assigned }
         lastID = max(lastID + 1, UInt64(max(0, time.epochMilliseconds)) << 10 | 0x200)
         return lastID
     }
@@ -514,7 +504,7 @@ public struct MeetingRegistry: Sendable {
         if tellOthers {
             let event = Event.UserLeft(callID: id, account: account, reason: reason)
             for other in meeting.members.values.sorted(by: { $0.identity.account < $1.identity.account }) {
-                outputs += send(other, MessageType.userLeft, event)
+                outputs += send(other, .userLeft(event))
             }
         }
         guard meeting.members.isEmpty else {

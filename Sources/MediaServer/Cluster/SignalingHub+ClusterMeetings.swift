@@ -1,16 +1,6 @@
 import Foundation
 import Signaling
 
-/// The meeting requests that name a meeting.
-private struct MeetingName: Decodable {
-    var name: String
-}
-
-/// The meeting requests that name a meeting by ID (leave, role, mute, live controls).
-private struct MeetingReference: Decodable {
-    var callID: UInt64
-}
-
 /// Meetings across the nodes of a cluster.
 ///
 /// A meeting lives on one node, its *host*, chosen when it is reserved (`MeetingPlaces`):
@@ -25,29 +15,33 @@ extension SignalingHub {
     /// The node hosting the meeting a request from `id` is about, when another node does.
     /// A `reserveMeeting` places the meeting first; a `joinMeeting` looks up its host; the
     /// others follow the connection's meeting route.
-    func meetingHost(of type: String, message: Data, from id: ConnectionID) async -> NodeID? {
+    func meetingHost(of request: MeetingRequest, from id: ConnectionID) async -> NodeID? {
         guard let cluster else { return nil }
-        switch type {
-        case MessageType.reserveMeeting, MessageType.joinMeeting:
-            // A malformed request or a bad name: this node's registry names the problem.
-            guard let request = try? Envelope.decodeBody(MeetingName.self, from: message, messageType: type),
-                  (try? MeetingRegistry.checkName(request.name, in: type)) != nil else { return nil }
+        let name: String? = switch request {
+        case .reserve(let body): body.name
+        case .join(let body): body.name
+        default: nil
+        }
+        if let name {
+            // A bad name: this node's registry names the problem.
+            guard (try? MeetingRegistry.checkName(name, in: request.type)) != nil else { return nil }
             do {
-                let host = type == MessageType.reserveMeeting
-                    ? try await cluster.membership.places.place(request.name, fallback: cluster.node)
-                    : try await cluster.membership.places.host(of: request.name)
-                if host == cluster.node { clusterState.placedHere.insert(request.name) }
+                let host: NodeID?
+                if case .reserve = request {
+                    host = try await cluster.membership.places.place(name, fallback: cluster.node)
+                } else {
+                    host = try await cluster.membership.places.host(of: name)
+                }
+                if host == cluster.node { clusterState.placedHere.insert(name) }
                 return host == cluster.node ? nil : host
             } catch {
-                logger.warning("meeting places unknown (\(error.message)): '\(request.name)' is looked for on this node only")
+                logger.warning("meeting places unknown (\(error.message)): '\(name)' is looked for on this node only")
                 return nil
             }
-        default:
-            guard let route = clusterState.meetingRoutes[id],
-                  let reference = try? Envelope.decodeBody(MeetingReference.self, from: message, messageType: type),
-                  reference.callID == route.meeting, meetings.meetings[reference.callID] == nil else { return nil }
-            return route.host
         }
+        guard let route = clusterState.meetingRoutes[id], let callID = request.callID, callID == route.meeting,
+              meetings.meetings[callID] == nil else { return nil }
+        return route.host
     }
 
     /// The host says connection `connection` here is a member of `meeting`.
@@ -77,11 +71,11 @@ extension SignalingHub {
 
     /// A meeting request from a connection on another node, for a meeting hosted here.
     func hostMeetingRequest(from remote: ClusterState.Remote, _ identity: MeetingRegistry.Identity, requestID: UInt64,
-                            type: String, message: Data) async {
-        let assigned = type == MessageType.reserveMeeting ? await sharedMeetingID() : nil
-        if type == MessageType.reserveMeeting,
-           let request = try? Envelope.decodeBody(MeetingName.self, from: message, messageType: type) {
-            clusterState.placedHere.insert(request.name)
+                            _ request: MeetingRequest) async {
+        var assigned: UInt64?
+        if case .reserve(let reservation) = request {
+            assigned = await sharedMeetingID()
+            clusterState.placedHere.insert(reservation.name)
         }
         // From here to `perform` resolving the outputs' destinations nothing awaits, so no
         // settling can drop the proxy first.
@@ -96,7 +90,7 @@ extension SignalingHub {
         }
         // A member whose connection dropped takes this one (a reconnect through its node).
         _ = meetings.connected(proxy, identity)
-        await handleMeeting(proxy, identity, requestID: requestID, type: type, message: message, assignedID: assigned)
+        await handleMeeting(proxy, identity, requestID: requestID, request, assignedID: assigned)
     }
 
     /// A member of a meeting hosted here logged in again on another node: that connection
@@ -117,8 +111,8 @@ extension SignalingHub {
 
     /// After the registry ran a meeting request here: a proxy that became a member has its
     /// device node told where the member's requests go (before the reply is sent).
-    func meetingHandled(_ id: ConnectionID, _ identity: MeetingRegistry.Identity, type: String, message: Data) {
-        guard let cluster, type == MessageType.joinMeeting, let proxy = clusterState.meetingProxies[id], proxy.meeting == nil,
+    func meetingHandled(_ id: ConnectionID, _ identity: MeetingRegistry.Identity, _ request: MeetingRequest) {
+        guard let cluster, case .join = request, let proxy = clusterState.meetingProxies[id], proxy.meeting == nil,
               let meeting = meetings.accountMeeting[identity.account],
               meetings.meetings[meeting]?.members[identity.account]?.connection == id else { return }
         clusterState.meetingProxies[id]?.meeting = meeting
@@ -190,8 +184,7 @@ extension SignalingHub {
         for (id, route) in clusterState.meetingRoutes.sorted(by: { $0.key < $1.key }) where route.host == dead {
             clusterState.meetingRoutes[id] = nil
             let error = SignalingError(.serverUnavailable, "node \(dead), host of meeting \(route.meeting), is gone; reserve and join it again")
-            send(.text(TypedEnvelope(id: nil, type: MessageType.meetingError,
-                                     body: Event.MeetingError(callID: route.meeting, error: error)).encoded()), to: id)
+            send(.message(.event(.meetingError(Event.MeetingError(callID: route.meeting, error: error)))), to: id)
             logger.warning("node \(dead), host of meeting \(route.meeting), died: its members here were told")
         }
     }
