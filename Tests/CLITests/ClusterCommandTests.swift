@@ -25,12 +25,13 @@ import Testing
 
         /// The first event of `type` not taken yet, waiting up to `timeout`.
         func next(_ type: String, timeout: Duration = .seconds(10)) async -> ServerEvent? {
-            let deadline = ContinuousClock.now + timeout
-            while ContinuousClock.now < deadline {
-                if let index = events.firstIndex(where: { $0.type == type }) { return events.remove(at: index) }
-                try? await Task.sleep(for: .milliseconds(20))
+            var event: ServerEvent?
+            await eventually(timeout: timeout) {
+                guard let index = events.firstIndex(where: { $0.type == type }) else { return false }
+                event = events.remove(at: index)
+                return true
             }
-            return nil
+            return event
         }
 
         func request<Body: Encodable & Sendable, Result: Decodable & Sendable>(_ type: String, _ body: Body, as result: Result.Type)

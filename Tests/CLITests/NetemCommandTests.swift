@@ -59,6 +59,7 @@ private func startNetem(_ arguments: [String]) throws -> (BackgroundProcess, Soc
             for number in 0..<100 {
                 payload[0] = UInt8(number)
                 try payload.withUnsafeBytes { try client.send($0, to: address) }
+                // 200 a second, a stream's pace rather than a burst: the rate is the traffic's shape.
                 try await Task.sleep(for: .milliseconds(5))
             }
             var echoes = 0

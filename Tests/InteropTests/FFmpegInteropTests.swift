@@ -37,7 +37,9 @@ import Testing
             #expect(receiver.waitForOutput(containing: "for video", timeout: 10))
             let sender = try BackgroundProcess(program: "ffmpeg", arguments: ffmpegSender(key: key, port: port, seconds: "3", sdp: sdp))
             #expect(try sender.wait(timeout: 30).status == 0)
-            try await Task.sleep(for: .seconds(1))
+            // The receiver has played what was on its way once it wrote the pictures (the last
+            // may wait in the writer's buffer), or it ended at ffmpeg's BYE.
+            await eventually { framesWritten(toY4M: y4m, width: 320, height: 240) >= 89 || !receiver.isRunning }
             receiver.interrupt()
             let run = try receiver.wait(timeout: 10)
             #expect(run.status == 0, "\(run.stderr)")
@@ -78,7 +80,10 @@ import Testing
                      "ffmpeg listens on the SDP's ports")
             let sent = try CLI.run(arguments + ["--duration", "3"], environment: keyEnvironment)
             #expect(sent.status == 0, "\(sent.stderr)")
-            try await Task.sleep(for: .seconds(1))
+            // ffmpeg has decoded what was on its way once it wrote the pictures (the last may
+            // wait in its buffer), or it ended at the BYEs.
+            let sentPictures = sentVideoFrames(sent.stdout) ?? 0
+            await eventually { framesWritten(toY4M: y4m, width: 320, height: 240) >= sentPictures - 1 || !receiver.isRunning }
             receiver.interrupt()
             let run = try receiver.wait(timeout: 15)
             #expect(run.status == 0 || run.status == 255, "\(run.stderr)")

@@ -54,7 +54,9 @@ import Testing
             let sender = try BackgroundProcess(program: "gst-launch-1.0", arguments: pipeline)
             let sent = try sender.wait(timeout: 30)
             #expect(sent.status == 0, "\(sent.stderr)")
-            try await Task.sleep(for: .seconds(1))
+            // The receiver has played what was on its way once it wrote the pictures (the last
+            // may wait in the writer's buffer).
+            await eventually { framesWritten(toY4M: y4m, width: 320, height: 240) >= 89 }
             receiver.interrupt()
             let run = try receiver.wait(timeout: 10)
             #expect(run.status == 0, "\(run.stderr)")
@@ -91,7 +93,10 @@ import Testing
                                     "--audio-ssrc", "1111", "--video-ssrc", "2222", "--duration", "3"],
                                    environment: ["MEDIAENGINE_SRTP_KEY": key.base64])
             #expect(sent.status == 0, "\(sent.stderr)")
-            try await Task.sleep(for: .seconds(1))
+            // GStreamer has decoded what was on its way once it wrote the pictures (the last
+            // may wait in its buffer).
+            let sentPictures = sentVideoFrames(sent.stdout) ?? 0
+            await eventually { framesWritten(toY4M: y4m, width: 320, height: 240) >= sentPictures - 1 }
             receiver.interrupt()
             let run = try receiver.wait(timeout: 15)
             #expect(run.status == 0, "\(run.stdout) \(run.stderr)")

@@ -39,6 +39,17 @@ func frames(ofY4M path: String) throws -> (count: Int, width: Int, height: Int) 
     return (count, reader.width, reader.height)
 }
 
+/// Whole 4:2:0 frames of `width` x `height` in a Y4M file being written (0 before its
+/// header), from its size: each is a bare `FRAME` line and the planes.
+func framesWritten(toY4M path: String, width: Int, height: Int) -> Int {
+    guard let handle = FileHandle(forReadingAtPath: path) else { return 0 }
+    defer { try? handle.close() }
+    guard let size = try? handle.seekToEnd(), (try? handle.seek(toOffset: 0)) != nil,
+          let start = try? handle.read(upToCount: 256), let end = start.firstIndex(of: UInt8(ascii: "\n")) else { return 0 }
+    let header = UInt64(end - start.startIndex + 1)
+    return Int((size - min(size, header)) / UInt64(6 + width * height * 3 / 2))
+}
+
 /// A random 30-byte SRTP key in the base64 (SDP, ffmpeg) and hex (GStreamer) forms.
 func randomKey() -> (base64: String, hex: String) {
     let key = SRTPKeyingMaterial.random()
@@ -56,16 +67,11 @@ func sentVideoFrames(_ output: String) -> Int? {
 /// - Returns: false on timeout.
 func waitUntilUDPPortIsBound(_ port: Int, timeout: Double) -> Bool {
     let needle = ":" + String(format: "%04X", port) + " "
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        for table in ["/proc/net/udp", "/proc/net/udp6"] {
+    return eventuallyBlocking(timeout: .seconds(timeout), every: .milliseconds(50)) {
+        ["/proc/net/udp", "/proc/net/udp6"].contains { table in
             // Each row's second column is local_address as HEXADDR:HEXPORT.
             let rows = ((try? String(contentsOfFile: table, encoding: .utf8)) ?? "").split(separator: "\n").dropFirst()
-            if rows.contains(where: { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.map { "\($0) ".hasSuffix(needle) } ?? false }) {
-                return true
-            }
+            return rows.contains { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.map { "\($0) ".hasSuffix(needle) } ?? false }
         }
-        Thread.sleep(forTimeInterval: 0.05)
     }
-    return false
 }

@@ -156,7 +156,8 @@ import Testing
             #expect(!nginx.isRunning && !LivePort.acceptsConnections(port))
             let dropped = try first.wait(timeout: 10)
             #expect(dropped.status != 0, "the publisher fails when nginx goes")
-            try await Task.sleep(for: .seconds(1))
+            // What a restart on the port needs: nothing listening there (TIME_WAIT aside).
+            #expect(await eventually { LivePort.isFree(port, reusingAddress: true) })
 
             try nginx.restart()
             #expect(nginx.port == port && LivePort.acceptsConnections(port))

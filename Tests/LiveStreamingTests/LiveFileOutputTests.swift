@@ -45,7 +45,7 @@ struct LiveFileOutputTests {
                 rig.streamer.addOutput(id: kind, target: try LiveTarget(directory.appendingPathComponent("room.\(kind)").path))
             }
             rig.feed.start()
-            try await Task.sleep(for: .seconds(3))
+            #expect(await eventually { rig.feed.audioChunks >= 300 }, "3 s fed")
             rig.feed.stop()
             let pushed = Double(rig.feed.audioChunks) / 100
             let statistics = kinds.map { rig.streamer.statistics(output: $0.0) }
@@ -88,8 +88,9 @@ struct LiveFileOutputTests {
             let rig = try Rig()
             rig.streamer.addOutput(id: "recording", target: try LiveTarget(path))
             rig.feed.start()
-            let failed = rig.events.wait(timeout: 5) { $0.contains { $0.status == .pushFailed } }
-            try await Task.sleep(for: .seconds(1))  // time to (wrongly) retry
+            let failed = await eventually(timeout: .seconds(5)) { rig.events.all.contains { $0.status == .pushFailed } }
+            // A retry would come after its delay: only a second's wait shows there is none.
+            try await Task.sleep(for: .seconds(1))
             rig.feed.stop()
             rig.streamer.stop()
             #expect(failed, "\(rig.statuses("recording"))")

@@ -65,15 +65,21 @@ import TestSupport
             }
         }
 
-        /// Waits until an event matches (polling the collected events), or the timeout.
+        /// The first event that matches, once one came; nil after `timeout` seconds.
         func wait(timeout: Double = 10, for match: (NetCallEvent) -> Bool) async -> NetCallEvent? {
-            let deadline = Date().addingTimeInterval(timeout)
-            while Date() < deadline {
-                if let event = box.seen.withLock({ $0.events.first(where: match) }) { return event }
-                try? await Task.sleep(for: .milliseconds(20))
+            var found: NetCallEvent?
+            await eventually(timeout: .seconds(timeout)) {
+                found = box.seen.withLock { $0.events.first(where: match) }
+                return found != nil
             }
-            return nil
+            return found
         }
+
+        /// Samples played so far.
+        var audioCount: Int { box.seen.withLock { $0.audio.count } }
+
+        /// Pictures kept so far (at most 300).
+        var frameCount: Int { box.seen.withLock { $0.frames.count } }
 
         /// A copy sharing no storage with what the session threads go on filling.
         var snapshot: Seen {
@@ -98,8 +104,10 @@ import TestSupport
         return nil
     }
 
-    /// Alice calls bob, bob accepts, the call lasts `seconds`, alice hangs up.
-    func call(type: CallType, seconds: Double) async throws -> (alice: Endpoint, bob: Endpoint, record: CallRecord, setup: Double) {
+    /// Alice calls bob, bob accepts, the call lasts until bob has heard `seconds` of alice,
+    /// alice hangs up; `span` is from connected to the hangup.
+    func call(type: CallType, seconds: Double) async throws
+        -> (alice: Endpoint, bob: Endpoint, record: CallRecord, setup: Double, span: Double) {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }
         let alice = try await Endpoint(server: server, account: "alice", audio: "tones:440,1000",
@@ -114,10 +122,10 @@ import TestSupport
         #expect(await bob.wait(for: Self.isConnected) != nil)
         let connected = Date()
         let setup = connected.timeIntervalSince(started)
-        try await Task.sleep(for: .milliseconds(Int64(seconds * 1_000)))
+        #expect(await eventually(timeout: .seconds(seconds + 20)) { bob.audioCount >= Int(seconds * 48_000) }, "\(bob.audioCount) samples")
         try await alice.manager.hangup(callID: id)
         // The span the server saw starts a little before `connected` and ends a little
-        // before now; under load a sleep can overrun, so compare with the span measured.
+        // before now; compare with the span measured.
         let span = Date().timeIntervalSince(connected)
         let record = try #require(await bob.wait { Self.record($0) != nil }.flatMap(Self.record))
         #expect(await alice.wait { Self.record($0) != nil } != nil)
@@ -131,7 +139,7 @@ import TestSupport
         #expect(aliceCall == nil && bobCall == nil, "both sides left the call")
         await alice.manager.logout()
         await bob.manager.logout()
-        return (alice, bob, record, setup)
+        return (alice, bob, record, setup, span)
     }
 
     static func correlation(_ received: [Int16]) -> Double {
@@ -147,9 +155,10 @@ import TestSupport
 
     @Test func audioCallOfFiveSecondsArrivesIntact() async throws {
         try await Heavy.run {
-            let (_, bob, _, setup) = try await call(type: .audio, seconds: 5)
+            let (_, bob, _, setup, span) = try await call(type: .audio, seconds: 5)
             let heard = bob.snapshot.audio
-            #expect(heard.count > 48_000 * 4, "\(heard.count) samples")
+            // Four fifths of the connected time or more: no long stall on the way.
+            #expect(heard.count > 48_000 * 4 && Double(heard.count) > 0.8 * span * 48_000, "\(heard.count) samples in \(span) s")
             let correlation = Self.correlation(heard)
             #expect(correlation >= 0.9, "audio correlation \(correlation)")
             #expect(bob.snapshot.frames.isEmpty, "an audio call has no video")
@@ -159,7 +168,7 @@ import TestSupport
 
     @Test func videoCallDeliversFramesAtHighPSNRAndTheEventsAUserNeeds() async throws {
         try await Heavy.run {
-            let (alice, bob, _, _) = try await call(type: .video, seconds: 3)
+            let (alice, bob, _, _, _) = try await call(type: .video, seconds: 3)
             var pattern = TestPattern(width: 320, height: 240, frameRate: 15)
             let sources = (0..<80).map { _ in pattern.nextFrame() }
             let frames = bob.snapshot.frames
@@ -194,14 +203,22 @@ import TestSupport
                                                                                  media: factory))
             try await alice.login()
             try await bob.login()
+            // Bob's events are read (he is not the app under test), alice's are not.
+            let bobEvents = Recorded<NetCallEvent>()
+            let bobStream = bob.events
+            Task { for await event in bobStream { bobEvents.append(event) } }
             let id = try await alice.start(callee: "bob", type: .video)
-            for await event in bob.events {
-                if case .receive(let invitation, _, _, _) = event, invitation == id { break }
-            }
+            #expect(await eventually { bobEvents.all.contains { if case .receive(id, _, _, _) = $0 { true } else { false } } }, "bob is invited")
             try await bob.response(callID: id, accept: true)
-            try await Task.sleep(for: .seconds(3))
+            // 90 of bob's pictures (3 s at 30 fps) reach alice: far more updates than are kept.
+            #expect(await eventually {
+                let video = await alice.currentSession?.receiveStatistics.streams.first { $0.kind == .video }
+                return (video?.framesDecoded ?? 0) >= 90
+            }, "alice sees bob")
             try await alice.hangup(callID: id)
-            try await Task.sleep(for: .milliseconds(500))
+            // The server sends both parties the record together: once bob has his, alice's was
+            // sent before anything she asks next is answered.
+            #expect(await eventually { bobEvents.all.contains { if case .callRecord = $0 { true } else { false } } }, "bob got the record")
             await alice.logout()
             await bob.logout()
 
@@ -237,15 +254,19 @@ import TestSupport
             _ = try #require(await bob.wait { Self.invitation($0) == id })
             try await bob.manager.response(callID: id, accept: true)
             #expect(await alice.wait(for: Self.isConnected) != nil)
-            try await Task.sleep(for: .milliseconds(500))
+            #expect(await eventually { bob.audioCount >= 48_000 }, "bob hears alice")
 
             await server.server.hub.dropConnections(of: "alice", reason: "test: network blip")
             #expect(await alice.wait { if case .connectionLost = $0 { true } else { false } } != nil)
-            let heardAtDrop = bob.snapshot.audio.count
+            let heardAtDrop = bob.audioCount
+            let dropped = ContinuousClock.now
             #expect(await alice.wait { if case .reconnected = $0 { true } else { false } } != nil)
-            try await Task.sleep(for: .milliseconds(1_000))
-            let heardSince = bob.snapshot.audio.count - heardAtDrop
-            #expect(heardSince > 40_000, "bob kept hearing alice: \(heardSince) samples in the last second or more")
+            #expect(await eventually { bob.audioCount - heardAtDrop >= 48_000 })
+            let heardSince = bob.audioCount - heardAtDrop
+            let since = (ContinuousClock.now - dropped) / .seconds(1)
+            // At the rate it plays (48,000 a second), give or take a jitter buffer's start.
+            #expect(heardSince > 40_000 && Double(heardSince) > 0.8 * since * 48_000,
+                    "bob kept hearing alice: \(heardSince) samples in the \(since) s since the drop")
             #expect(await alice.manager.currentCallID == id)
 
             try await alice.manager.hangup(callID: id)
@@ -271,18 +292,23 @@ import TestSupport
             _ = try #require(await bob.wait { Self.invitation($0) == id })
             try await bob.manager.response(callID: id, accept: true)
             #expect(await bob.wait(for: Self.isConnected) != nil)
-            try await Task.sleep(for: .milliseconds(500))
+            #expect(await eventually { bob.audioCount >= 24_000 }, "bob hears alice")
 
             weak let manager = alice!.manager
             weak let session = await alice!.manager.currentSession
             #expect(session != nil)
             alice = nil
-            let deadline = Date().addingTimeInterval(5)
-            while manager != nil || session != nil, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            await eventually { manager == nil && session == nil }
             #expect(manager == nil, "the manager was freed")
             #expect(session == nil, "the call's media session was freed")
-            try await Task.sleep(for: .milliseconds(300))
-            let heard = bob.snapshot.audio.count
+            // What was on its way has played once bob's last 100 ms are quiet, or his call ended.
+            _ = await eventually {
+                let quiet = bob.box.seen.withLock { seen in seen.audio.count >= 4_800 && seen.audio.suffix(4_800).allSatisfy { $0.magnitude < 300 } }
+                if quiet { return true }
+                return await bob.manager.currentCallID == nil
+            }
+            let heard = bob.audioCount
+            // Alice must not be heard any more: only a stretch of time shows an absence.
             try await Task.sleep(for: .milliseconds(700))
             // What bob played since (silence, or nothing at all once the stream is gone).
             let since = bob.snapshot.audio.dropFirst(heard)
@@ -324,7 +350,7 @@ import TestSupport
             aliceEndpoint.candidates = [ICECandidate.local(.host, address: proxy.localAddress, localPreference: 65_535)]
             try media.start(remote: aliceEndpoint) { _ in }
             #expect(await alice.wait(for: Self.isConnected) != nil)
-            try await Task.sleep(for: .milliseconds(500))
+            #expect(await eventually { alice.audioCount >= 24_000 }, "alice hears bob")
 
             proxy.stop()
             toBob.stop()
@@ -378,8 +404,9 @@ import TestSupport
             _ = try #require(await bob.wait { Self.invitation($0) == id })
             try await bob.manager.response(callID: id, accept: true)
             #expect(await alice.wait(for: Self.isConnected) != nil)
-            try await Task.sleep(for: .milliseconds(800))
-            #expect(bob.snapshot.frames.isEmpty, "an audio call sends no pictures")
+            // Pictures would come along with the first 0.8 s of audio.
+            #expect(await eventually { bob.audioCount >= 38_400 }, "bob hears alice")
+            #expect(bob.frameCount == 0, "an audio call sends no pictures")
 
             // NIM's dance: ask, agree, both switch.
             try await alice.manager.control(callID: id, .toVideo)
@@ -388,13 +415,14 @@ import TestSupport
             #expect(await alice.wait { if case .control(_, "bob", .agreeToVideo) = $0 { true } else { false } } != nil)
             try await alice.manager.switchType(.video)
             try await bob.manager.switchType(.video)
-            try await Task.sleep(for: .milliseconds(1_000))
+            func lastSize() -> (Int, Int)? { bob.box.seen.withLock { $0.frames.last.map { ($0.width, $0.height) } } }
+            #expect(await eventually { bob.frameCount >= 5 && lastSize() ?? (0, 0) == (352, 288) }, "pictures after the switch")
             let pictures = bob.snapshot.frames
             #expect(pictures.count >= 5, "\(pictures.count) pictures after the switch")
             #expect(pictures.last.map { ($0.width, $0.height) } ?? (0, 0) == (352, 288))
 
             try await alice.manager.switchVideoQuality(.low)
-            try await Task.sleep(for: .milliseconds(1_000))
+            #expect(await eventually { lastSize() ?? (0, 0) == (176, 144) })
             let resized = bob.snapshot.frames.last
             #expect(resized.map { ($0.width, $0.height) } ?? (0, 0) == (176, 144), "the low preset's size arrives")
 
@@ -406,7 +434,7 @@ import TestSupport
             }
             try await bob.manager.setAudioOutput(NullAudioSink(layout: .mono))
             await alice.manager.setMute(true)
-            try await Task.sleep(for: .milliseconds(600))
+            #expect(await eventually { bob.box.seen.withLock { $0.audio.suffix(4_800).allSatisfy { $0.magnitude < 300 } } })
             let heard = bob.snapshot.audio.suffix(4_800)
             let loudest = heard.map { Int($0.magnitude) }.max() ?? 0
             #expect(loudest < 300, "muted: the loudest of bob's last 100 ms is \(loudest)")

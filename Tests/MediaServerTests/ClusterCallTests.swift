@@ -105,7 +105,8 @@ struct TestCluster {
             let cluster = try await TestCluster.start(nodes: 3)
             defer { Task { await cluster.shutdown() } }
             let (alice, bob, id) = try await Self.connectedAudioCall(cluster)
-            try await Task.sleep(for: .seconds(3))
+            // Three seconds of each other.
+            #expect(await eventually { alice.audioCount >= 144_000 && bob.audioCount >= 144_000 }, "\(alice.audioCount), \(bob.audioCount) samples")
             try await alice.manager.hangup(callID: id)
             let bobRecord = try #require(await bob.wait { CallFlows.record($0) != nil }.flatMap(CallFlows.record))
             let aliceRecord = try #require(await alice.wait { CallFlows.record($0) != nil }.flatMap(CallFlows.record))
@@ -134,14 +135,15 @@ struct TestCluster {
             let cluster = try await TestCluster.start(nodes: 2) { $0.cluster?.registry.deadAfter = .seconds(10) }
             defer { Task { await cluster.shutdown() } }
             let (alice, bob, id) = try await Self.connectedAudioCall(cluster)
-            try await Task.sleep(for: .seconds(1))
+            #expect(await eventually { alice.audioCount >= 48_000 && bob.audioCount >= 48_000 }, "audio both ways")
 
-            let before = (alice.snapshot.audio.count, bob.snapshot.audio.count)
+            let before = (alice.audioCount, bob.audioCount)
             let restarted = ContinuousClock.now
             try cluster.postgres.restart()
-            try await Task.sleep(for: .seconds(1))
+            // A second of audio since the restart began (the restart may take longer).
+            #expect(await eventually { alice.audioCount >= before.0 + 48_000 && bob.audioCount >= before.1 + 48_000 })
             let elapsed = Double((ContinuousClock.now - restarted) / .milliseconds(1)) / 1_000
-            let during = (alice.snapshot.audio.count - before.0, bob.snapshot.audio.count - before.1)
+            let during = (alice.audioCount - before.0, bob.audioCount - before.1)
             // 48,000 samples a second; most of them arrive while the database is away.
             #expect(Double(during.0) > 0.8 * elapsed * 48_000 && Double(during.1) > 0.8 * elapsed * 48_000,
                     "audio through the restart (\(elapsed) s): alice \(during.0), bob \(during.1) samples")
@@ -201,10 +203,10 @@ struct TestCluster {
             // Node 1 owns the call with a device of node 2 and one of node 3 in it (the laptop stays a
             // party to be told its late answer was handled elsewhere); node 2 holds a route.
             // Each node lists the others from its next heartbeat (every 300 ms) on.
-            var owner = try await cluster.metrics(1)
-            for _ in 0..<50 where owner.value("mediaengine_cluster_live_nodes", ["node": "node-1"]) != 3 {
-                try await Task.sleep(for: .milliseconds(100))
+            var owner: [MetricSample] = []
+            try await eventually(every: .milliseconds(100)) {
                 owner = try await cluster.metrics(1)
+                return owner.value("mediaengine_cluster_live_nodes", ["node": "node-1"]) == 3
             }
             #expect(owner.value("mediaengine_cluster_remote_devices", ["node": "node-1"]) == 2)
             #expect(owner.value("mediaengine_cluster_live_nodes", ["node": "node-1"]) == 3)
@@ -224,6 +226,7 @@ struct TestCluster {
                 _ = try await party.request(MessageType.mediaStatus, Request.MediaStatus(callID: started.callID, connected: true),
                                             as: Reply.Empty.self)
             }
+            // The record must show 300 ms connected: time is what it measures.
             try await Task.sleep(for: .milliseconds(300))
             // The phone hangs up its current call (callID 0), which node 1 owns.
             _ = try await phone.request(MessageType.hangup, Request.Hangup(callID: 0), as: Reply.Empty.self)
@@ -302,9 +305,8 @@ struct TestCluster {
             // for node 1's answer).
             let connection = try #require(await cluster.nodes[node - 1].hub.registry.connections.first { $0.value.account == "bob" }?.key)
             let remote = ClusterState.Remote(node: try NodeID("node-\(node)"), connection: connection.value)
-            for _ in 0..<100 where await cluster.nodes[0].hub.clusterState.proxyOf[remote] == nil {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            let hub = cluster.nodes[0].hub
+            await eventually { await hub.clusterState.proxyOf[remote] != nil }
             let laptop = try await TestClient(url: cluster.url(node))
             let other = try await laptop.client.request(MessageType.login, Request.Login(token: try await cluster.token("bob"), device: "laptop"),
                                                         as: Reply.Login.self)

@@ -14,13 +14,11 @@ import TestSupport
     /// index), as the nodes see one another.
     static func waitForLoads(_ cluster: TestCluster, _ loads: [Int: Int]) async throws {
         let membership = try #require(cluster.nodes[0].cluster?.membership)
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
+        let reported = try await eventually(every: .milliseconds(100)) {
             let seen = Dictionary(uniqueKeysWithValues: try await membership.registry.nodes().map { ($0.id.rawValue, $0.load) })
-            if loads.allSatisfy({ seen["node-\($0.key)"] == $0.value }) { return }
-            try await Task.sleep(for: .milliseconds(100))
+            return loads.allSatisfy { seen["node-\($0.key)"] == $0.value }
         }
-        Issue.record("the nodes did not report loads \(loads)")
+        if !reported { Issue.record("the nodes did not report loads \(loads)") }
     }
 
     /// alice (node 1) reserves a meeting while node 1 is the busiest: it is placed on node 2,
@@ -53,7 +51,10 @@ import TestSupport
             for member in [alice, bob, carol] {
                 #expect(await member.wait(for: MeetingFlows.connected) != nil, "\(member.account) connected to node 2's SFU")
             }
-            try await Task.sleep(for: .seconds(3))
+            // Two seconds of each of the others: the levels below look at the last.
+            #expect(await eventually {
+                [alice, bob, carol].allSatisfy { member in tones.keys.allSatisfy { $0 == member.account || member.heardCount($0) >= 96_000 } }
+            }, "everyone hears the others")
             for member in [alice, bob, carol] {
                 for speaker in tones.keys.sorted() where speaker != member.account {
                     let level = member.level(of: tones[speaker]!, from: speaker)
@@ -73,11 +74,16 @@ import TestSupport
             }
 
             // carol (node 3) mutes alice's audio: node 2 stops forwarding it to her only.
+            // Alice's packets, 50 a second, are the clock: once node 2 has skipped 25 of them for
+            // carol, what was on its way to her has arrived; while it skips 100 more (2 s of
+            // alice), she must hear almost nothing of her.
+            let skippedBefore = host.statistics.router.mutedPacketsSkipped
+            func skipped() -> Int { host.statistics.router.mutedPacketsSkipped - skippedBefore }
             try await carol.manager.setAudioMute(true, forUser: "alice")
-            try await Task.sleep(for: .milliseconds(500))
+            #expect(await eventually { skipped() >= 25 }, "node 2 skips alice's packets for carol")
             let carolHeard = carol.heardCount("alice")
             let bobHeard = bob.heardCount("alice")
-            try await Task.sleep(for: .seconds(2))
+            #expect(await eventually { skipped() >= 125 }, "node 2 skipped alice's packets for carol")
             #expect(carol.heardCount("alice") - carolHeard < 4_800, "alice's stream to carol went quiet")
             #expect(bob.level(of: 440, from: "alice", after: bobHeard) > 0.2, "bob still hears alice")
 
@@ -96,12 +102,7 @@ import TestSupport
             let rows = try cluster.postgres.query("SELECT callID FROM meetingRecord")
             #expect(rows == "\(id)\n", "stored once: \(rows)")
             // The place is released: the name can be reserved again (placed anew).
-            var free = false
-            for _ in 0..<50 where !free {
-                free = try await places.all()["standup"] == nil
-                if !free { try await Task.sleep(for: .milliseconds(100)) }
-            }
-            #expect(free, "the meeting's place was released")
+            #expect(try await eventually { try await places.all()["standup"] == nil }, "the meeting's place was released")
             try await carol.manager.reserveMeeting(name: "standup")
             for member in [alice, bob, carol] { await member.manager.logout() }
             for client in idle { await client.close() }
@@ -148,7 +149,10 @@ import TestSupport
             #expect(host != (try NodeID("node-1")), "placed on \(host)")
             let heardBefore = (bob.heardCount("carol"), carol.heardCount("bob"))
             for member in [bob, carol] { _ = try await member.manager.joinMeeting(name: "m") }
-            try await Task.sleep(for: .seconds(3))
+            // Two seconds of each other again: the levels below look at the last.
+            #expect(await eventually {
+                bob.heardCount("carol") >= heardBefore.0 + 96_000 && carol.heardCount("bob") >= heardBefore.1 + 96_000
+            }, "bob and carol hear each other again")
             #expect(bob.level(of: 660, from: "carol", after: heardBefore.0) > 0.2, "bob hears carol again")
             #expect(carol.level(of: 550, from: "bob", after: heardBefore.1) > 0.2, "carol hears bob again")
             for member in [alice, bob, carol] { await member.manager.logout() }
@@ -184,9 +188,10 @@ import TestSupport
                                               as: Reply.JoinMeeting.self).callID
             }
             var rows = ""
-            for _ in 0..<100 where rows != "alice|node-1\nbob|node-1\ndave|node-1\n" {
+            // psql is a process per query: not too often.
+            try await eventually(every: .milliseconds(100)) {
                 rows = try cluster.postgres.query("SELECT account, host FROM meetingMember ORDER BY account")
-                if rows != "alice|node-1\nbob|node-1\ndave|node-1\n" { try await Task.sleep(for: .milliseconds(50)) }
+                return rows == "alice|node-1\nbob|node-1\ndave|node-1\n"
             }
             #expect(rows == "alice|node-1\nbob|node-1\ndave|node-1\n", "\(rows)")
 
@@ -194,13 +199,11 @@ import TestSupport
             #expect(await dave.waitForEnd())
             let again = try await cluster.client("dave", on: 2)
             // Node 1 gives dave's member the new connection (a proxy of node 2's).
-            var moved = false
-            for _ in 0..<100 where !moved {
-                let hub = cluster.nodes[0].hub
-                if let connection = await hub.meetings.meetings[id]?.members["dave"]?.connection {
-                    moved = await hub.clusterState.meetingProxies[connection]?.remote.node == (try NodeID("node-2"))
-                }
-                if !moved { try await Task.sleep(for: .milliseconds(20)) }
+            let hub = cluster.nodes[0].hub
+            let nodeTwo = try NodeID("node-2")
+            let moved = await eventually {
+                guard let connection = await hub.meetings.meetings[id]?.members["dave"]?.connection else { return false }
+                return await hub.clusterState.meetingProxies[connection]?.remote.node == nodeTwo
             }
             #expect(moved, "node 1 took dave's login on node 2")
             _ = try await alice.request(MessageType.setMeetingRole, Request.SetMeetingRole(callID: id, role: .audience), as: Reply.Empty.self)
@@ -213,9 +216,9 @@ import TestSupport
             }
             // The host writes the store after its events went out.
             var members = ""
-            for _ in 0..<100 where members != "alice\nbob\n" {
+            try await eventually(every: .milliseconds(100)) {
                 members = try cluster.postgres.query("SELECT account FROM meetingMember ORDER BY account")
-                if members != "alice\nbob\n" { try await Task.sleep(for: .milliseconds(50)) }
+                return members == "alice\nbob\n"
             }
             #expect(members == "alice\nbob\n", "dave's row is gone: \(members)")
         }

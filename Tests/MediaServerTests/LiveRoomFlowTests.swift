@@ -101,8 +101,9 @@ import TestSupport
             #expect(Self.isRed(left) && Self.isBlue(right), "mode 2: left \(left), right \(right)")
 
             // Mode 0 while live: the host fills the frame, the co-host in the right column.
+            // Asked and acknowledged before the pull starts: its last picture, 3 s of stream
+            // later, shows the layout the room has by then.
             try await alice.manager.setBypassStreamingMixMode(0)
-            try await Task.sleep(for: .seconds(1))
             let floating = try #require(try Self.pull(nginx.url(key: "room"), seconds: 3, in: directory).frames.last)
             let body = regionAverage(floating, width: 64, height: 36, x0: 0.05, y0: 0.1, x1: 0.6, y1: 0.9)
             let column = regionAverage(floating, width: 64, height: 36, x0: 0.78, y0: 0.04, x1: 0.96, y1: 0.2)
@@ -144,12 +145,12 @@ import TestSupport
                 if case .bypassStreamingEnabled(_, false, nil) = event { return true }
                 return false
             } != nil)
-            try await Task.sleep(for: .milliseconds(500))
+            #expect(nginx.waitForPublishers(key: "second", timeout: 10) { $0.active == 0 }, "the push ended: \(nginx.publishers(key: "second"))")
             let off = try Self.samplesOfIdle(nginx.url(key: "second"), seconds: 2, in: directory)
             #expect(off < 4_800, "nothing while off: \(off) samples")
             let before = nginx.publishers(key: "second").published
             try await alice.manager.setBypassStreamingEnabled(true)
-            #expect(LivePort.poll(timeout: 5) { nginx.publishers(key: "second").published > before }, "published again")
+            #expect(await eventually(timeout: .seconds(5)) { nginx.publishers(key: "second").published > before }, "published again")
             let on = try Self.pull(nginx.url(key: "second"), seconds: 3, in: directory)
             #expect(Self.level(on.audio, 660) > 0.05, "the room again after bypass on")
 
@@ -190,7 +191,7 @@ import TestSupport
             try await alice.manager.leaveMeeting()
             let session = Date().timeIntervalSince(began)
             // The host left: the composer stops and closes the recording.
-            #expect(LivePort.poll(timeout: 10) { server.server.liveRooms?.roomCount == 0 }, "the room's composer ended")
+            #expect(await eventually(timeout: .seconds(10)) { server.server.liveRooms?.roomCount == 0 }, "the room's composer ended")
             let files = try FileManager.default.contentsOfDirectory(atPath: recordings.path).filter { $0.hasSuffix(".flv") }
             let file = recordings.appendingPathComponent(try #require(files.first, "a server recording in \(recordings.path)")).path
             let audio = directory.appendingPathComponent("recording.s16").path
@@ -224,9 +225,9 @@ import TestSupport
                                                     bypass: BypassStreaming(url: "rtmp://127.0.0.1:\(port)/live/room"))
             _ = try await bob.manager.joinMeeting(name: "show", type: .video, bypass: BypassStreaming())
             #expect(await alice.wait(timeout: 10, for: Self.status(LiveStreamStatus.connectFailed.rawValue)) != nil)
-            try await Task.sleep(for: .seconds(2))
-            let failures = Self.statuses(alice).filter { $0 == LiveStreamStatus.connectFailed.rawValue }.count
-            #expect(failures >= 2, "retried: \(Self.statuses(alice))")
+            #expect(await eventually { Self.statuses(alice).filter { $0 == LiveStreamStatus.connectFailed.rawValue }.count >= 2 },
+                    "retried: \(Self.statuses(alice))")
+            #expect(await eventually { bob.heardCount("alice") >= 48_000 }, "bob hears alice")
             #expect(bob.level(of: 440, from: "alice") > 0.2, "the participants' call goes on")
 
             try nginx.start(port: port)
@@ -236,6 +237,8 @@ import TestSupport
             // nginx down for 5 s mid-stream, then back on its port: the push resumes by itself.
             let heardBefore = bob.heardCount("alice")
             nginx.stop()
+            // Bob must hear alice all through it, and the push's retries back off meanwhile.
+            // The outage's length is the scenario: nginx stays away for 5 s.
             try await Task.sleep(for: .seconds(5))
             let heardDuring = bob.heardCount("alice") - heardBefore
             #expect(heardDuring > 4 * 48_000, "bob heard alice all along: \(heardDuring) samples in 5 s")
@@ -308,16 +311,16 @@ import TestSupport
             defer { pull.terminate() }
             func size() -> Int { (try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? nil ?? 0 }
             // The pull runs steadily (two seconds of the room's silence) before the cue.
-            #expect(LivePort.poll(timeout: 15) { size() > 2 * 96_000 }, "the pull flows: \(pull.stderr)")
+            #expect(await eventually(timeout: .seconds(15)) { size() > 2 * 96_000 }, "the pull flows: \(pull.stderr)")
             let offset = size() & ~1
             tone.armed.store(true, ordering: .relaxed)
             var heard: ContinuousClock.Instant?
-            let deadline = ContinuousClock.now + .seconds(5)
             var read = offset
             let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
             defer { try? handle.close() }
             try handle.seek(toOffset: UInt64(offset))
-            while heard == nil, ContinuousClock.now < deadline {
+            // Read every 5 ms: when the tone is seen is the measurement.
+            try await eventually(timeout: .seconds(5), every: .milliseconds(5)) {
                 let data = handle.readDataToEndOfFile()
                 let now = ContinuousClock.now
                 let whole = data.count & ~1
@@ -326,7 +329,8 @@ import TestSupport
                 let loud = data.withUnsafeBytes { raw in
                     (0..<whole / 2).contains { abs(Int(Int16(littleEndian: raw.loadUnaligned(fromByteOffset: $0 * 2, as: Int16.self)))) > 8_000 }
                 }
-                if loud { heard = now } else { usleep(5_000) }
+                if loud { heard = now }
+                return loud
             }
             let spoken = try #require(tone.started.withLock { $0 }, "the tone was captured")
             let arrived = try #require(heard, "the tone reached the puller within 5 s")

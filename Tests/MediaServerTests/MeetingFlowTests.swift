@@ -67,13 +67,14 @@ import TestSupport
             Task { for await _ in mediaUpdates {} }
         }
 
+        /// The first event that matches, once one came; nil after `timeout` seconds.
         func wait(timeout: Double = 10, for match: (NetCallEvent) -> Bool) async -> NetCallEvent? {
-            let deadline = Date().addingTimeInterval(timeout)
-            while Date() < deadline {
-                if let event = box.seen.withLock({ $0.events.first(where: match) }) { return event }
-                try? await Task.sleep(for: .milliseconds(20))
+            var found: NetCallEvent?
+            await eventually(timeout: .seconds(timeout)) {
+                found = box.seen.withLock { $0.events.first(where: match) }
+                return found != nil
             }
-            return nil
+            return found
         }
 
         /// A copy sharing no storage with what the session threads go on filling.
@@ -86,6 +87,12 @@ import TestSupport
 
         /// Samples heard of `user` so far.
         func heardCount(_ user: String) -> Int { box.seen.withLock { $0.heard[user]?.count ?? 0 } }
+
+        /// Samples played (the mix of everyone heard) so far.
+        var mixCount: Int { box.seen.withLock { $0.mix.count } }
+
+        /// Pictures seen of `user` so far.
+        func pictureCount(_ user: String) -> Int { box.seen.withLock { $0.pictures[user] ?? 0 } }
 
         /// The level of `frequency` in what was heard of `user` after sample `start` (from
         /// 100 ms later, at most the last second: the steady state, not the start-up).
@@ -121,7 +128,12 @@ import TestSupport
             let (_, seen) = try await dave.manager.joinMeeting(name: "standup", role: .audience)
             #expect(seen.map(\.account) == ["alice", "bob", "carol"])
             for member in [alice, bob, carol, dave] { #expect(await member.wait(for: Self.connected) != nil, "\(member.account) connected") }
-            try await Task.sleep(for: .seconds(3))
+            // Two seconds of each speaker heard and played: the levels below look at the last.
+            #expect(await eventually {
+                [alice, bob, carol, dave].allSatisfy { member in
+                    member.mixCount >= 96_000 && tones.keys.allSatisfy { $0 == member.account || member.heardCount($0) >= 96_000 }
+                }
+            }, "everyone hears the actors")
 
             // Each actor hears the other two and not itself; the audience hears all three.
             for member in [alice, bob, carol, dave] {
@@ -141,22 +153,25 @@ import TestSupport
             #expect(forwarding.statistics.router.audienceMediaDropped == 0, "the server received no media from the audience")
 
             // alice mutes bob's audio: gone for her only, and the server stops forwarding it.
+            // Bob's packets, 50 a second, are the clock: once the server has skipped 25 of
+            // them for alice, what was on its way to her has arrived; while it skips 100 more
+            // (2 s of bob), she must hear almost nothing of him.
             let skippedBefore = forwarding.statistics.router.mutedPacketsSkipped
+            func skipped() -> Int { forwarding.statistics.router.mutedPacketsSkipped - skippedBefore }
             try await alice.manager.setAudioMute(true, forUser: "bob")
-            try await Task.sleep(for: .milliseconds(500))
+            #expect(await eventually { skipped() >= 25 }, "the server skips bob's packets for alice")
             let aliceHeardBob = alice.heardCount("bob")
             let carolHeardBob = carol.heardCount("bob")
-            try await Task.sleep(for: .seconds(2))
+            #expect(await eventually { skipped() >= 125 }, "the server skipped bob's packets for alice")
             #expect(alice.heardCount("bob") - aliceHeardBob < 4_800, "bob's stream to alice went quiet")
             #expect(carol.level(of: 550, from: "bob", after: carolHeardBob) > 0.2, "carol still hears bob")
-            try await Task.sleep(for: .milliseconds(600))
-            #expect(forwarding.statistics.router.mutedPacketsSkipped - skippedBefore >= 80, "the server skipped bob's packets for alice")
+            #expect(skipped() >= 80, "the server skipped bob's packets for alice")
             await #expect(throws: SignalingError.self) { try await alice.manager.setAudioMute(true, forUser: "nobody") }
 
             // dave becomes an actor: the others hear him.
             let daveStart = bob.heardCount("dave")
             try await dave.manager.setMeetingRole(.actor)
-            try await Task.sleep(for: .seconds(2))
+            #expect(await eventually { bob.heardCount("dave") >= daveStart + 96_000 }, "bob hears dave")
             #expect(bob.level(of: 770, from: "dave", after: daveStart) > 0.2, "dave is heard once an actor")
 
             // Joins and leaves arrive in order; the name is free after the last one leaves.
@@ -201,7 +216,10 @@ import TestSupport
             try await members[0].manager.reserveMeeting(name: "video")
             for member in members { _ = try await member.manager.joinMeeting(name: "video", type: .video) }
             for member in members { #expect(await member.wait(for: Self.connected) != nil) }
-            try await Task.sleep(for: .seconds(4))
+            // The first 40 pictures of each sender are kept: wait for them all.
+            #expect(await eventually {
+                members.allSatisfy { viewer in names.allSatisfy { $0 == viewer.account || viewer.pictureCount($0) >= 40 } }
+            }, "everyone sees the others")
             var pattern = TestPattern(width: 320, height: 240, frameRate: 15)
             let sources = (0..<100).map { _ in pattern.nextFrame() }
             for viewer in members {
@@ -237,7 +255,15 @@ import TestSupport
             try await alice.manager.reserveMeeting(name: "lossy")
             for member in [alice, bob, carol] { _ = try await member.manager.joinMeeting(name: "lossy") }
             for member in [alice, bob, carol] { #expect(await member.wait(for: Self.connected) != nil) }
-            try await Task.sleep(for: .seconds(8))
+            // Eight seconds of each other's audio, 50 packets a second, the lost ones counted.
+            #expect(await eventually(timeout: .seconds(30)) {
+                for member in [alice, bob, carol] {
+                    guard let session = await member.manager.currentMeetingSession else { return false }
+                    let streams = session.receiveStatistics.streams.filter { $0.kind == .audio }
+                    guard streams.count == 2, streams.allSatisfy({ $0.packetsReceived + $0.packetsLost >= 400 }) else { return false }
+                }
+                return true
+            }, "8 s of audio at each participant")
 
             let loss = proxy.statistics.downstream.lossPercent
             #expect(loss > 5, "the proxy lost \(loss) % downstream")
@@ -310,9 +336,15 @@ import TestSupport
             try await alice.manager.reserveMeeting(name: "capped")
             for member in members { _ = try await member.manager.joinMeeting(name: "capped", type: .video) }
             for member in members { #expect(await member.wait(for: Self.connected) != nil) }
-            try await Task.sleep(for: .seconds(12))
+            // Settled: the server's estimate for dave is below his link's rate, and the link's
+            // queue has drained (what the start, before the estimate came down, piled up).
+            let forwarding = try #require(server.server.forwardingServer)
+            func daveEstimate() -> Int? { forwarding.statistics.legStatistics.first { $0.account == "dave" }?.estimatedBitrate }
+            #expect(await eventually(timeout: .seconds(30)) {
+                (daveEstimate() ?? .max) < 300_000 && proxy.statistics.downstream.pending <= 5
+            }, "dave's estimate settles: \(daveEstimate() ?? 0), \(proxy.statistics.downstream.pending) pending")
 
-            // From here on, 8 s of the settled state.
+            // From here on, 8 s of the settled state, by bob's audio at alice (whose links are clean).
             func audio(_ member: Member) async throws -> (concealed: Int, total: Int, lost: Int) {
                 let streams = try #require(await member.manager.currentMeetingSession).receiveStatistics.streams.filter { $0.kind == .audio }
                 return (streams.map(\.concealedSamples).reduce(0, +), streams.map(\.totalSamplesReceived).reduce(0, +),
@@ -322,10 +354,14 @@ import TestSupport
             let aliceAudio = try await audio(alice)
             let davePictures = dave.snapshot.pictures
             let alicePictures = alice.snapshot.pictures
-            try await Task.sleep(for: .seconds(8))
+            func bobAtAlice() async -> Int {
+                let streams = await alice.manager.currentMeetingSession?.receiveStatistics.streams ?? []
+                return streams.first { $0.kind == .audio && $0.participant == "bob" }?.packetsReceived ?? 0
+            }
+            let bobBefore = await bobAtAlice()
+            #expect(await eventually(timeout: .seconds(30)) { await bobAtAlice() >= bobBefore + 400 }, "8 s of bob's audio at alice")
 
-            let forwarding = try #require(server.server.forwardingServer)
-            let estimate = try #require(forwarding.statistics.legStatistics.first { $0.account == "dave" }?.estimatedBitrate)
+            let estimate = try #require(daveEstimate())
             #expect(estimate < 300_000, "the server's estimate for dave settles below his 300 kb/s link: \(estimate)")
             let daveAudioNow = try await audio(dave)
             let concealed = Double(daveAudioNow.concealed - daveAudio.concealed) / Double(max(1, daveAudioNow.total - daveAudio.total))
@@ -370,9 +406,9 @@ import TestSupport
             var buffer = [UInt8](repeating: 0, count: 2_048)
             let answer = try buffer.withUnsafeMutableBytes { try stranger.receive(into: $0, timeout: .milliseconds(500)) }
             #expect(answer == nil, "the media port answered a stranger")
-            try await Task.sleep(for: .milliseconds(600))
-            let counted = try #require(server.server.forwardingServer).statistics.router.strangerDatagrams
-            #expect(counted >= 75, "\(counted) stranger datagrams counted")
+            let forwarding = try #require(server.server.forwardingServer)
+            #expect(await eventually { forwarding.statistics.router.strangerDatagrams >= 75 },
+                    "\(forwarding.statistics.router.strangerDatagrams) stranger datagrams counted")
 
             // bob's media stops without a word (a crashed app): alice hears that he left.
             await (try #require(await bob.manager.currentMeetingSession)).stop()
@@ -415,7 +451,7 @@ import TestSupport
             try await alice2.manager.reserveMeeting(name: "m")
             for member in [alice2, bob2] { _ = try await member.manager.joinMeeting(name: "m") }
             for member in [alice2, bob2] { #expect(await member.wait(for: Self.connected) != nil, "\(member.account) rejoined") }
-            try await Task.sleep(for: .seconds(1))
+            #expect(await eventually { alice2.heardCount("bob") >= 48_000 }, "alice hears bob again")
             #expect(alice2.level(of: 550, from: "bob") > 0.2)
             for member in [alice, bob, alice2, bob2] { await member.manager.logout() }
         }

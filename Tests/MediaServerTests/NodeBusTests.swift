@@ -29,10 +29,7 @@ import TestSupport
 
         /// The first `count` messages, once there are that many, or those within `timeout`.
         func first(_ count: Int, timeout: Duration = .seconds(20)) async -> [NodeMessage] {
-            let deadline = ContinuousClock.now + timeout
-            while messages.count < count && ContinuousClock.now < deadline {
-                try? await Task.sleep(for: .milliseconds(20))
-            }
+            await eventually(timeout: timeout) { messages.count >= count }
             return Array(messages.prefix(count))
         }
     }

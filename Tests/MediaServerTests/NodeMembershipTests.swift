@@ -44,8 +44,11 @@ import TestSupport
         let server = try PostgresTestServer()
         let first = try await Self.membership("edge", server)
         try await first.register(signalingURL: "ws://first/", mediaAddress: "first:1")
-        // Away (a long pause, a partition) for longer than deadAfter: a new incarnation takes the ID.
-        try await Task.sleep(for: .milliseconds(1_300))
+        // Away (a long pause, a partition) for longer than deadAfter, by the database's clock:
+        // a new incarnation takes the ID.
+        #expect(try await eventually(every: .milliseconds(100)) {
+            try await first.registry.nodes().first { $0.id == first.node }.map { $0.silence >= .milliseconds(1_300) } ?? false
+        })
         let second = try await Self.membership("edge", server)
         try await second.register(signalingURL: "ws://second/", mediaAddress: "second:1")
         let task = Task { await first.run() }

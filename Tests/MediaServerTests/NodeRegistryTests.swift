@@ -30,8 +30,11 @@ import TestSupport
         #expect(live.map(\.id.rawValue) == ["node-2", "node-3", "node-1"], "least loaded first")
         #expect(live.first?.signalingURL == "ws://10.0.0.2:8080/" && live.first?.mediaAddress == "10.0.0.2:8080")
 
-        // node-3 falls silent; the others go on.
-        try await Task.sleep(for: .milliseconds(2_500))
+        // node-3 falls silent; the others go on. Silence is measured on the database's clock:
+        // wait on that clock, not this process's.
+        #expect(try await eventually(every: .milliseconds(100)) {
+            try await registry.nodes().first { $0.id == ids[2] }.map { $0.silence >= .milliseconds(2_500) } ?? false
+        })
         #expect(try await registry.heartbeat(ids[0], incarnation: incarnations[0], load: 30))
         #expect(try await registry.heartbeat(ids[1], incarnation: incarnations[1], load: 10))
         #expect(try await registry.liveNodes().map(\.id.rawValue) == ["node-2", "node-1"])
@@ -60,7 +63,10 @@ import TestSupport
         // Restarting the same incarnation is no conflict.
         try await registry.register(id, incarnation: first, signalingURL: "ws://a/", mediaAddress: "a:1")
 
-        try await Task.sleep(for: .milliseconds(1_300))
+        // Silent for longer than deadAfter, by the database's clock.
+        #expect(try await eventually(every: .milliseconds(100)) {
+            try await registry.nodes().first { $0.id == id }.map { $0.silence >= .milliseconds(1_300) } ?? false
+        })
         try await registry.register(id, incarnation: second, signalingURL: "ws://b/", mediaAddress: "b:1")
         #expect(try await registry.heartbeat(id, incarnation: first, load: 1) == false, "the old incarnation is fenced off")
         #expect(try await registry.heartbeat(id, incarnation: second, load: 1))

@@ -39,8 +39,11 @@ import TestSupport
         try await beat()
         #expect(try await presence.devices(of: "bob").map(\.device) == ["laptop"])
 
-        // node-3 falls silent (a crash): its rows are no longer listed, then swept.
-        try await Task.sleep(for: deadAfter + .milliseconds(300))
+        // node-3 falls silent (a crash): its rows are no longer listed, then swept. Silence is
+        // measured on the database's clock: wait on that clock, not this process's.
+        #expect(try await eventually(every: .milliseconds(100)) {
+            try await registry.nodes().first { $0.id == nodes[2] }.map { $0.silence >= deadAfter + .milliseconds(300) } ?? false
+        })
         _ = try await registry.heartbeat(nodes[0], incarnation: incarnations[0], load: 0)
         #expect(try await presence.devices(of: "bob").isEmpty)
         #expect(try await presence.devices(of: "alice").map(\.device) == ["d"])

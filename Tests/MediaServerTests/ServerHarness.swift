@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import Signaling
+import TestSupport
 @testable import MediaServer
 
 /// A real server on loopback (port 0) with an in-memory or file store, and clients.
@@ -64,8 +65,6 @@ struct TestServer {
 actor TestClient {
     let client: SignalingClient
     private var buffer: [ServerEvent] = []
-    private var waiter: (id: Int, continuation: CheckedContinuation<Void, Never>)?
-    private var waits = 0
     private(set) var ended = false
 
     init(url: String) async throws {
@@ -74,44 +73,23 @@ actor TestClient {
     }
 
     private func pump() async {
-        for await event in client.events {
-            buffer.append(event)
-            wake()
-        }
+        for await event in client.events { buffer.append(event) }
         ended = true
-        wake()
     }
 
-    private func wake() {
-        waiter?.continuation.resume()
-        waiter = nil
-    }
-
-    /// The next event of `type` (others before it are dropped), or nil after `timeout`.
+    /// The next event of `type` (others before it are dropped), or nil after `timeout` or
+    /// once the connection ended without one.
     func next(_ type: String, timeout: Duration = .seconds(5)) async -> ServerEvent? {
-        let deadline = ContinuousClock.now + timeout
-        while true {
+        var event: ServerEvent?
+        await eventually(timeout: timeout) {
             if let index = buffer.firstIndex(where: { $0.type == type }) {
-                let event = buffer[index]
+                event = buffer[index]
                 buffer.removeFirst(index + 1)
-                return event
+                return true
             }
-            guard !ended, ContinuousClock.now < deadline else { return nil }
-            waits += 1
-            let id = waits
-            await withCheckedContinuation { continuation in
-                waiter = (id, continuation)
-                Task {
-                    try? await Task.sleep(until: deadline)
-                    self.timeOut(id)
-                }
-            }
+            return ended
         }
-    }
-
-    private func timeOut(_ id: Int) {
-        guard waiter?.id == id else { return }
-        wake()
+        return event
     }
 
     /// Events of any type received and not yet taken.
@@ -119,8 +97,7 @@ actor TestClient {
 
     /// Waits until the connection ends; returns false after `timeout`.
     func waitForEnd(timeout: Duration = .seconds(5)) async -> Bool {
-        _ = await next("\u{0}never", timeout: timeout)
-        return ended
+        await eventually(timeout: timeout) { ended }
     }
 
     func request<Body: Encodable & Sendable, Result: Decodable & Sendable>(_ type: String, _ body: Body, as result: Result.Type)

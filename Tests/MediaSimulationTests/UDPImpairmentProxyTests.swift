@@ -48,15 +48,19 @@ private struct Client {
         self.tag = tag
     }
 
-    /// Sends `count` datagrams of `size` bytes (tag, then a 32-bit number) to `address`,
-    /// `spacing` apart so the kernel's buffers never overflow.
-    func send(_ count: Int, to address: SocketAddress, size: Int = 100, spacing: TimeInterval = 0.001, from first: Int = 0) throws {
+    /// Sends `count` datagrams of `size` bytes (tag, then a 32-bit number) to `address`.
+    /// With `proxy` (the one at `address`), ten at a time, each ten once the proxy has taken
+    /// in those before, so no buffer on the way overflows.
+    func send(_ count: Int, to address: SocketAddress, size: Int = 100, pacedBy proxy: UDPImpairmentProxy? = nil, from first: Int = 0) throws {
+        let taken = proxy?.statistics.upstream.impairment.packets ?? 0
         var bytes = [UInt8](repeating: 0, count: size)
-        for number in first..<first + count {
+        for (index, number) in (first..<first + count).enumerated() {
             bytes[0] = tag
             withUnsafeBytes(of: UInt32(number).bigEndian) { bytes.replaceSubrange(1..<5, with: $0) }
             try bytes.withUnsafeBytes { try socket.send($0, to: address) }
-            if spacing > 0 { Thread.sleep(forTimeInterval: spacing) }
+            if let proxy, (index + 1) % 10 == 0 {
+                eventuallyBlocking { proxy.statistics.upstream.impairment.packets >= taken + index + 1 }
+            }
         }
     }
 
@@ -85,16 +89,6 @@ private func proxy(to target: SocketAddress, _ change: (inout ImpairmentSettings
     return proxy
 }
 
-/// Waits up to `timeout` for `condition`, checking every 10 ms.
-private func eventually(_ timeout: Duration = .seconds(3), _ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        Thread.sleep(forTimeInterval: 0.01)
-    }
-    return condition()
-}
-
 @Suite struct UDPImpairmentProxies {
     @Test func datagramsReachTheTargetAndEchoesComeBackToTheClient() async throws {
         try await Heavy.run {
@@ -104,7 +98,7 @@ private func eventually(_ timeout: Duration = .seconds(3), _ condition: () -> Bo
             defer { proxy.stop() }
             #expect(proxy.localAddress.port != 0)
             let client = try Client()
-            try client.send(200, to: proxy.localAddress)
+            try client.send(200, to: proxy.localAddress, pacedBy: proxy)
             let echoes = try client.receive(upTo: 200)
             #expect(echoes.map(\.number) == Array(0..<200), "a clean link keeps every datagram, in order")
             #expect(echoes.allSatisfy { $0.from == proxy.localAddress }, "replies come from the address the client sent to")
@@ -130,7 +124,7 @@ private func eventually(_ timeout: Duration = .seconds(3), _ condition: () -> Bo
             }
             defer { proxy.stop() }
             let client = try Client()
-            try client.send(400, to: proxy.localAddress)
+            try client.send(400, to: proxy.localAddress, pacedBy: proxy)
             let echoes = try client.receive(upTo: 400)
             proxy.stop()
             let statistics = proxy.statistics
@@ -157,7 +151,7 @@ private func eventually(_ timeout: Duration = .seconds(3), _ condition: () -> Bo
             var roundTrips: [Duration] = []
             for number in 0..<5 {
                 let sent = ContinuousClock.now
-                try client.send(1, to: proxy.localAddress, spacing: 0, from: number)
+                try client.send(1, to: proxy.localAddress, from: number)
                 let echo = try #require(try client.receive(upTo: 1).first)
                 roundTrips.append(echo.at - sent)
             }
@@ -176,8 +170,8 @@ private func eventually(_ timeout: Duration = .seconds(3), _ condition: () -> Bo
             let first = try Client(tag: 1)
             let second = try Client(tag: 2)
             for batch in 0..<5 {
-                try first.send(10, to: proxy.localAddress, from: batch * 10)
-                try second.send(10, to: proxy.localAddress, from: batch * 10)
+                try first.send(10, to: proxy.localAddress, pacedBy: proxy, from: batch * 10)
+                try second.send(10, to: proxy.localAddress, pacedBy: proxy, from: batch * 10)
             }
             let firstEchoes = try first.receive(upTo: 50)
             let secondEchoes = try second.receive(upTo: 50)
@@ -196,8 +190,8 @@ private func eventually(_ timeout: Duration = .seconds(3), _ condition: () -> Bo
             defer { target.stop() }
             let proxy = try proxy(to: target.socket.localAddress) { $0.delay = .seconds(10) }
             let client = try Client()
-            try client.send(10, to: proxy.localAddress, spacing: 0)
-            #expect(eventually { proxy.statistics.upstream.pending == 10 })
+            try client.send(10, to: proxy.localAddress)
+            #expect(await eventually { proxy.statistics.upstream.pending == 10 })
             let started = ContinuousClock.now
             proxy.stop()
             let took = ContinuousClock.now - started
@@ -219,7 +213,7 @@ private func eventually(_ timeout: Duration = .seconds(3), _ condition: () -> Bo
             let proxy = try proxy(to: target.socket.localAddress, { $0.delay = .milliseconds(300) }, limits: limits)
             defer { proxy.stop() }
             let client = try Client()
-            try client.send(30, to: proxy.localAddress, spacing: 0)
+            try client.send(30, to: proxy.localAddress)
             let echoes = try client.receive(upTo: 30, quiet: .milliseconds(1_000))
             #expect(echoes.map(\.number) == Array(0..<10), "the first 10 fit")
             let statistics = proxy.statistics
@@ -244,7 +238,7 @@ private func eventually(_ timeout: Duration = .seconds(3), _ condition: () -> Bo
             try second.send(1, to: proxy.localAddress)
             #expect(try second.receive(upTo: 1, quiet: .milliseconds(100)).isEmpty, "the table is full")
             #expect(proxy.statistics.unmappedDropped == 1)
-            #expect(eventually { proxy.statistics.clientsExpired == 1 }, "the first client's mapping expires when idle")
+            #expect(await eventually { proxy.statistics.clientsExpired == 1 }, "the first client's mapping expires when idle")
             try second.send(1, to: proxy.localAddress)
             #expect(try second.receive(upTo: 1).count == 1)
             #expect(proxy.statistics.clientsCreated == 2)
@@ -264,7 +258,7 @@ private func eventually(_ timeout: Duration = .seconds(3), _ condition: () -> Bo
             let stranger = try Client(tag: 9)
             try stranger.send(3, to: upstream)
             #expect(try client.receive(upTo: 1, quiet: .milliseconds(150)).isEmpty)
-            #expect(eventually { proxy.statistics.foreignDropped == 3 })
+            #expect(await eventually { proxy.statistics.foreignDropped == 3 })
         }
     }
 }

@@ -3,6 +3,7 @@ import MediaEngine
 @testable import MediaRouting
 @testable import Signaling
 import Testing
+import TestSupport
 
 @Suite struct NetDetectManagers {
     @Test func tasksRunAtOnceAStoppedOneSaysSoAndTheLogHoldsEveryTask() async throws {
@@ -22,9 +23,10 @@ import Testing
                 continuation.resume(returning: (result, 0))
             }
             // Stopped from a thread of its own: a Task could wait for a busy cooperative pool
-            // until all 10,000 probes (50 s) had gone.
+            // until all 10,000 probes (50 s) had gone. Stopped under way: once the responder
+            // has had more probes than the two short tasks send (20 + 40).
             Thread.detachNewThread {
-                Thread.sleep(forTimeInterval: 0.2)
+                eventuallyBlocking { echo.counters.answered + echo.counters.rateLimited >= 100 }
                 try? manager.stopDetectTask(id)
             }
         }

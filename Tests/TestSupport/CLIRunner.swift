@@ -173,26 +173,18 @@ public final class BackgroundProcess: @unchecked Sendable {
     /// Waits until standard error or output contains `text`.
     /// - Returns: false on timeout or when the process ended without printing it.
     public func waitForOutput(containing text: String, timeout: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if stderr.contains(text) || stdout.contains(text) { return true }
-            if !isRunning { return stderr.contains(text) || stdout.contains(text) }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        return false
+        func printed() -> Bool { stderr.contains(text) || stdout.contains(text) }
+        eventuallyBlocking(timeout: .seconds(timeout), every: .milliseconds(50)) { printed() || !isRunning }
+        return printed()
     }
 
     /// Waits until standard output holds `text` at least `occurrences` times (a periodic
     /// line: so many seconds of statistics, reports or levels).
     /// - Returns: false on timeout or when the process ended first.
     public func waitForOutput(containing text: String, occurrences: Int, timeout: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if stdout.components(separatedBy: text).count - 1 >= occurrences { return true }
-            if !isRunning { return false }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-        return false
+        func printed() -> Bool { stdout.components(separatedBy: text).count - 1 >= occurrences }
+        eventuallyBlocking(timeout: .seconds(timeout), every: .milliseconds(50)) { printed() || !isRunning }
+        return printed()
     }
 
     /// Sends SIGINT, as Ctrl-C would.
@@ -213,12 +205,10 @@ public final class BackgroundProcess: @unchecked Sendable {
     /// Waits for the process to end and returns its output; after `timeout` seconds it is
     /// sent SIGTERM, and SIGKILL 3 s later.
     public func wait(timeout: Double) throws -> CLIRun {
-        let deadline = Date().addingTimeInterval(timeout)
-        while isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        eventuallyBlocking(timeout: .seconds(timeout)) { !isRunning }
         if isRunning {
             kill(pid, SIGTERM)
-            let hard = Date().addingTimeInterval(3)
-            while isRunning && Date() < hard { Thread.sleep(forTimeInterval: 0.02) }
+            eventuallyBlocking(timeout: .seconds(3)) { !isRunning }
             if isRunning { kill(pid, SIGKILL) }
         }
         let code = reap(block: true) ?? -1

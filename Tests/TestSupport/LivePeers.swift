@@ -94,14 +94,14 @@ public final class NginxRTMP {
     /// `publish: name='KEY'`), so a player started then joins a running stream.
     /// - Returns: false on timeout.
     public func waitForPublisher(key: String, timeout: Double) -> Bool {
-        LivePort.poll(timeout: timeout) { self.log.contains("publish: name='\(key)'") }
+        eventuallyBlocking(timeout: .seconds(timeout), every: .milliseconds(50)) { self.log.contains("publish: name='\(key)'") }
     }
 
     /// Waits until a player of `key` has asked for it since the last start (nginx logs
     /// `play: name='KEY'`), so a publisher started then reaches it from its first packet.
     /// - Returns: false on timeout.
     public func waitForPlayer(key: String, timeout: Double) -> Bool {
-        LivePort.poll(timeout: timeout) { self.log.contains("play: name='\(key)'") }
+        eventuallyBlocking(timeout: .seconds(timeout), every: .milliseconds(50)) { self.log.contains("play: name='\(key)'") }
     }
 
     private func config(port: Int) -> String {
@@ -221,7 +221,7 @@ public final class Icecast {
     /// Waits until `mount` has a source: a GET of it answers 200 (404 before).
     /// - Returns: false on timeout.
     public func waitForMount(_ mount: String, timeout: Double) -> Bool {
-        LivePort.poll(timeout: timeout) { LivePort.httpStatus(port: self.port, path: "/" + Self.trimmed(mount)) == 200 }
+        eventuallyBlocking(timeout: .seconds(timeout), every: .milliseconds(50)) { LivePort.httpStatus(port: self.port, path: "/" + Self.trimmed(mount)) == 200 }
     }
 
     private static func trimmed(_ mount: String) -> String {
@@ -287,7 +287,7 @@ public final class Icecast {
     }
 }
 
-/// Loopback TCP ports for the peers, and polling.
+/// Loopback TCP ports for the peers.
 public enum LivePort {
     /// Ports for servers that a test may restart on the same port: below the kernel's
     /// ephemeral range (32768 and up), so while the server is down no socket bound to
@@ -338,17 +338,6 @@ public enum LivePort {
         } ?? nil
     }
 
-    /// Polls `condition` every 50 ms until it holds.
-    /// - Returns: false when it did not within `timeout` seconds.
-    public static func poll(timeout: Double, _ condition: () -> Bool) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        while true {
-            if condition() { return true }
-            if Date() >= deadline { return false }
-            Thread.sleep(forTimeInterval: 0.05)
-        }
-    }
-
     /// A program on PATH or in the sbin directories (nginx lives in /usr/sbin, which a
     /// non-root PATH often lacks).
     static func executable(_ name: String) -> URL? {
@@ -379,10 +368,7 @@ public enum LivePort {
                 candidate = free
             }
             let (process, log) = try launch(candidate)
-            let deadline = Date().addingTimeInterval(timeout)
-            while process.isRunning && !acceptsConnections(candidate) && Date() < deadline {
-                Thread.sleep(forTimeInterval: 0.02)
-            }
+            eventuallyBlocking(timeout: .seconds(timeout)) { !process.isRunning || acceptsConnections(candidate) }
             if process.isRunning && acceptsConnections(candidate) { return }
             let running = process.isRunning
             process.terminate()

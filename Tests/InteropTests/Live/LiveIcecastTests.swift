@@ -41,7 +41,7 @@ struct LiveIcecastTests {
             defer { rig.stop() }
             rig.streamer.addOutput(id: "push", target: try LiveTarget("icecast://source:notThePassword@127.0.0.1:\(icecast.port)/room.webm"))
             rig.start()
-            #expect(rig.events.wait(timeout: 5) { $0.contains { $0.event.status == .connectFailed } })
+            #expect(await eventually(timeout: .seconds(5)) { rig.events.all.contains { $0.event.status == .connectFailed } })
             let failure = try #require(rig.events("push").first { $0.event.status == .connectFailed }?.event.error)
             print("wrong password: \(failure)")
             #expect(failure.code == 20203 && !failure.description.contains("notThePassword"))

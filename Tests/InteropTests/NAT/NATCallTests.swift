@@ -18,7 +18,8 @@ import Testing
     }
 
     /// The public server (and coturn, with `relay`), then `answer` in `bobHost` and `call`
-    /// in `aliceHost` for `seconds`.
+    /// in `aliceHost` for `seconds`; `whileConnected` runs once the call connected and bob
+    /// has recorded 2 s of alice.
     static func call(lab: NetworkLab, aliceHost: NetworkLab.Namespace, bobHost: NetworkLab.Namespace, relay: Bool,
                      seconds: Int = 3, expectConnected: Bool = true,
                      whileConnected: ((Coturn?) throws -> Void)? = nil) throws -> (Outcome, Coturn?) {
@@ -66,7 +67,12 @@ import Testing
         if call.waitForOutput(containing: "callStatus callID=", timeout: 25) {
             let elapsed = ContinuousClock.now - started
             setup = call.stdout.contains(" connected\n") ? elapsed / .seconds(1) : nil
-            if setup != nil { try whileConnected?(coturn) }
+            if setup != nil, let whileConnected {
+                // A mono 16-bit WAV: 96,000 bytes a second after its header.
+                let recorded = eventuallyBlocking { ((try? FileManager.default.attributesOfItem(atPath: bobWAV)[.size] as? Int) ?? nil ?? 0) >= 200_000 }
+                if !recorded { Issue.record("bob recorded no 2 s of alice: \(answer.stdout) \(answer.stderr)") }
+                try whileConnected(coturn)
+            }
         }
         let called = try call.wait(timeout: Double(seconds) + 40)
         if !expectConnected { answer.interrupt() }
@@ -162,7 +168,6 @@ import Testing
             let bob = try lab.addHost(behind: try lab.addRouter(nat: .portPreserving))
             var stopped: ContinuousClock.Instant?
             let (outcome, _) = try Self.call(lab: lab, aliceHost: alice, bobHost: bob, relay: true, seconds: 40, expectConnected: false) { coturn in
-                Thread.sleep(forTimeInterval: 2)
                 coturn?.stop()
                 stopped = .now
             }

@@ -30,7 +30,7 @@ import TestSupport
             // Unpadded, the same request gets nothing back, and the server counts it.
             let unpadded = try lab.withNamespace(host) { try STUNProbe.mappedAddress(of: address, localPort: 40_006, timeout: 0.4) }
             #expect(unpadded == nil)
-            let counted = LivePort.poll(timeout: 2) {
+            let counted = await eventually(timeout: .seconds(2)) {
                 server.statistics.router.bindingsTooSmall >= 1 && server.statistics.router.bindingsAnswered >= 1
             }
             #expect(counted, "\(server.statistics.router)")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import MediaEngine
 
 /// Capture through real alsa-lib: a `file` PCM over a `null` slave reads a raw file the
@@ -177,11 +178,12 @@ import Testing
 
         let capture = try ALSACapture(name: "slow", options: .init(queueCapacity: 3, readTimeout: .milliseconds(500)),
                                       configuration: ALSAFixture.filePCM("slow", reading: path.path))
-        Thread.sleep(forTimeInterval: 0.3)  // about 15 frames captured, room for 3
-        capture.stop()                      // freezes the queue and the counters
+        #expect(eventuallyBlocking { capture.statistics.framesCaptured >= 15 })  // room for 3
+        capture.stop()  // freezes the queue and the counters
         let statistics = capture.statistics
         let dropped = statistics.framesDropped
-        // Paced, 0.3 s is 15 frames: about 12 dropped. Unpaced, the whole file would be.
+        // Paced, the check every 20 ms (a frame) stops it at 15 or 16 frames: about 12
+        // dropped. Unpaced, the whole file would be there at the first check.
         try #require((8...18).contains(dropped), "\(dropped) frames dropped")
         #expect(statistics.framesCaptured == dropped + 3)
         // What is left are the newest three frames, oldest first, right after the dropped ones.

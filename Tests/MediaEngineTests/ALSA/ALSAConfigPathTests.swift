@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import MediaEngine
 
 /// What the child process reports back.
@@ -39,8 +40,7 @@ private let childOutput = ProcessInfo.processInfo.environment["MEDIAENGINE_ALSA_
         child.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         child.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try child.run()
-        let deadline = Date().addingTimeInterval(60)
-        while child.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        eventuallyBlocking(timeout: .seconds(60)) { !child.isRunning }
         if child.isRunning { child.terminate() }
         child.waitUntilExit()
         #expect(child.terminationStatus == 0)

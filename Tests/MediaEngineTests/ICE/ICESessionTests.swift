@@ -68,20 +68,14 @@ import Testing
         let atAlice = Seen()
         let atBob = Seen()
         alice.gather { atAlice.handle($0) }
-        #expect(try await waitFor(10) { atAlice.events.withLock { $0.contains("gatheringComplete") } })
+        #expect(await eventually(timeout: .seconds(10)) { atAlice.events.withLock { $0.contains("gatheringComplete") } })
         #expect(atAlice.candidates.withLock { $0.detached }.allSatisfy { $0.kind != .relayed })
         try bob.start(remote: alice.local) { atBob.handle($0) }
         try alice.start(remote: bob.local) { atAlice.handle($0) }
-        #expect(try await waitFor(5) { atAlice.pair.withLock { $0 } != nil })
+        #expect(await eventually(timeout: .seconds(5)) { atAlice.pair.withLock { $0 } != nil })
         #expect(atAlice.pair.withLock { $0 }?.local.kind == .host)
         await bob.stop()
         return await alice.stop()
-    }
-
-    static func waitFor(_ seconds: Double, _ condition: () -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while !condition() && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        return condition()
     }
 
     /// With a TURN server the session offers a relayed candidate (coturn allocates it) and
@@ -97,7 +91,7 @@ import Testing
             let bob = try Self.session(turn: nil)
             let atAlice = Seen()
             alice.gather { atAlice.handle($0) }
-            #expect(try await Self.waitFor(5) { atAlice.events.withLock { $0.contains("gatheringComplete") } })
+            #expect(await eventually(timeout: .seconds(5)) { atAlice.events.withLock { $0.contains("gatheringComplete") } })
             let relayed = atAlice.candidates.withLock { $0.detached }.filter { $0.kind == .relayed }
             #expect(relayed.count == 1 && relayed.first?.address.isLoopback == true, "\(atAlice.candidates.withLock { $0.detached })")
             #expect(coturn.log.contains("ALLOCATE processed, success"), "\(coturn.log.suffix(1_000))")
@@ -106,7 +100,7 @@ import Testing
             announced.candidates += relayed
             try bob.start(remote: announced) { atBob.handle($0) }
             try alice.start(remote: bob.local) { atAlice.handle($0) }
-            #expect(try await Self.waitFor(5) { atAlice.pair.withLock { $0 } != nil && atBob.pair.withLock { $0 } != nil })
+            #expect(await eventually(timeout: .seconds(5)) { atAlice.pair.withLock { $0 } != nil && atBob.pair.withLock { $0 } != nil })
             #expect(atAlice.pair.withLock { $0 }?.pathKind == .host)
             await alice.stop()
             await bob.stop()
@@ -145,7 +139,7 @@ import Testing
             let other = try Self.session(turn: turn)
             let atOther = Seen()
             other.gather { atOther.handle($0) }
-            #expect(try await Self.waitFor(10) { atOther.candidates.withLock { $0.contains { $0.kind == .relayed } } })
+            #expect(await eventually(timeout: .seconds(10)) { atOther.candidates.withLock { $0.contains { $0.kind == .relayed } } })
             let summary = try await Self.connectWithoutARelay(try Self.session(turn: turn))
             _ = await other.stop()
             #expect(summary.relayFailure?.contains("486") == true, "the reason is kept: \(summary.relayFailure ?? "none")")
@@ -175,7 +169,7 @@ import Testing
             let atAlice = Seen()
             let atBob = Seen()
             alice.gather { atAlice.handle($0) }
-            #expect(try await Self.waitFor(5) { atAlice.events.withLock { $0.contains("gatheringComplete") } })
+            #expect(await eventually(timeout: .seconds(5)) { atAlice.events.withLock { $0.contains("gatheringComplete") } })
             var onlyRelay = alice.local
             onlyRelay.candidates = atAlice.candidates.withLock { $0.detached }.filter { $0.kind == .relayed }
             try #require(onlyRelay.candidates.count == 1)
@@ -185,7 +179,7 @@ import Testing
             bobUnreachable.candidates = [ICECandidate.local(.host, address: dead.localAddress, localPreference: 65_535)]
             try alice.start(remote: bobUnreachable) { atAlice.handle($0) }
             try bob.start(remote: onlyRelay) { atBob.handle($0) }
-            #expect(try await Self.waitFor(8) { atAlice.pair.withLock { $0 } != nil && atBob.pair.withLock { $0 } != nil })
+            #expect(await eventually(timeout: .seconds(8)) { atAlice.pair.withLock { $0 } != nil && atBob.pair.withLock { $0 } != nil })
             await bob.stop()
             let summary = await alice.stop()
             #expect((summary.relay?.packetsReceived ?? 0) >= 1, "bob's checks came through coturn: \(String(describing: summary.relay))")

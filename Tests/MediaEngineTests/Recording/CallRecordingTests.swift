@@ -59,9 +59,9 @@ import TestSupport
         }
     }
 
-    func waitUntil(_ timeout: Duration, _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while !condition() && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+    /// Pictures `session` decoded so far.
+    func picturesDecoded(_ session: MediaSession) -> Int {
+        session.receiveStatistics.streams.first { $0.kind == .video }?.framesDecoded ?? 0
     }
 
     @Test func aTenSecondCallRecordsToWebMThatFFmpegPlays() async throws {
@@ -80,7 +80,7 @@ import TestSupport
             try a.startRecording(.local, path: localPath)
             // A's sources end after 10 s; its BYE ends B's receiving.
             let began = ContinuousClock.now
-            try await waitUntil(.seconds(20)) { atB.snapshot.disconnected }
+            await eventually { atB.snapshot.disconnected }
             print("webm: the peer's media ended after \(ContinuousClock.now - began)")
             let remote = try await stopRecording(b, .remote)
             await a.stop()
@@ -116,11 +116,15 @@ import TestSupport
             let path = directory.appendingPathComponent("resized.webm").path
             try b.start(remote: a.local) { atB.handle($0) }
             try a.start(remote: b.local) { _ in }
-            try await Task.sleep(for: .milliseconds(500))
+            #expect(await eventually { picturesDecoded(b) >= 8 }, "B sees A")
+            // About 22 pictures (1.5 s at 15 fps) of each size in the recording.
             try b.startRecording(.remote, path: path)
-            try await Task.sleep(for: .milliseconds(1_500))
+            let before = picturesDecoded(b)
+            #expect(await eventually { picturesDecoded(b) >= before + 22 }, "pictures at 320x240")
             a.replaceVideoSource(try MediaSources.video("testsrc:640x480@15"))
-            try await Task.sleep(for: .milliseconds(1_500))
+            #expect(await eventually { !atB.snapshot.sizes.isEmpty }, "the recording's size changed")
+            let resized = picturesDecoded(b)
+            #expect(await eventually { picturesDecoded(b) >= resized + 22 }, "pictures at 640x480")
             let summary = try await stopRecording(b, .remote)
             await a.stop()
             await b.stop()
@@ -145,7 +149,7 @@ import TestSupport
             try b.start(remote: a.local) { atB.handle($0) }
             try b.startRecording(.remote, path: path)
             try a.start(remote: b.local) { _ in }
-            try await waitUntil(.seconds(15)) { !atB.snapshot.errors.isEmpty }
+            await eventually { !atB.snapshot.errors.isEmpty }
             let summary = try await stopRecording(b, .remote)
             await a.stop()
             await b.stop()

@@ -27,6 +27,7 @@ import TestSupport
             if case .remoteVideoFrame(let frame, _) = event { received.frames.withLock { if $0.count < 400 { $0.append(frame) } } }
         }
         try a.start(remote: b.local) { _ in }
+        // The rates checked are per second of capture: time is what they are measured over.
         try await Task.sleep(for: .milliseconds(Int64(seconds * 1_000)))
         let summaryA = await a.stop()
         await b.stop()
@@ -59,18 +60,22 @@ import TestSupport
         try await Heavy.run {
             let hooks = CaptureHooks()
             let slow = Atomic<Bool>(false)
-            hooks.setAudioHook { samples, count, _ in
+            hooks.setAudioHook { [hooks] samples, count, _ in
                 // Replace the microphone with 1 kHz.
                 var generator = ToneGenerator(.sine(1_000))
                 generator.fill(UnsafeMutableBufferPointer(start: samples, count: count))
-                if slow.load(ordering: .relaxed) { Thread.sleep(forTimeInterval: 0.05) }
+                if slow.load(ordering: .relaxed) {
+                    // Still busy when the next two blocks are captured (and go out as silence).
+                    let dropped = hooks.statistics.audioBlocksDropped
+                    eventuallyBlocking(timeout: .seconds(1)) { hooks.statistics.audioBlocksDropped >= dropped + 2 }
+                }
                 return count
             }
             let (changed, _) = try await call(video: nil, hooks: hooks, seconds: 1.5)
             let frequency = changed.audio.withLock { $0.detached }.dropFirst(24_000).withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
             #expect(abs((frequency ?? 0) - 1_000) < 5, "the far end hears the hook's tone: \(frequency ?? 0) Hz")
 
-            // 50 ms per 20 ms block: most blocks are dropped, and capture keeps its pace.
+            // Three blocks' time per block: most blocks are dropped, and capture keeps its pace.
             slow.store(true, ordering: .relaxed)
             let before = hooks.statistics
             let (_, summary) = try await call(video: nil, hooks: hooks, seconds: 2)
@@ -87,13 +92,17 @@ import TestSupport
     @Test func aVideoHookSendsItsPicturesAndASlowOneDropsFrames() async throws {
         try await Heavy.run {
             let hooks = CaptureHooks()
-            let delay = Atomic<Int>(0)
+            let slow = Atomic<Bool>(false)
             hooks.setVideoHook { [hooks] frame in
                 var processed = frame
                 // A "filter": the picture goes white.
                 processed.withMutablePlanes { y, _, _ in y.update(repeating: 235) }
-                let milliseconds = delay.load(ordering: .relaxed)
-                if milliseconds > 0 { Thread.sleep(forTimeInterval: Double(milliseconds) / 1_000) }
+                if slow.load(ordering: .relaxed) {
+                    // Still busy when the next three pictures are captured: the second and the
+                    // third replace the one before them, unseen.
+                    let dropped = hooks.statistics.videoFramesDropped
+                    eventuallyBlocking(timeout: .seconds(1)) { hooks.statistics.videoFramesDropped >= dropped + 2 }
+                }
                 try? hooks.sendVideoFrame(processed)
             }
             let (received, summary) = try await call(video: "testsrc:320x240@15", hooks: hooks, seconds: 2)
@@ -104,8 +113,9 @@ import TestSupport
             let sent = summary.sent?.videoFrames ?? 0
             #expect(hooks.statistics.videoFramesReturned >= sent, "\(hooks.statistics), \(sent) sent")
 
-            // 200 ms per picture at 15 fps: the hook sees about one in three, the rest are dropped.
-            delay.store(200, ordering: .relaxed)
+            // Three pictures' time per picture at 15 fps: the hook sees about one in three, the
+            // rest are dropped.
+            slow.store(true, ordering: .relaxed)
             let before = hooks.statistics
             let (slowReceived, slowSummary) = try await call(video: "testsrc:320x240@15", hooks: hooks, seconds: 2)
             let statistics = hooks.statistics

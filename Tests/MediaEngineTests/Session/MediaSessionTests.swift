@@ -38,6 +38,9 @@ import TestSupport
             }
         }
 
+        /// Samples played so far.
+        var audioCount: Int { seen.withLock { $0.audio.count } }
+
         /// A copy sharing no storage with what the session threads go on filling.
         var snapshot: Seen {
             seen.withLock { seen in
@@ -65,8 +68,8 @@ import TestSupport
             session.stop()
         }
         // Its receiving thread lets go of the session just after `stop` returns (it signals
-        // the end, then returns): give it a moment.
-        _ = LivePort.poll(timeout: 10) { freed == nil }
+        // the end, then returns).
+        eventuallyBlocking { freed == nil }
         #expect(freed == nil, "the stopped session is freed")
     }
 
@@ -104,7 +107,10 @@ import TestSupport
             #expect(a.local.candidates.map(\.address) == [try SocketAddress(host: "127.0.0.1", port: a.local.candidates[0].address.port)])
             try b.start(remote: a.local) { atB.handle($0) }
             try a.start(remote: b.local) { atA.handle($0) }
-            try await Task.sleep(for: .milliseconds(3000))
+            // Three seconds of the tones at B, 40 pictures, and B's tone back at A.
+            #expect(await eventually {
+                atB.audioCount >= 144_000 && atB.seen.withLock { $0.frames.count } >= 40 && atA.audioCount >= 48_000
+            }, "media both ways")
             let summaryA = await a.stop()
             let summaryB = await b.stop()
 
@@ -118,7 +124,7 @@ import TestSupport
             // Audio A -> B: the two-tone source, correlated after finding the lag.
             var tones = ToneGenerator(.multiTone([440, 1_000]))
             var reference: [Int16] = []
-            while reference.count < 48_000 * 3 { reference += tones.nextFrame().samples }
+            while reference.count < seenB.audio.count + 48_000 { reference += tones.nextFrame().samples }
             #expect(seenB.audio.count > 48_000 * 2, "\(seenB.audio.count) samples played")
             let correlation = reference.withUnsafeBufferPointer { ref in
                 seenB.audio.withUnsafeBufferPointer { test in
@@ -163,10 +169,9 @@ import TestSupport
     @Test func aPeerThatHangsUpEndsItsMediaWithBYE() async throws {
         try await Heavy.run {
             let (a, b, atA, _) = try connectedPair()
-            try await Task.sleep(for: .milliseconds(1000))
+            #expect(await eventually { atA.audioCount >= 24_000 }, "A hears B")
             await b.stop()
-            let deadline = Date().addingTimeInterval(5)
-            while atA.snapshot.disconnected.isEmpty && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            await eventually { !atA.seen.withLock { $0.disconnected.isEmpty } }
             await a.stop()
             #expect(atA.snapshot.disconnected.first?.contains("BYE") == true, "\(atA.snapshot.disconnected)")
         }
@@ -193,12 +198,13 @@ import TestSupport
             bThroughProxy.candidates = [ICECandidate.local(.host, address: toB.localAddress, localPreference: 65_535)]
             try b.start(remote: aThroughProxy) { atB.handle($0) }
             try a.start(remote: bThroughProxy) { atA.handle($0) }
-            try await Task.sleep(for: .milliseconds(1000))
-            #expect(atB.snapshot.connected != nil, "connectivity checks pass through the proxy")
+            // Connected, and B's media reaching A: what the media timeout watches.
+            #expect(await eventually { atB.seen.withLock { $0.connected != nil } && atA.audioCount >= 24_000 },
+                    "connectivity checks pass through the proxy")
             toA.stop()
             toB.stop()
             let cut = Date()
-            while atA.snapshot.disconnected.isEmpty && Date() < cut.addingTimeInterval(5) { try await Task.sleep(for: .milliseconds(50)) }
+            await eventually { !atA.seen.withLock { $0.disconnected.isEmpty } }
             let waited = Date().timeIntervalSince(cut)
             await a.stop()
             await b.stop()
@@ -210,11 +216,12 @@ import TestSupport
     @Test func muteSendsSilence() async throws {
         try await Heavy.run {
             let (a, b, _, atB) = try connectedPair()
-            try await Task.sleep(for: .milliseconds(1000))
-            let before = atB.snapshot.remoteLevels.last ?? 0
+            func lastLevel() -> Double? { atB.seen.withLock { $0.remoteLevels.last } }
+            #expect(await eventually { (lastLevel() ?? 0) > 0.2 }, "B hears A")
+            let before = lastLevel() ?? 0
             a.controls.update { $0.audioMuted = true }
-            try await Task.sleep(for: .milliseconds(1000))
-            let after = atB.snapshot.remoteLevels.last ?? 1
+            #expect(await eventually { (lastLevel() ?? 1) < 0.01 }, "B hears A's silence")
+            let after = lastLevel() ?? 1
             await a.stop()
             await b.stop()
             #expect(before > 0.2, "a full-scale-ish sine is loud: \(before)")
@@ -234,13 +241,20 @@ import TestSupport
             let b = try session(audio: "silence", video: nil, collected: atB)
             try b.start(remote: a.local) { atB.handle($0) }
             try a.start(remote: b.local) { atA.handle($0) }
-            try await Task.sleep(for: .milliseconds(500))
+            #expect(await eventually { atB.audioCount >= 24_000 }, "B hears A")
             let task = try AudioFileMixTask(fileURL: URL(fileURLWithPath: path))
             task.numberOfLoops = 2
             try task.setVolumes(send: 0.5, playback: 0.25)
             let heardBefore = atB.snapshot.audio.count
             a.startAudioMix(task)
-            try await Task.sleep(for: .milliseconds(2_200))
+            // Three plays of 0.5 s, then their end heard at B: its last 500 ms silent (the
+            // blocks checked below end up to 200 ms before what was heard).
+            #expect(await eventually {
+                atA.seen.withLock { $0.mixCompletions } == 1
+                    && atB.seen.withLock { seen in
+                        seen.audio.count >= heardBefore + 96_000 && seen.audio.suffix(24_000).allSatisfy { $0.magnitude < 300 }
+                    }
+            }, "the mix completed and went quiet")
             await a.stop()
             await b.stop()
             #expect(atA.snapshot.mixCompletions == 1, "one completion after 3 plays of 0.5 s")
@@ -300,7 +314,7 @@ import TestSupport
             defer { try? FileManager.default.removeItem(at: directory) }
             let mixPath = directory.appendingPathComponent("mix.wav").path
             try writeWAV(sine(1_000, rate: 48_000, seconds: 1, amplitude: 0.6), rate: 48_000, to: mixPath)
-            let (a, b, _, _) = try connectedPair()
+            let (a, b, atA, atB) = try connectedPair()
 
             let wav = directory.appendingPathComponent("call.wav").path
             let ogg = directory.appendingPathComponent("call.ogg").path
@@ -312,7 +326,9 @@ import TestSupport
             mix.numberOfLoops = -1
             try mix.setVolumes(send: 0.5)
             a.startAudioMix(mix)
-            try await Task.sleep(for: .milliseconds(2_000))
+            // Two seconds of the call heard at each end while they record.
+            let heard = (atA.audioCount, atB.audioCount)
+            #expect(await eventually { atA.audioCount >= heard.0 + 96_000 && atB.audioCount >= heard.1 + 96_000 }, "two seconds recorded")
             try a.stopAudioRecording()
             try b.stopAudioRecording()
             #expect(a.currentAudioRecordingFilePath == nil)

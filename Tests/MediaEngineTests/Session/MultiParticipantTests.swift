@@ -56,9 +56,7 @@ import TestSupport
             #expect(Set(session.participantIDs) == ["", "bob", "carol"])
 
             let legLoop = Background { try leg.run(stop: { heard.stop.withLock { $0 } }, locked: { _, _ in true }) }
-            let deadline = ContinuousClock.now + .seconds(5)
-            while leg.withCore({ core, _ in core.path == nil }) && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-            #expect(leg.withCore { core, _ in core.path } != nil, "the leg found the session")
+            #expect(await eventually { leg.withCore { core, _ in core.path != nil } }, "the leg found the session")
 
             // Three engine senders on the leg's one transport, each on its own thread.
             let senders = try zip(tones, streams).map { tone, stream in
@@ -72,7 +70,13 @@ import TestSupport
                 return Background { try sender.run(duration: .seconds(3)) }
             }
             let sent = try sending.map { try $0.wait() }
-            try await Task.sleep(for: .milliseconds(300))
+            // Every packet sent has arrived (or is counted lost) before the session stops.
+            #expect(await eventually {
+                let streams = session.receiveStatistics.streams
+                return zip(tones, sent).allSatisfy { tone, sent in
+                    streams.contains { $0.participant == tone.participant && $0.packetsReceived + $0.packetsLost >= sent.audioPackets }
+                }
+            }, "\(session.receiveStatistics.streams.map(\.packetsReceived)) of \(sent.map(\.audioPackets))")
             let summary = await session.stop()
             heard.stop.withLock { $0 = true }
             _ = try legLoop.wait()

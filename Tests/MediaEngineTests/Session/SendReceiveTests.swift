@@ -153,6 +153,7 @@ private final class SlowCamera: VideoSource {
     let width = 160, height = 120, frameRate = 30, name = "slow"
     var pattern = TestPattern(width: 160, height: 120)
     func read(into frame: inout VideoFrame) throws -> Bool {
+        // The time a picture takes is what this camera models.
         Thread.sleep(forTimeInterval: 0.07)
         pattern.render(into: &frame)
         return true

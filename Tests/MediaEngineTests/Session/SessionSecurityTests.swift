@@ -67,6 +67,7 @@ import TestSupport
                     try bytes.withUnsafeBytes { try stranger.send($0, to: callee.local.candidates[0].address) }
                     sent += 1
                 }
+                // Ten rounds a second for the whole call: the attack's pace is the scenario.
                 try await Task.sleep(for: .milliseconds(100))
             }
             // What the call went through before either side hangs up (hanging up is a real BYE).

@@ -81,6 +81,7 @@ public final class LiveFeed: Sendable {
             let now = clock.now
             if now < deadline {
                 let wait = (deadline - now).components
+                // Real time is what the feed keeps: each chunk waits for its due time.
                 Thread.sleep(forTimeInterval: Double(wait.seconds) + Double(wait.attoseconds) / 1e18)
             } else {
                 progress.withLock { $0.maximumLateness = max($0.maximumLateness, now - deadline) }
@@ -129,7 +130,7 @@ public func fillRedBlue(y: UnsafeMutableBufferPointer<UInt8>, u: UnsafeMutableBu
     }
 }
 
-/// A thread-safe list that callbacks append to and tests wait on.
+/// A thread-safe list that callbacks append to and tests wait on (with `eventually`).
 public final class Recorded<Element: Sendable>: Sendable {
     private let items = Locked<[Element]>([])
 
@@ -138,10 +139,4 @@ public final class Recorded<Element: Sendable>: Sendable {
     public func append(_ item: Element) { items.withLock { $0.append(item) } }
 
     public var all: [Element] { items.withLock { $0 } }
-
-    /// Waits until `condition` holds for the list (polling every 50 ms).
-    /// - Returns: false on timeout.
-    public func wait(timeout: Double, until condition: ([Element]) -> Bool) -> Bool {
-        LivePort.poll(timeout: timeout) { condition(all) }
-    }
 }

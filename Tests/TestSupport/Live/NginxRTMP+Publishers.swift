@@ -33,6 +33,6 @@ extension NginxRTMP {
     /// Waits until the publishers of `key` satisfy `condition`.
     /// - Returns: false on timeout.
     public func waitForPublishers(key: String, timeout: Double, until condition: (RTMPPublishers) -> Bool) -> Bool {
-        LivePort.poll(timeout: timeout) { condition(publishers(key: key)) }
+        eventuallyBlocking(timeout: .seconds(timeout), every: .milliseconds(50)) { condition(publishers(key: key)) }
     }
 }

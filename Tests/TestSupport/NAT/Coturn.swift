@@ -170,17 +170,17 @@ public final class Coturn {
     /// Sends Binding requests from where the server runs until one is answered.
     private func waitUntilAnswering(timeout: Double) throws -> Bool {
         let server = serverAddress
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            guard isRunning else { return false }
-            let answered: Bool
+        var answered = false
+        // Each probe waits up to 0.3 s for its answer: no pause between them.
+        try eventuallyBlocking(timeout: .seconds(timeout), every: .zero) {
+            guard isRunning else { return true }
             if let lab, let namespace {
                 answered = try lab.withNamespace(namespace) { try STUNProbe.mappedAddress(of: server, timeout: 0.3) != nil }
             } else {
                 answered = try STUNProbe.mappedAddress(of: server, timeout: 0.3) != nil
             }
-            if answered { return true }
+            return answered
         }
-        return false
+        return answered
     }
 }
