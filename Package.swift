@@ -34,6 +34,13 @@ let testable = !sanitizerFlags.isEmpty || Context.environment["MEDIAENGINE_TESTA
 let instrumented: [SwiftSetting] =
     sanitizerFlags.isEmpty && !testable ? [] : [.unsafeFlags(sanitizerFlags + ["-enable-testing"])]
 let instrumentedC: [CSetting] = sanitizerCFlags.isEmpty ? [] : [.unsafeFlags(sanitizerCFlags)]
+// Test code in an optimized build (tools/test, the sanitizers): unoptimized, file by file.
+// The engine under test is optimized either way; optimizing 27,000 lines of tests and
+// their expanded #expect macros took four of an optimized build's minutes and sped up
+// nothing a test measures.
+let testCode: [SwiftSetting] =
+    sanitizerFlags.isEmpty && !testable ? [] : instrumented + [.unsafeFlags(["-Onone", "-no-whole-module-optimization"])]
+
 // Only the fuzz driver links libFuzzer (below); everything else links the sanitizer alone.
 let instrumentedLink: [LinkerSetting] =
     sanitizerFlags.isEmpty ? [] : [.unsafeFlags(sanitizer == "fuzzer" ? ["-sanitize=address"] : sanitizerFlags)]
@@ -187,17 +194,17 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ],
-            swiftSettings: instrumented
+            swiftSettings: testCode
         ),
-        .testTarget(name: "MediaRoutingTests", dependencies: ["MediaRouting", "MediaEngine", "TestSupport"], swiftSettings: instrumented),
-        .testTarget(name: "LiveStreamingTests", dependencies: ["LiveStreaming", "MediaEngine", "TestSupport"], swiftSettings: instrumented),
-        .testTarget(name: "MediaSimulationTests", dependencies: ["MediaSimulation", "MediaEngine", "TestSupport"], swiftSettings: instrumented),
+        .testTarget(name: "MediaRoutingTests", dependencies: ["MediaRouting", "MediaEngine", "TestSupport"], swiftSettings: testCode),
+        .testTarget(name: "LiveStreamingTests", dependencies: ["LiveStreaming", "MediaEngine", "TestSupport"], swiftSettings: testCode),
+        .testTarget(name: "MediaSimulationTests", dependencies: ["MediaSimulation", "MediaEngine", "TestSupport"], swiftSettings: testCode),
         // NetDetectManager is tested against the server's echo responder.
         .testTarget(name: "SignalingTests", dependencies: ["Signaling", "MediaEngine", "MediaRouting", "TestSupport"],
-                    swiftSettings: instrumented),
+                    swiftSettings: testCode),
         .testTarget(name: "MediaServerTests", dependencies: [
             "MediaServer", "Signaling", "MediaEngine", "MediaRouting", "LiveStreaming", "TestSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
-        ], swiftSettings: instrumented),
+        ], swiftSettings: testCode),
         // Runs programs (the CLI, ffmpeg, GStreamer) for the CLI and interop tests, and
         // heavy tests off Swift's cooperative threads.
         .target(
@@ -210,9 +217,9 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)] + instrumented
         ),
         .testTarget(name: "CLITests", dependencies: ["mediaengine", "MediaEngine", "MediaSimulation", "Signaling", "TestSupport"],
-                    swiftSettings: instrumented),
-        .testTarget(name: "InteropTests", dependencies: ["mediaengine", "MediaEngine", "TestSupport"], swiftSettings: instrumented),
-        .testTarget(name: "CModulesTests", dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2"], swiftSettings: instrumented),
+                    swiftSettings: testCode),
+        .testTarget(name: "InteropTests", dependencies: ["mediaengine", "MediaEngine", "TestSupport"], swiftSettings: testCode),
+        .testTarget(name: "CModulesTests", dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2"], swiftSettings: testCode),
         // Fuzz targets: each feeds arbitrary bytes to a parser (or a per-packet path) and
         // checks its properties. The `Fuzz` package runs them under libFuzzer;
         // FuzzCorpusTests replays their corpora and every finding's input in `swift test`.
@@ -222,7 +229,7 @@ let package = Package(
             path: "Tests/FuzzTargets",
             swiftSettings: [.swiftLanguageMode(.v6)] + instrumented
         ),
-        .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets", "MediaEngine", "Signaling"], swiftSettings: instrumented),
+        .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets", "MediaEngine", "Signaling"], swiftSettings: testCode),
     ]
 )
 
