@@ -220,8 +220,8 @@ import TestSupport
         for address in addresses {
             #expect(send(try check(setup), from: address, to: router).count == 1, "the check from \(address) is answered")
         }
-        #expect(router.legs[1]?.addresses == Array(addresses.suffix(4)))
-        #expect(router.legByAddress.count == 4, "the table holds each leg's last four addresses")
+        #expect(router.addresses(ofLeg: 1) == Array(addresses.suffix(4)))
+        #expect(router.routedAddressCount == 4, "the table holds each leg's last four addresses")
         var rtcp: [UInt8] = [0x80, 201, 0, 1, 0, 0, 1, 0]
         let strangers = router.counters.strangerDatagrams
         _ = send(rtcp, from: addresses[0], to: router)

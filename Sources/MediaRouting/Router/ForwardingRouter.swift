@@ -28,6 +28,11 @@ import MediaEngine
 ///   spoke least recently; audio always goes.
 /// - A leg with no authenticated check or packet for `legTimeout` is reported lost.
 ///
+/// Split the way mediasoup names it: a `Transport` per leg, a `Producer` per published
+/// stream, a `Consumer` per (subscriber, producer), each in a `Table` and naming the others
+/// by ID; the open STUN responder is a `BindingResponder`. The router dispatches between
+/// them and keeps the counters.
+///
 /// Not thread-safe: one owner (the forwarding thread).
 public final class ForwardingRouter {
     public struct Configuration: Sendable {
@@ -154,131 +159,45 @@ public final class ForwardingRouter {
         public init() {}
     }
 
-    final class Publication {
-        let kind: MediaKind
-        let receive: ReceiveStreamID
-        var targets: [Target] = []
-        /// Audio: when the participant last spoke (voice activity over the threshold).
-        var spokeAt: Duration?
-        /// Video: bytes per temporal layer in the current window, and the cumulative
-        /// rates measured over the last one.
-        var layerBytes = [Int](repeating: 0, count: 4)
-        /// Empty until a full window was measured.
-        var layerRates: [Int] = []
-        var windowStart: Duration?
-        var lastKeyframeRequest: Duration?
-        var keyframeWanted = false
-
-        init(kind: MediaKind, receive: ReceiveStreamID) {
-            self.kind = kind
-            self.receive = receive
-        }
-    }
-
-    final class Target {
-        unowned let subscriber: Leg
-        unowned let publisher: Leg
-        let publication: Publication
-        let send: SendStreamID
-        /// The subscriber wants it (not muted for them).
-        var enabled = true
-        /// Video: the highest layer the allocation allows (-1: paused).
-        var allowedLayer = 3
-        var pausedAt: Duration?
-        /// Video: the highest layer forwarded now (changes only where decodable).
-        var currentLayer = 0
-        var waitingForKeyframe = true
-        /// Video: the frame being decided, and whether it goes.
-        var framePicture: UInt16?
-        var frameForwarded = false
-        var rewriter = StreamRewriter()
-
-        init(subscriber: Leg, publisher: Leg, publication: Publication, send: SendStreamID) {
-            self.subscriber = subscriber
-            self.publisher = publisher
-            self.publication = publication
-            self.send = send
-        }
-    }
-
-    final class Leg {
-        let setup: LegSetup
-        let core: MediaCore
-        var publishing: Bool
-        var audio: Publication?
-        var video: Publication?
-        /// As a subscriber: what it gets of each publisher.
-        var targets: [Target] = []
-        /// As a subscriber: what it asked for of each leg (by ID), publishing or not.
-        var wanted: [UInt64: (audio: Bool, video: Bool)] = [:]
-        var addresses: [SocketAddress] = []
-        var checks: TokenBucket
-        /// Media and RTCP datagrams taken from the leg (`legPacketRate`).
-        var packets: TokenBucket
-        let created: Duration
-        var lost = false
-        var nextAllocation: Duration
-
-        init(setup: LegSetup, core: MediaCore, checks: TokenBucket, packets: TokenBucket, now: Duration) {
-            self.setup = setup
-            self.core = core
-            publishing = setup.publishing
-            self.checks = checks
-            self.packets = packets
-            created = now
-            nextAllocation = now + .seconds(1)
-        }
-    }
 
     public let configuration: Configuration
-    public private(set) var counters = Counters()
-    var legs: [UInt64: Leg] = [:]
-    var legByUfrag: [String: Leg] = [:]
-    var legByAddress: [SocketAddress: Leg] = [:]
+    public internal(set) var counters = Counters()
+    var transports = Table<Transport>()
+    var producers = Table<Producer>()
+    var consumers = Table<Consumer>()
+    /// The owner's leg IDs, checks' ufrags and proved addresses, to transports.
+    var transportByLeg: [UInt64: Transport.ID] = [:]
+    var transportByUfrag: [String: Transport.ID] = [:]
+    var transportByAddress: [SocketAddress: Transport.ID] = [:]
+    var bindings: BindingResponder
     var reports: [Report] = []
     var reportHead = 0
     var nextSpeakingCheck: Duration?
     var lastSpeaking: [UInt64: [String: Double]] = [:]
     var random: SeededRandom
-    static let maximumAddressesPerLeg = 4
-    /// Binding rate per source IP (port 0), and the IPs in the order they were first seen
-    /// (a ring once `bindingSources` long: the slot at `bindingOldest` goes next).
-    var bindingBuckets: [SocketAddress: TokenBucket] = [:]
-    var bindingSourceOrder: [SocketAddress] = []
-    var bindingOldest = 0
-    /// Binding answers, drained with the legs' datagrams (after every datagram in).
-    let bindingAnswers = TransmitQueue(capacity: 64)
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
         random = SeededRandom(seed: configuration.seed)
-    }
-
-    deinit {
-        // A publication lists its targets and each target keeps its publication: without
-        // breaking that cycle, a router dropped with legs open kept them all (and their
-        // targets' legs) allocated.
-        for leg in legs.values {
-            leg.audio?.targets.removeAll()
-            leg.video?.targets.removeAll()
-            leg.targets.removeAll()
-        }
+        bindings = BindingResponder(rate: configuration.bindingRate, burst: configuration.bindingBurst,
+                                    sources: configuration.bindingSources)
     }
 
     /// Legs open now.
-    public var legCount: Int { legs.count }
+    public var legCount: Int { transports.count }
 
-    // MARK: Legs and forwarding
+    // MARK: Legs
 
     /// Opens a leg; it sends and receives once a check signed for its credentials arrives.
     /// - Throws: `MediaCoreError` for a key libsrtp refuses, a leg ID or ufrag already in
     ///   use, or when `maximumLegs` are open.
     public func addLeg(_ setup: LegSetup, now: Duration) throws(MediaCoreError) {
-        guard legs[setup.id] == nil, legByUfrag[setup.ice.ufrag] == nil, !setup.ice.ufrag.isEmpty, !setup.ice.password.isEmpty else {
+        guard transportByLeg[setup.id] == nil, transportByUfrag[setup.ice.ufrag] == nil, !setup.ice.ufrag.isEmpty,
+              !setup.ice.password.isEmpty else {
             counters.legsRefused += 1
             throw MediaCoreError(.configuration, "leg \(setup.id): its ID or ICE ufrag is already in use")
         }
-        guard legs.count < configuration.maximumLegs else {
+        guard transports.count < configuration.maximumLegs else {
             counters.legsRefused += 1
             throw MediaCoreError(.configuration, "leg \(setup.id): the server holds its maximum of \(configuration.maximumLegs) legs")
         }
@@ -299,89 +218,104 @@ public final class ForwardingRouter {
             throw MediaCoreError(.srtp, "leg \(setup.id): \(error.message)")
         }
         core.localICE = setup.ice
-        let leg = Leg(setup: setup, core: core, checks: TokenBucket(rate: configuration.checkRate, burst: configuration.checkBurst),
-                      packets: TokenBucket(rate: configuration.legPacketRate, burst: configuration.legPacketBurst), now: now)
         var audio = ReceiveStreamConfiguration.opus(ssrc: setup.audioSSRC)
         audio.forwarding = true
         audio.participant = setup.account
-        leg.audio = Publication(kind: .audio, receive: try core.addReceiveStream(audio))
+        let audioStream = try core.addReceiveStream(audio)
+        var videoStream: ReceiveStreamID?
         if let ssrc = setup.videoSSRC {
             var video = ReceiveStreamConfiguration.vp8(ssrc: ssrc)
             video.forwarding = true
             video.participant = setup.account
-            leg.video = Publication(kind: .video, receive: try core.addReceiveStream(video))
+            videoStream = try core.addReceiveStream(video)
         }
-        legs[setup.id] = leg
-        legByUfrag[setup.ice.ufrag] = leg
+        let id = transports.insert(Transport(
+            setup: setup, core: core, checks: TokenBucket(rate: configuration.checkRate, burst: configuration.checkBurst),
+            packets: TokenBucket(rate: configuration.legPacketRate, burst: configuration.legPacketBurst), now: now))
+        transports[id]?.audio = producers.insert(Producer(kind: .audio, transport: id, receive: audioStream))
+        transports[id]?.video = videoStream.map { producers.insert(Producer(kind: .video, transport: id, receive: $0)) }
+        transportByLeg[setup.id] = id
+        transportByUfrag[setup.ice.ufrag] = id
     }
 
     /// Closes a leg: its streams end for every subscriber (BYE), and it gets nothing more.
-    public func removeLeg(_ id: UInt64, now: Duration) {
-        guard let leg = legs.removeValue(forKey: id) else { return }
-        legByUfrag[leg.setup.ice.ufrag] = nil
-        for address in leg.addresses where legByAddress[address] === leg { legByAddress[address] = nil }
-        for publication in [leg.audio, leg.video].compactMap({ $0 }) {
-            for target in publication.targets {
-                target.subscriber.core.removeSendStream(target.send, now: now)
-                // Its subscriber must forget it too: a target outliving its publisher's leg
-                // reads a destroyed `unowned` leg (the next allocation trapped on it).
-                target.subscriber.targets.removeAll { $0 === target }
+    public func removeLeg(_ leg: UInt64, now: Duration) {
+        guard let id = transportByLeg.removeValue(forKey: leg), let transport = transports.remove(id) else { return }
+        transportByUfrag[transport.setup.ice.ufrag] = nil
+        for address in transport.addresses where transportByAddress[address] == id { transportByAddress[address] = nil }
+        for producerID in transport.producers {
+            guard let producer = producers.remove(producerID) else { continue }
+            for consumerID in producer.consumers {
+                guard let consumer = consumers.remove(consumerID) else { continue }
+                transports[consumer.subscriber]?.core.removeSendStream(consumer.send, now: now)
+                transports[consumer.subscriber]?.consumers.removeAll { $0 == consumerID }
             }
-            publication.targets.removeAll()
         }
-        for target in leg.targets {
-            target.publication.targets.removeAll { $0 === target }
+        for consumerID in transport.consumers {
+            guard let consumer = consumers.remove(consumerID) else { continue }
+            producers[consumer.producer]?.consumers.removeAll { $0 == consumerID }
         }
-        leg.targets.removeAll()
-        for other in legs.values { other.wanted[id] = nil }
-        lastSpeaking[leg.setup.meeting] = lastSpeaking[leg.setup.meeting].map { $0.filter { $0.key != leg.setup.account } }
+        for other in transports.ids { transports[other]?.wanted[leg] = nil }
+        let meeting = transport.setup.meeting
+        lastSpeaking[meeting] = lastSpeaking[meeting].map { $0.filter { $0.key != transport.setup.account } }
     }
 
     /// Whether a leg's media is forwarded (actor) or dropped unread (audience). A leg that
     /// starts publishing gets its subscribers' streams opened (as they asked for them).
-    public func setPublishing(_ id: UInt64, _ publishing: Bool, now: Duration) {
-        guard let leg = legs[id], leg.publishing != publishing else { return }
-        leg.publishing = publishing
+    public func setPublishing(_ leg: UInt64, _ publishing: Bool, now: Duration) {
+        guard let id = transportByLeg[leg], let transport = transports[id], transport.publishing != publishing else { return }
+        transports[id]?.publishing = publishing
         guard publishing else { return }
-        for subscriber in legs.values {
-            if let wanted = subscriber.wanted[id] { openTargets(subscriber: subscriber, publisher: leg, audio: wanted.audio, video: wanted.video, now: now) }
+        for subscriber in transports.ids {
+            if let wanted = transports[subscriber]?.wanted[leg] {
+                openConsumers(subscriber: subscriber, publisher: id, audio: wanted.audio, video: wanted.video, now: now)
+            }
         }
-        if let video = leg.video {
-            for target in video.targets { target.waitingForKeyframe = true }
-            requestKeyframe(leg, video, now: now)
+        if let video = transport.video, let consumerIDs = producers[video]?.consumers {
+            for consumerID in consumerIDs { consumers[consumerID]?.waitingForKeyframe = true }
+            requestKeyframe(video, now: now)
         }
     }
 
     /// Whether `subscriber` gets `publisher`'s audio and video. The subscriber's streams
     /// for the publisher's open with the first call while the publisher publishes (or when
     /// it starts): an audience of hundreds costs no streams among themselves.
-    public func setForwarding(subscriber subscriberID: UInt64, publisher publisherID: UInt64, audio: Bool, video: Bool, now: Duration) {
-        guard let subscriber = legs[subscriberID], let publisher = legs[publisherID], subscriber !== publisher else { return }
-        subscriber.wanted[publisherID] = (audio, video)
-        let opened = [publisher.audio, publisher.video].contains { $0?.targets.contains { $0.subscriber === subscriber } == true }
-        guard publisher.publishing || opened else { return }
-        openTargets(subscriber: subscriber, publisher: publisher, audio: audio, video: video, now: now)
+    public func setForwarding(subscriber subscriberLeg: UInt64, publisher publisherLeg: UInt64, audio: Bool, video: Bool, now: Duration) {
+        guard let subscriber = transportByLeg[subscriberLeg], let publisher = transportByLeg[publisherLeg], subscriber != publisher,
+              let publishing = transports[publisher]?.publishing else { return }
+        transports[subscriber]?.wanted[publisherLeg] = (audio, video)
+        guard publishing || consumer(of: publisher, kind: .audio, for: subscriber) != nil
+                || consumer(of: publisher, kind: .video, for: subscriber) != nil else { return }
+        openConsumers(subscriber: subscriber, publisher: publisher, audio: audio, video: video, now: now)
     }
 
-    private func openTargets(subscriber: Leg, publisher: Leg, audio: Bool, video: Bool, now: Duration) {
-        for (publication, wanted) in [(publisher.audio, audio), (publisher.video, video)] {
-            guard let publication else { continue }
-            let target: Target
-            if let existing = publication.targets.first(where: { $0.subscriber === subscriber }) {
-                target = existing
+    /// The consumer `subscriber` has of `publisher`'s stream of `kind`, if it has one.
+    func consumer(of publisher: Transport.ID, kind: MediaKind, for subscriber: Transport.ID) -> Consumer.ID? {
+        guard let transport = transports[publisher], let producer = kind == .audio ? transport.audio : transport.video,
+              let consumerIDs = producers[producer]?.consumers else { return nil }
+        return consumerIDs.first { consumers[$0]?.subscriber == subscriber }
+    }
+
+    private func openConsumers(subscriber: Transport.ID, publisher: Transport.ID, audio: Bool, video: Bool, now: Duration) {
+        guard let publishingTransport = transports[publisher], let subscriberCore = transports[subscriber]?.core else { return }
+        for (producerID, wanted) in [(publishingTransport.audio, audio), (publishingTransport.video, video)] {
+            guard let producerID, let producer = producers[producerID] else { continue }
+            let consumerID: Consumer.ID
+            if let existing = consumer(of: publisher, kind: producer.kind, for: subscriber) {
+                consumerID = existing
             } else {
-                let ssrc = publication.kind == .audio ? publisher.setup.audioSSRC : publisher.setup.videoSSRC ?? 0
-                var stream = publication.kind == .audio ? SendStreamConfiguration.opus(ssrc: ssrc) : SendStreamConfiguration.vp8(ssrc: ssrc)
+                let setup = publishingTransport.setup
+                var stream = producer.kind == .audio ? SendStreamConfiguration.opus(ssrc: setup.audioSSRC)
+                                                     : SendStreamConfiguration.vp8(ssrc: setup.videoSSRC ?? 0)
                 stream.forwarded = true
                 stream.feedback.history.capacity = configuration.retransmissionHistory
-                guard let send = try? subscriber.core.addSendStream(stream) else { continue }
-                target = Target(subscriber: subscriber, publisher: publisher, publication: publication, send: send)
-                publication.targets.append(target)
-                subscriber.targets.append(target)
+                guard let send = try? subscriberCore.addSendStream(stream) else { continue }
+                consumerID = consumers.insert(Consumer(subscriber: subscriber, producer: producerID, publisher: publisher,
+                                                       kind: producer.kind, send: send))
+                producers[producerID]?.consumers.append(consumerID)
+                transports[subscriber]?.consumers.append(consumerID)
             }
-            if wanted && !target.enabled && publication.kind == .video { target.waitingForKeyframe = true }
-            target.enabled = wanted
-            if wanted && publication.kind == .video && target.waitingForKeyframe { requestKeyframe(publisher, publication, now: now) }
+            if consumers[consumerID]?.setEnabled(wanted) == true { requestKeyframe(producerID, now: now) }
         }
     }
 
@@ -394,243 +328,78 @@ public final class ForwardingRouter {
         let bytes = UnsafeRawBufferPointer(datagram)
         let kind = DatagramKind(bytes)
         if kind == .stun {
-            handleCheck(datagram, from: source, now: now)
+            handleSTUN(datagram, from: source, now: now)
             return
         }
-        guard kind == .rtp || kind == .rtcp, let leg = legByAddress[source] else {
+        guard kind == .rtp || kind == .rtcp, let id = transportByAddress[source], let core = transports[id]?.core else {
             counters.strangerDatagrams += 1
             return
         }
-        if kind == .rtp && !leg.publishing {
+        if kind == .rtp && transports[id]?.publishing != true {
             counters.audienceMediaDropped += 1
             return
         }
-        guard leg.packets.admit(now: now) else {
+        guard transports[id]?.packets.admit(now: now) == true else {
             counters.mediaRateLimited += 1
             return
         }
-        guard let forwarded = leg.core.handleDatagram(datagram, from: source, now: now) else {
+        guard let forwarded = core.handleDatagram(datagram, from: source, now: now) else {
             if kind == .rtcp {
-                collectKeyframeRequests(of: leg, now: now)
-                passSenderClocks(of: leg)
+                collectKeyframeRequests(of: id, now: now)
+                passSenderClocks(of: id)
             }
             return
         }
         counters.packetsReceived += 1
-        if let audio = leg.audio, forwarded.stream == audio.receive {
-            routeAudio(forwarded.packet, of: leg, audio, now: now)
-        } else if let video = leg.video, forwarded.stream == video.receive {
-            routeVideo(forwarded.packet, of: leg, video, now: now)
+        if let audio = transports[id]?.audio, producers[audio]?.receive == forwarded.stream {
+            routeAudio(forwarded.packet, of: audio, now: now)
+        } else if let video = transports[id]?.video, producers[video]?.receive == forwarded.stream {
+            routeVideo(forwarded.packet, of: video, now: now)
         }
     }
 
-    private func handleCheck(_ datagram: UnsafeMutableRawBufferPointer, from source: SocketAddress, now: Duration) {
+    private func handleSTUN(_ datagram: UnsafeMutableRawBufferPointer, from source: SocketAddress, now: Duration) {
         guard let message = try? STUNMessage(parsing: UnsafeRawBufferPointer(datagram)) else {
             counters.stunMalformed += 1
             counters.strangerDatagrams += 1
             return
         }
-        let leg: Leg
+        let id: Transport.ID
         if message.type == .bindingRequest {
             guard let username = message.username else {
-                answerBinding(message, size: datagram.count, from: source, now: now)
+                switch bindings.respond(to: message, size: datagram.count, from: source, now: now) {
+                case .answered: counters.bindingsAnswered += 1
+                case .tooSmall: counters.bindingsTooSmall += 1
+                case .rateLimited: counters.bindingsRateLimited += 1
+                case .dropped: break
+                }
                 return
             }
-            guard let ufrag = username.split(separator: ":", maxSplits: 1).first, let owner = legByUfrag[String(ufrag)] else {
+            // One with a USERNAME no leg has stays a stranger's: a stale leg's agent must
+            // not read an answer as its check succeeding.
+            guard let ufrag = username.split(separator: ":", maxSplits: 1).first, let owner = transportByUfrag[String(ufrag)] else {
                 counters.strangerDatagrams += 1
                 return
             }
-            guard owner.checks.admit(now: now) else {
+            guard transports[owner]?.checks.admit(now: now) == true else {
                 counters.checksRateLimited += 1
                 return
             }
-            leg = owner
-        } else if let owner = legByAddress[source] {
-            leg = owner
+            id = owner
+        } else if let owner = transportByAddress[source] {
+            id = owner
         } else {
             counters.strangerDatagrams += 1
             return
         }
-        leg.core.handleDatagram(datagram, from: source, now: now)
+        guard let core = transports[id]?.core else { return }
+        core.handleDatagram(datagram, from: source, now: now)
         // Only a check the leg's core verified (signed for its credentials) made the source its path.
-        guard message.type == .bindingRequest, leg.core.path == source, !leg.addresses.contains(source) else { return }
-        if let previous = legByAddress[source], previous !== leg {
-            previous.addresses.removeAll { $0 == source }
-        }
-        if leg.addresses.count >= Self.maximumAddressesPerLeg {
-            let oldest = leg.addresses.removeFirst()
-            if legByAddress[oldest] === leg { legByAddress[oldest] = nil }
-        }
-        leg.addresses.append(source)
-        legByAddress[source] = leg
-    }
-
-    /// Answers a Binding request without credentials with `source`, if it is at least as
-    /// large as the answer and its source IP is within its rate.
-    private func answerBinding(_ request: STUNMessage, size: Int, from source: SocketAddress, now: Duration) {
-        let answer = STUNBinding.answer(to: request, from: source)
-        guard answer.serializedSize <= size else {
-            counters.bindingsTooSmall += 1
-            return
-        }
-        guard admitBinding(from: source, now: now) else {
-            counters.bindingsRateLimited += 1
-            return
-        }
-        let queued = bindingAnswers.enqueue(to: source, socket: 0, kind: .stun) { slot in
-            (try? answer.serialize(into: slot)) ?? 0
-        }
-        if queued { counters.bindingsAnswered += 1 }
-    }
-
-    /// Takes a token from `source`'s IP's bucket, tracking the IP first if it is new.
-    private func admitBinding(from source: SocketAddress, now: Duration) -> Bool {
-        let key = source.with(port: 0)
-        if var bucket = bindingBuckets[key] {
-            let admitted = bucket.admit(now: now)
-            bindingBuckets[key] = bucket
-            return admitted
-        }
-        var bucket = TokenBucket(rate: configuration.bindingRate, burst: configuration.bindingBurst)
-        let admitted = bucket.admit(now: now)
-        if bindingSourceOrder.count < max(1, configuration.bindingSources) {
-            bindingSourceOrder.append(key)
-        } else {
-            bindingBuckets[bindingSourceOrder[bindingOldest]] = nil
-            bindingSourceOrder[bindingOldest] = key
-            bindingOldest = (bindingOldest + 1) % bindingSourceOrder.count
-        }
-        bindingBuckets[key] = bucket
-        return admitted
-    }
-
-    /// Source IPs whose binding rate is tracked now.
-    var bindingSourceCount: Int { bindingBuckets.count }
-
-    private func routeAudio(_ packet: RTPPacketView, of publisher: Leg, _ audio: Publication, now: Duration) {
-        if let id = RTPExtensionMap.standard.id(for: RTPExtensionMap.audioLevelURI), let value = packet.extensionValue(id: id),
-           value.count >= 1 {
-            let level = AudioLevel(byte: value[0])
-            if level.voiceActivity { audio.spokeAt = now }
-        }
-        for target in audio.targets {
-            guard target.enabled else {
-                target.rewriter.drop(sequenceNumber: packet.sequenceNumber)
-                counters.mutedPacketsSkipped += 1
-                continue
-            }
-            guard let numbers = target.rewriter.forward(sequenceNumber: packet.sequenceNumber) else { continue }
-            if target.subscriber.core.forward(target.send, packet: packet, sequenceNumber: numbers.sequenceNumber, now: now) {
-                counters.packetsForwarded += 1
-                counters.bytesForwarded += packet.bytes.count
-            }
-        }
-    }
-
-    private func routeVideo(_ packet: RTPPacketView, of publisher: Leg, _ video: Publication, now: Duration) {
-        let payload = UnsafeRawBufferPointer(rebasing: packet.bytes[packet.payloadRange])
-        guard let (descriptor, size) = try? VP8PayloadDescriptor.parse(payload) else { return }
-        let layer = Int(min(descriptor.temporalLayerID ?? 0, 3))
-        let isKeyframe = descriptor.startsFrame && size < payload.count && payload[size] & 0x01 == 0
-        meter(video, layer: layer, bytes: packet.bytes.count, now: now)
-        let picture = descriptor.pictureID?.value
-        for target in video.targets {
-            guard target.enabled else {
-                target.rewriter.drop(sequenceNumber: packet.sequenceNumber, descriptor: descriptor)
-                counters.mutedPacketsSkipped += 1
-                continue
-            }
-            // Each frame is decided once, at its first packet seen: whole frames go or stay.
-            let newFrame = picture.map { $0 != target.framePicture } ?? descriptor.startsFrame
-            if newFrame {
-                target.framePicture = picture
-                if target.waitingForKeyframe && isKeyframe {
-                    target.waitingForKeyframe = false
-                    target.currentLayer = max(0, target.allowedLayer)
-                }
-                if !target.waitingForKeyframe {
-                    // Down at once (upper layers are never references of lower ones); up only
-                    // where the frame decodes: a sync frame, or one layer above what was sent.
-                    target.currentLayer = min(target.currentLayer, target.allowedLayer)
-                    if layer > target.currentLayer && layer <= target.allowedLayer
-                        && (descriptor.layerSync || layer == target.currentLayer + 1) {
-                        target.currentLayer = layer
-                    }
-                }
-                target.frameForwarded = !target.waitingForKeyframe && target.allowedLayer >= 0 && layer <= target.currentLayer
-            }
-            guard target.frameForwarded else {
-                target.rewriter.drop(sequenceNumber: packet.sequenceNumber, descriptor: descriptor)
-                counters.videoPacketsHeldBack += 1
-                if target.waitingForKeyframe && target.allowedLayer >= 0 { requestKeyframe(publisher, video, now: now) }
-                continue
-            }
-            guard let numbers = target.rewriter.forward(sequenceNumber: packet.sequenceNumber) else { continue }
-            let sent = target.subscriber.core.forward(target.send, packet: packet, sequenceNumber: numbers.sequenceNumber,
-                                                      isKeyframe: isKeyframe, now: now) { payload in
-                StreamRewriter.shiftVP8(payload, pictureShift: numbers.pictureShift, tl0Shift: numbers.tl0Shift)
-            }
-            if sent {
-                counters.packetsForwarded += 1
-                counters.bytesForwarded += packet.bytes.count
-            }
-        }
-    }
-
-    /// Adds a video packet to its layer's count; each second the cumulative layer rates
-    /// are measured anew.
-    private func meter(_ video: Publication, layer: Int, bytes: Int, now: Duration) {
-        guard let start = video.windowStart else {
-            video.windowStart = now
-            video.layerBytes[layer] += bytes
-            return
-        }
-        let elapsed = now - start
-        if elapsed >= .seconds(1) {
-            let deepest = video.layerBytes.lastIndex { $0 > 0 } ?? 0
-            var total = 0
-            video.layerRates = (0...deepest).map { index in
-                total += video.layerBytes[index]
-                return Int(Double(total * 8) / (elapsed / .seconds(1)))
-            }
-            for index in video.layerBytes.indices { video.layerBytes[index] = 0 }
-            video.windowStart = now
-        }
-        video.layerBytes[layer] += bytes
-    }
-
-    /// Asks a publisher for a keyframe, at most once per interval (a later wish is kept
-    /// and sent when the interval has passed).
-    private func requestKeyframe(_ publisher: Leg, _ video: Publication, now: Duration) {
-        if let last = video.lastKeyframeRequest, now - last < configuration.keyframeRequestInterval {
-            video.keyframeWanted = true
-            return
-        }
-        video.lastKeyframeRequest = now
-        video.keyframeWanted = false
-        publisher.core.requestKeyframe(video.receive)
-        counters.keyframeRequestsSent += 1
-    }
-
-    /// Subscribers' PLIs and FIRs (their leg's responder coalesced them) become requests
-    /// to the publishers.
-    private func collectKeyframeRequests(of subscriber: Leg, now: Duration) {
-        for target in subscriber.targets where target.publication.kind == .video {
-            if subscriber.core.shouldForceKeyframe(target.send, now: now) {
-                requestKeyframe(target.publisher, target.publication, now: now)
-            }
-        }
-    }
-
-    /// A publisher's sender reports state its media clock; each subscriber's reports about
-    /// the forwarded streams keep that mapping, so audio and video stay in sync there.
-    private func passSenderClocks(of publisher: Leg) {
-        for publication in [publisher.audio, publisher.video].compactMap({ $0 }) {
-            guard let clock = publisher.core.senderClock(of: publication.receive) else { continue }
-            for target in publication.targets {
-                target.subscriber.core.setSenderClock(target.send, timestamp: clock.timestamp, at: clock.arrival)
-            }
-        }
+        guard message.type == .bindingRequest, core.path == source,
+              let learned = transports[id]?.learn(source), learned.new else { return }
+        if let evicted = learned.evicted, transportByAddress[evicted] == id { transportByAddress[evicted] = nil }
+        if let previous = transportByAddress[source], previous != id { transports[previous]?.forget(source) }
+        transportByAddress[source] = id
     }
 
     // MARK: Time
@@ -638,9 +407,9 @@ public final class ForwardingRouter {
     /// When `handleTimeout` next has work.
     public var nextTimeout: Duration? {
         var next = nextSpeakingCheck
-        for leg in legs.values {
-            if let time = leg.core.nextTimeout { next = min(next ?? time, time) }
-            if !leg.lost { next = min(next ?? leg.nextAllocation, leg.nextAllocation) }
+        transports.forEach { _, transport in
+            if let time = transport.core.nextTimeout { next = min(next ?? time, time) }
+            if !transport.lost { next = min(next ?? transport.nextAllocation, transport.nextAllocation) }
         }
         return next
     }
@@ -648,20 +417,21 @@ public final class ForwardingRouter {
     /// Runs every leg's reports, feedback and NACKs, the bandwidth shares, deferred
     /// keyframe requests, lost legs and speaking reports.
     public func handleTimeout(now: Duration) {
-        for leg in legs.values {
-            leg.core.handleTimeout(now: now)
-            if !leg.lost, now - (leg.core.lastAuthenticatedArrival ?? leg.created) > configuration.legTimeout {
-                leg.lost = true
+        for id in transports.ids {
+            guard let transport = transports[id] else { continue }
+            transport.core.handleTimeout(now: now)
+            if !transport.lost, now - (transport.core.lastAuthenticatedArrival ?? transport.created) > configuration.legTimeout {
+                transports[id]?.lost = true
                 counters.legsLost += 1
-                reports.append(.legLost(leg.setup.id))
+                reports.append(.legLost(transport.setup.id))
             }
-            if now >= leg.nextAllocation {
-                leg.nextAllocation = now + configuration.allocationInterval
-                allocate(leg, now: now)
+            if now >= transport.nextAllocation {
+                transports[id]?.nextAllocation = now + configuration.allocationInterval
+                allocate(id, now: now)
             }
-            if let video = leg.video, video.keyframeWanted, let last = video.lastKeyframeRequest,
-               now - last >= configuration.keyframeRequestInterval {
-                requestKeyframe(leg, video, now: now)
+            if let video = transport.video,
+               producers[video]?.keyframeRequestDue(now: now, interval: configuration.keyframeRequestInterval) == true {
+                requestKeyframe(video, now: now)
             }
         }
         if nextSpeakingCheck.map({ now >= $0 }) ?? true {
@@ -670,62 +440,14 @@ public final class ForwardingRouter {
         }
     }
 
-    /// Shares a subscriber's estimate out among its videos, most recent speakers first.
-    private func allocate(_ leg: Leg, now: Duration) {
-        let videos = leg.targets.filter { $0.publication.kind == .video && $0.enabled }
-        guard !videos.isEmpty else { return }
-        let audios = leg.targets.filter { $0.publication.kind == .audio && $0.enabled && $0.publisher.publishing }.count
-        let budget = leg.core.bandwidthEstimator.targetBitrate - audios * configuration.audioAllowance
-        // A video whose rates are not measured yet keeps what it has.
-        let ordered = videos.filter { $0.publisher.publishing && !$0.publication.layerRates.isEmpty }.sorted { first, second in
-            let a = first.publisher.audio?.spokeAt ?? first.publisher.created - .seconds(86_400)
-            let b = second.publisher.audio?.spokeAt ?? second.publisher.created - .seconds(86_400)
-            return a != b ? a > b : first.publisher.setup.id < second.publisher.setup.id
-        }
-        let layers = LayerAllocator.allocate(budget: budget, videos: ordered.map { target in
-            // A video within its pause hold cannot fit (and so holds the others at their base).
-            let held = target.allowedLayer < 0 && target.pausedAt.map { now - $0 < configuration.pauseHold } == true
-            return LayerAllocator.Video(layerRates: held ? [Int.max / 4] : target.publication.layerRates,
-                                        current: target.allowedLayer < 0 ? -1 : target.currentLayer)
-        })
-        for (target, layer) in zip(ordered, layers) {
-            if target.allowedLayer < 0 && layer >= 0 {
-                target.waitingForKeyframe = true
-                requestKeyframe(target.publisher, target.publication, now: now)
-            }
-            if target.allowedLayer >= 0 && layer < 0 { target.pausedAt = now }
-            target.allowedLayer = layer
-        }
-    }
-
-    private func reportSpeaking(now: Duration) {
-        var meetings: [UInt64: [String: Double]] = [:]
-        for leg in legs.values where leg.publishing {
-            guard let audio = leg.audio, let spoke = audio.spokeAt, now - spoke <= configuration.speakingInterval,
-                  let level = leg.core.recentAudioLevel(audio.receive, now: now, window: configuration.speakingInterval) else {
-                if meetings[leg.setup.meeting] == nil { meetings[leg.setup.meeting] = [:] }
-                continue
-            }
-            meetings[leg.setup.meeting, default: [:]][leg.setup.account] = level.amplitude
-        }
-        for meeting in meetings.keys.sorted() {
-            let levels = meetings[meeting] ?? [:]
-            let before = lastSpeaking[meeting] ?? [:]
-            guard !levels.isEmpty || !before.isEmpty else { continue }
-            lastSpeaking[meeting] = levels
-            reports.append(.speaking(meeting: meeting, levels: levels))
-        }
-        for meeting in lastSpeaking.keys where meetings[meeting] == nil { lastSpeaking[meeting] = nil }
-    }
-
     // MARK: Output
 
     /// Calls `body` with every queued datagram: Binding answers, then every leg's, in order
     /// per leg.
     public func drainTransmits(_ body: (Transmit) throws -> Void) rethrows {
-        while let answer = bindingAnswers.dequeue() { try body(answer) }
-        for leg in legs.values {
-            while let transmit = leg.core.pollTransmit() { try body(transmit) }
+        while let answer = bindings.pollTransmit() { try body(answer) }
+        try transports.forEach { _, transport in
+            while let transmit = transport.core.pollTransmit() { try body(transmit) }
         }
     }
 
@@ -741,112 +463,4 @@ public final class ForwardingRouter {
         defer { reportHead += 1 }
         return reports[reportHead]
     }
-
-    // MARK: Figures
-
-    /// Media and RTCP that failed SRTP authentication, over all legs.
-    public var authenticationFailures: Int {
-        legs.values.reduce(0) { total, leg in
-            let streams = [leg.audio, leg.video].compactMap { $0 }.reduce(0) {
-                $0 + (leg.core.statistics(of: $1.receive)?.authenticationFailures ?? 0)
-            }
-            return total + streams + leg.core.transportStatistics.rtcpAuthenticationFailures
-        }
-    }
-
-    /// Replayed media and RTCP, over all legs.
-    public var replays: Int {
-        legs.values.reduce(0) { total, leg in
-            let streams = [leg.audio, leg.video].compactMap { $0 }.reduce(0) { $0 + (leg.core.statistics(of: $1.receive)?.replays ?? 0) }
-            return total + streams + leg.core.transportStatistics.rtcpReplays
-        }
-    }
-
-    /// One leg's figures, for monitoring (`/metrics`).
-    public struct LegStatistics: Sendable, Hashable {
-        public var id: UInt64
-        public var meeting: UInt64
-        public var account: String
-        /// Uplink: media that came from the participant, and what was lost on the way.
-        public var packetsReceived = 0
-        public var packetsLost = 0
-        /// Downlink: media sent to it, and what its reports say was lost (cumulative, and
-        /// the worst stream's share in its latest report).
-        public var packetsSent = 0
-        public var packetsLostDownlink = 0
-        public var fractionLostDownlink = 0.0
-        /// Feedback from it as a subscriber (NACK and PLI/FIR packets), and sent to it as a
-        /// publisher (NACKs for its uplink, keyframe requests).
-        public var nacksReceived = 0
-        public var keyframeRequestsReceived = 0
-        public var nacksSent = 0
-        public var keyframeRequestsSent = 0
-        /// SRTP and SRTCP packets that failed authentication or were replays.
-        public var authenticationFailures = 0
-        /// The downlink's bandwidth estimate (b/s).
-        public var estimatedBitrate = 0
-
-        public init(id: UInt64, meeting: UInt64, account: String) {
-            self.id = id
-            self.meeting = meeting
-            self.account = account
-        }
-    }
-
-    /// Every open leg's figures, by leg ID.
-    public var legStatistics: [LegStatistics] {
-        legs.values.sorted { $0.setup.id < $1.setup.id }.map { leg in
-            var figures = LegStatistics(id: leg.setup.id, meeting: leg.setup.meeting, account: leg.setup.account)
-            for publication in [leg.audio, leg.video] {
-                guard let publication, let inbound = leg.core.statistics(of: publication.receive) else { continue }
-                figures.packetsReceived += inbound.packetsReceived
-                figures.packetsLost += max(0, inbound.packetsLost)
-                figures.nacksSent += inbound.nackSent
-                figures.keyframeRequestsSent += inbound.pliSent + inbound.firSent
-                figures.authenticationFailures += inbound.authenticationFailures + inbound.replays
-            }
-            for target in leg.targets {
-                guard let outbound = leg.core.statistics(of: target.send) else { continue }
-                figures.packetsSent += outbound.packetsSent
-                figures.nacksReceived += outbound.nackCount
-                figures.keyframeRequestsReceived += outbound.pliCount + outbound.firCount
-                if let report = outbound.remoteReport {
-                    figures.packetsLostDownlink += max(0, report.packetsLost)
-                    figures.fractionLostDownlink = max(figures.fractionLostDownlink, report.fractionLost)
-                }
-            }
-            let transport = leg.core.transportStatistics
-            figures.authenticationFailures += transport.rtcpAuthenticationFailures + transport.rtcpReplays
-            figures.estimatedBitrate = leg.core.bandwidthEstimator.targetBitrate
-            return figures
-        }
-    }
-
-    /// A leg's transport counters (SRTP failures, foreign paths, feedback).
-    public func transportStatistics(ofLeg id: UInt64) -> TransportStatistics? { legs[id]?.core.transportStatistics }
-
-    /// A subscriber leg's bandwidth estimate (b/s).
-    public func estimatedBitrate(ofLeg id: UInt64) -> Int? { legs[id]?.core.bandwidthEstimator.targetBitrate }
-
-    /// What `subscriber` was sent of `publisher`'s streams: packets per kind.
-    public func forwardedPackets(to subscriber: UInt64, from publisher: UInt64) -> (audio: Int, video: Int) {
-        guard let leg = legs[subscriber] else { return (0, 0) }
-        var result = (audio: 0, video: 0)
-        for target in leg.targets where target.publisher.setup.id == publisher {
-            let sent = leg.core.statistics(of: target.send)?.packetsSent ?? 0
-            if target.publication.kind == .audio { result.audio = sent } else { result.video = sent }
-        }
-        return result
-    }
-
-    /// The highest temporal layer `subscriber` gets of `publisher`'s video now (-1: paused
-    /// or none).
-    public func forwardedLayer(to subscriber: UInt64, from publisher: UInt64) -> Int {
-        guard let target = legs[subscriber]?.targets.first(where: { $0.publisher.setup.id == publisher && $0.publication.kind == .video }),
-              target.enabled, target.allowedLayer >= 0, !target.waitingForKeyframe else { return -1 }
-        return target.currentLayer
-    }
-
-    /// The cumulative bitrates of a publisher's video layers, as last measured (b/s).
-    public func layerRates(ofLeg id: UInt64) -> [Int] { legs[id]?.video?.layerRates ?? [] }
 }

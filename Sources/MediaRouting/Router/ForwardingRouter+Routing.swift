@@ -1,0 +1,92 @@
+import MediaEngine
+
+// The per-packet path: a producer's packet, decrypted once on its transport, goes to each
+// of its consumers, which decide what their subscriber gets; the subscriber's transport
+// protects and queues it. No allocation.
+extension ForwardingRouter {
+    func routeAudio(_ packet: RTPPacketView, of producerID: Producer.ID, now: Duration) {
+        if let id = RTPExtensionMap.standard.id(for: RTPExtensionMap.audioLevelURI), let value = packet.extensionValue(id: id),
+           value.count >= 1, AudioLevel(byte: value[0]).voiceActivity {
+            producers[producerID]?.spokeAt = now
+        }
+        guard let consumerIDs = producers[producerID]?.consumers else { return }
+        for consumerID in consumerIDs {
+            guard let decision = consumers[consumerID]?.decideAudio(sequenceNumber: packet.sequenceNumber) else { continue }
+            switch decision {
+            case .muted:
+                counters.mutedPacketsSkipped += 1
+            case .forward(let to):
+                if transports[to.subscriber]?.core.forward(to.send, packet: packet, sequenceNumber: to.sequenceNumber, now: now) == true {
+                    counters.packetsForwarded += 1
+                    counters.bytesForwarded += packet.bytes.count
+                }
+            case .heldBack, .stale:
+                break
+            }
+        }
+    }
+
+    func routeVideo(_ packet: RTPPacketView, of producerID: Producer.ID, now: Duration) {
+        let payload = UnsafeRawBufferPointer(rebasing: packet.bytes[packet.payloadRange])
+        guard let (descriptor, size) = try? VP8PayloadDescriptor.parse(payload) else { return }
+        let layer = Int(min(descriptor.temporalLayerID ?? 0, 3))
+        let isKeyframe = descriptor.startsFrame && size < payload.count && payload[size] & 0x01 == 0
+        producers[producerID]?.meter(layer: layer, bytes: packet.bytes.count, now: now)
+        guard let consumerIDs = producers[producerID]?.consumers else { return }
+        for consumerID in consumerIDs {
+            guard let decision = consumers[consumerID]?.decideVideo(sequenceNumber: packet.sequenceNumber, descriptor: descriptor,
+                                                                     layer: layer, isKeyframe: isKeyframe) else { continue }
+            switch decision {
+            case .muted:
+                counters.mutedPacketsSkipped += 1
+            case .heldBack(let needsKeyframe):
+                counters.videoPacketsHeldBack += 1
+                if needsKeyframe { requestKeyframe(producerID, now: now) }
+            case .stale:
+                break
+            case .forward(let to):
+                let sent = transports[to.subscriber]?.core.forward(to.send, packet: packet, sequenceNumber: to.sequenceNumber,
+                                                                   isKeyframe: isKeyframe, now: now) { payload in
+                    StreamRewriter.shiftVP8(payload, pictureShift: to.pictureShift, tl0Shift: to.tl0Shift)
+                }
+                if sent == true {
+                    counters.packetsForwarded += 1
+                    counters.bytesForwarded += packet.bytes.count
+                }
+            }
+        }
+    }
+
+    /// Asks a producer's publisher for a keyframe, at most once per interval (a later wish
+    /// is kept and sent when the interval has passed).
+    func requestKeyframe(_ producerID: Producer.ID, now: Duration) {
+        guard producers[producerID]?.wantsKeyframe(now: now, interval: configuration.keyframeRequestInterval) == true,
+              let producer = producers[producerID], let core = transports[producer.transport]?.core else { return }
+        core.requestKeyframe(producer.receive)
+        counters.keyframeRequestsSent += 1
+    }
+
+    /// Subscribers' PLIs and FIRs (their leg's responder coalesced them) become requests
+    /// to the publishers.
+    func collectKeyframeRequests(of subscriber: Transport.ID, now: Duration) {
+        guard let transport = transports[subscriber] else { return }
+        for consumerID in transport.consumers {
+            guard let consumer = consumers[consumerID], consumer.kind == .video,
+                  transport.core.shouldForceKeyframe(consumer.send, now: now) else { continue }
+            requestKeyframe(consumer.producer, now: now)
+        }
+    }
+
+    /// A publisher's sender reports state its media clock; each subscriber's reports about
+    /// the forwarded streams keep that mapping, so audio and video stay in sync there.
+    func passSenderClocks(of publisher: Transport.ID) {
+        guard let transport = transports[publisher] else { return }
+        for producerID in transport.producers {
+            guard let producer = producers[producerID], let clock = transport.core.senderClock(of: producer.receive) else { continue }
+            for consumerID in producer.consumers {
+                guard let consumer = consumers[consumerID] else { continue }
+                transports[consumer.subscriber]?.core.setSenderClock(consumer.send, timestamp: clock.timestamp, at: clock.arrival)
+            }
+        }
+    }
+}

@@ -1,0 +1,136 @@
+import MediaEngine
+
+extension ForwardingRouter {
+    // MARK: Figures
+
+    /// Media and RTCP that failed SRTP authentication, over all legs.
+    public var authenticationFailures: Int {
+        var total = 0
+        transports.forEach { _, transport in
+            for producer in transport.producers.compactMap({ producers[$0] }) {
+                total += transport.core.statistics(of: producer.receive)?.authenticationFailures ?? 0
+            }
+            total += transport.core.transportStatistics.rtcpAuthenticationFailures
+        }
+        return total
+    }
+
+    /// Replayed media and RTCP, over all legs.
+    public var replays: Int {
+        var total = 0
+        transports.forEach { _, transport in
+            for producer in transport.producers.compactMap({ producers[$0] }) {
+                total += transport.core.statistics(of: producer.receive)?.replays ?? 0
+            }
+            total += transport.core.transportStatistics.rtcpReplays
+        }
+        return total
+    }
+
+    /// One leg's figures, for monitoring (`/metrics`).
+    public struct LegStatistics: Sendable, Hashable {
+        public var id: UInt64
+        public var meeting: UInt64
+        public var account: String
+        /// Uplink: media that came from the participant, and what was lost on the way.
+        public var packetsReceived = 0
+        public var packetsLost = 0
+        /// Downlink: media sent to it, and what its reports say was lost (cumulative, and
+        /// the worst stream's share in its latest report).
+        public var packetsSent = 0
+        public var packetsLostDownlink = 0
+        public var fractionLostDownlink = 0.0
+        /// Feedback from it as a subscriber (NACK and PLI/FIR packets), and sent to it as a
+        /// publisher (NACKs for its uplink, keyframe requests).
+        public var nacksReceived = 0
+        public var keyframeRequestsReceived = 0
+        public var nacksSent = 0
+        public var keyframeRequestsSent = 0
+        /// SRTP and SRTCP packets that failed authentication or were replays.
+        public var authenticationFailures = 0
+        /// The downlink's bandwidth estimate (b/s).
+        public var estimatedBitrate = 0
+
+        public init(id: UInt64, meeting: UInt64, account: String) {
+            self.id = id
+            self.meeting = meeting
+            self.account = account
+        }
+    }
+
+    /// Every open leg's figures, by leg ID.
+    public var legStatistics: [LegStatistics] {
+        var open: [Transport] = []
+        transports.forEach { _, transport in open.append(transport) }
+        return open.sorted { $0.setup.id < $1.setup.id }.map { leg in
+            var figures = LegStatistics(id: leg.setup.id, meeting: leg.setup.meeting, account: leg.setup.account)
+            for producer in leg.producers.compactMap({ producers[$0] }) {
+                guard let inbound = leg.core.statistics(of: producer.receive) else { continue }
+                figures.packetsReceived += inbound.packetsReceived
+                figures.packetsLost += max(0, inbound.packetsLost)
+                figures.nacksSent += inbound.nackSent
+                figures.keyframeRequestsSent += inbound.pliSent + inbound.firSent
+                figures.authenticationFailures += inbound.authenticationFailures + inbound.replays
+            }
+            for consumer in leg.consumers.compactMap({ consumers[$0] }) {
+                guard let outbound = leg.core.statistics(of: consumer.send) else { continue }
+                figures.packetsSent += outbound.packetsSent
+                figures.nacksReceived += outbound.nackCount
+                figures.keyframeRequestsReceived += outbound.pliCount + outbound.firCount
+                if let report = outbound.remoteReport {
+                    figures.packetsLostDownlink += max(0, report.packetsLost)
+                    figures.fractionLostDownlink = max(figures.fractionLostDownlink, report.fractionLost)
+                }
+            }
+            let transport = leg.core.transportStatistics
+            figures.authenticationFailures += transport.rtcpAuthenticationFailures + transport.rtcpReplays
+            figures.estimatedBitrate = leg.core.bandwidthEstimator.targetBitrate
+            return figures
+        }
+    }
+
+    /// A leg's transport counters (SRTP failures, foreign paths, feedback).
+    public func transportStatistics(ofLeg id: UInt64) -> TransportStatistics? { transport(ofLeg: id)?.core.transportStatistics }
+
+    /// A subscriber leg's bandwidth estimate (b/s).
+    public func estimatedBitrate(ofLeg id: UInt64) -> Int? { transport(ofLeg: id)?.core.bandwidthEstimator.targetBitrate }
+
+    /// What `subscriber` was sent of `publisher`'s streams: packets per kind.
+    public func forwardedPackets(to subscriber: UInt64, from publisher: UInt64) -> (audio: Int, video: Int) {
+        guard let subscriberID = transportByLeg[subscriber], let core = transports[subscriberID]?.core,
+              let publisherID = transportByLeg[publisher] else { return (0, 0) }
+        func sent(_ kind: MediaKind) -> Int {
+            consumer(of: publisherID, kind: kind, for: subscriberID).flatMap { consumers[$0] }
+                .flatMap { core.statistics(of: $0.send)?.packetsSent } ?? 0
+        }
+        return (sent(.audio), sent(.video))
+    }
+
+    /// The highest temporal layer `subscriber` gets of `publisher`'s video now (-1: paused
+    /// or none).
+    public func forwardedLayer(to subscriber: UInt64, from publisher: UInt64) -> Int {
+        guard let subscriberID = transportByLeg[subscriber], let publisherID = transportByLeg[publisher],
+              let id = consumer(of: publisherID, kind: .video, for: subscriberID) else { return -1 }
+        return consumers[id]?.forwardedLayer ?? -1
+    }
+
+    /// The cumulative bitrates of a publisher's video layers, as last measured (b/s).
+    public func layerRates(ofLeg id: UInt64) -> [Int] { transport(ofLeg: id)?.video.flatMap { producers[$0]?.layerRates } ?? [] }
+
+    /// The streams `leg` gets, as a subscriber (a stream per kind per publisher it opened).
+    package func consumerCount(ofLeg id: UInt64) -> Int { transport(ofLeg: id)?.consumers.count ?? 0 }
+
+    /// The addresses `leg`'s checks proved, oldest first (it keeps the last four).
+    package func addresses(ofLeg id: UInt64) -> [SocketAddress] { transport(ofLeg: id)?.addresses ?? [] }
+
+    /// Addresses that lead to a leg now, over all legs.
+    package var routedAddressCount: Int { transportByAddress.count }
+
+    /// Source IPs whose Binding rate is tracked now.
+    package var bindingSourceCount: Int { bindings.trackedSources }
+
+    /// Transports, producers and consumers held: what a router with no legs must be rid of.
+    package var tableSizes: (transports: Int, producers: Int, consumers: Int) { (transports.count, producers.count, consumers.count) }
+
+    private func transport(ofLeg id: UInt64) -> Transport? { transportByLeg[id].flatMap { transports[$0] } }
+}

@@ -1,0 +1,73 @@
+import MediaEngine
+
+/// One stream a participant publishes (mediasoup's producer): its receive stream on the
+/// publisher's transport, the consumers it goes to, and what the router learns from it
+/// (when the participant last spoke; the rate of each VP8 temporal layer) or owes it (a
+/// keyframe request held back by the interval).
+///
+/// A value in the router's producer table; it names its transport and consumers by ID.
+struct Producer {
+    typealias ID = Table<Producer>.ID
+
+    let kind: MediaKind
+    let transport: Transport.ID
+    let receive: ReceiveStreamID
+    var consumers: [Consumer.ID] = []
+    /// Audio: when the participant last spoke (voice activity over the threshold).
+    var spokeAt: Duration?
+    /// Video: the cumulative rates of its layers over the last full window; empty until
+    /// one was measured.
+    private(set) var layerRates: [Int] = []
+    private var layerBytes = [Int](repeating: 0, count: 4)
+    private var windowStart: Duration?
+    private var lastKeyframeRequest: Duration?
+    /// A request the interval held back, sent once it has passed.
+    private(set) var keyframeWanted = false
+
+    init(kind: MediaKind, transport: Transport.ID, receive: ReceiveStreamID) {
+        self.kind = kind
+        self.transport = transport
+        self.receive = receive
+    }
+
+    /// Adds a video packet to its layer's count; each second the cumulative layer rates
+    /// are measured anew.
+    mutating func meter(layer: Int, bytes: Int, now: Duration) {
+        guard let start = windowStart else {
+            windowStart = now
+            layerBytes[layer] += bytes
+            return
+        }
+        let elapsed = now - start
+        if elapsed >= .seconds(1) {
+            let deepest = layerBytes.lastIndex { $0 > 0 } ?? 0
+            var total = 0
+            layerRates = (0...deepest).map { index in
+                total += layerBytes[index]
+                return Int(Double(total * 8) / (elapsed / .seconds(1)))
+            }
+            for index in layerBytes.indices { layerBytes[index] = 0 }
+            windowStart = now
+        }
+        layerBytes[layer] += bytes
+    }
+
+    /// A keyframe is wanted: at most one request per `interval` goes to the publisher (a
+    /// later wish is kept until the interval has passed).
+    /// - Returns: whether to send the request now.
+    mutating func wantsKeyframe(now: Duration, interval: Duration) -> Bool {
+        if let lastKeyframeRequest, now - lastKeyframeRequest < interval {
+            keyframeWanted = true
+            return false
+        }
+        lastKeyframeRequest = now
+        keyframeWanted = false
+        return true
+    }
+
+    /// Whether a held-back request is due.
+    func keyframeRequestDue(now: Duration, interval: Duration) -> Bool {
+        guard keyframeWanted, let lastKeyframeRequest else { return false }
+        return now - lastKeyframeRequest >= interval
+    }
+}

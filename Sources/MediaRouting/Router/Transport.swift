@@ -1,0 +1,57 @@
+import MediaEngine
+
+/// One participant's leg (mediasoup's transport): its `MediaCore` (SRTP and SRTCP both
+/// ways, reports, feedback, the downlink's bandwidth estimate), the addresses its
+/// ICE-lite checks proved, and its rate limits.
+///
+/// A value in the router's transport table; it names its producers and consumers by ID.
+struct Transport {
+    typealias ID = Table<Transport>.ID
+
+    /// Addresses one leg keeps (a client moving between networks checks in from each).
+    static let maximumAddresses = 4
+
+    let setup: ForwardingRouter.LegSetup
+    let core: MediaCore
+    var publishing: Bool
+    var audio: Producer.ID?
+    var video: Producer.ID?
+    /// As a subscriber: what it gets of each producer.
+    var consumers: [Consumer.ID] = []
+    /// As a subscriber: what it asked for of each leg (by leg ID), publishing or not.
+    var wanted: [UInt64: (audio: Bool, video: Bool)] = [:]
+    /// Newest last.
+    private(set) var addresses: [SocketAddress] = []
+    /// Check answers (`checkRate`).
+    var checks: TokenBucket
+    /// Media and RTCP datagrams taken (`legPacketRate`).
+    var packets: TokenBucket
+    let created: Duration
+    var lost = false
+    var nextAllocation: Duration
+
+    init(setup: ForwardingRouter.LegSetup, core: MediaCore, checks: TokenBucket, packets: TokenBucket, now: Duration) {
+        self.setup = setup
+        self.core = core
+        publishing = setup.publishing
+        self.checks = checks
+        self.packets = packets
+        created = now
+        nextAllocation = now + .seconds(1)
+    }
+
+    var producers: [Producer.ID] { [audio, video].compactMap { $0 } }
+
+    /// A check its core verified came from `address`.
+    /// - Returns: whether the address is new to the leg, and the oldest address it let go
+    ///   to keep `maximumAddresses`.
+    mutating func learn(_ address: SocketAddress) -> (new: Bool, evicted: SocketAddress?) {
+        guard !addresses.contains(address) else { return (false, nil) }
+        let evicted = addresses.count >= Self.maximumAddresses ? addresses.removeFirst() : nil
+        addresses.append(address)
+        return (true, evicted)
+    }
+
+    /// Another leg proved `address`: it is no longer this one's.
+    mutating func forget(_ address: SocketAddress) { addresses.removeAll { $0 == address } }
+}
