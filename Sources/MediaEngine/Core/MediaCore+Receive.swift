@@ -8,7 +8,7 @@ extension MediaCore {
     @discardableResult
     public func handleDatagram(_ datagram: UnsafeMutableRawBufferPointer, from source: SocketAddress, socket: Int = 0,
                                now: Duration) -> ForwardedPacket? {
-        if relay != nil, handleFromRelay(datagram, from: source, socket: socket, now: now) { return nil }
+        if paths.hasRelay, handleFromRelay(datagram, from: source, socket: socket, now: now) { return nil }
         let bytes = UnsafeRawBufferPointer(datagram)
         switch DatagramKind(bytes) {
         case .stun:
@@ -25,14 +25,13 @@ extension MediaCore {
         return nil
     }
 
-    /// Whether media from `source` is taken: always before a path is pinned, afterwards
-    /// only from the path, or from an address the peer proved with a connectivity check
-    /// (its token): behind a NAT or relay the peer's packets come from an address other
-    /// than the candidate this side checked (a peer-reflexive address, in ICE's terms).
+    /// Whether media from `source` is taken (`PathController.accepts`); what is not is counted.
     private func acceptsPath(_ source: SocketAddress) -> Bool {
-        guard isPathPinned, let path, source != path, !checkedSources.contains(source) else { return true }
-        counters.foreignPathDatagrams += 1
-        return false
+        guard paths.accepts(source) else {
+            counters.foreignPathDatagrams += 1
+            return false
+        }
+        return true
     }
 
     /// The stream a packet belongs to, by SSRC (in the clear even under SRTP), else a

@@ -93,12 +93,15 @@ public final class MediaCore {
 
     public let configuration: Configuration
     /// The peer's address once a path is selected.
-    public internal(set) var path: SocketAddress?
+    public var path: SocketAddress? { paths.path }
     /// Whether packets from other addresses are dropped.
-    public internal(set) var isPathPinned = false
+    public var isPathPinned: Bool { paths.isPinned }
     /// This side's ICE credentials: binding requests signed for them are answered; nil
     /// answers none.
-    public var localICE: ICECredentials?
+    public var localICE: ICECredentials? {
+        get { paths.localICE }
+        set { paths.localICE = newValue }
+    }
     /// The key the peer protects with, for streams added without one of their own.
     public private(set) var inboundKeying: SRTPKeyingMaterial?
     /// The round-trip estimate in use.
@@ -142,20 +145,8 @@ public final class MediaCore {
     var forwardingNACKs: [UInt16] = []
     var nextSynchronization: Duration?
 
-    // Path.
-    /// Addresses the peer sent signed connectivity checks from.
-    var checkedSources: [SocketAddress] = []
-    static let maximumCheckedSources = 4
-    var ice: ICEAgent?
-    /// This side's host candidates on socket 0 (a socket bound to every interface has several).
-    var iceHosts: [SocketAddress] = []
-    var gathering: ReflexiveGathering?
-    var gatheringReported = false
-    var relay: RelayState?
-    /// True while a datagram the relay delivered is handled (its local candidate is the relayed one).
-    var arrivingViaRelay = false
-    var consent: ConsentFreshness?
-    var remoteICE: ICECredentials?
+    /// ICE, TURN, consent: everything about reaching the peer.
+    var paths: PathController
 
     /// Sees every Opus packet a jitter buffer accepts (stream, payload, RTP timestamp), as
     /// received: recordings tap here.
@@ -166,6 +157,8 @@ public final class MediaCore {
     public init(configuration: Configuration) throws(SRTPError) {
         self.configuration = configuration
         random = SeededRandom(seed: configuration.seed)
+        paths = PathController(consent: configuration.consent, learnsFromChecks: configuration.learnsPathFromChecks,
+                               seed: configuration.seed)
         roundTripTime = configuration.initialRoundTripTime
         transmits = TransmitQueue(capacity: configuration.transmitCapacity)
         estimator = SendSideBandwidthEstimator(configuration: configuration.bandwidth)
@@ -294,7 +287,7 @@ public final class MediaCore {
     /// The next datagram to send, or nil; its bytes stay valid until the next call into the core.
     public func pollTransmit() -> Transmit? {
         guard var transmit = transmits.dequeue() else { return nil }
-        if relay != nil { transmit = relayed(transmit) }
+        if paths.hasRelay { transmit = paths.relayed(transmit) }
         counters.datagramsSent += 1
         counters.bytesSent += transmit.bytes.count
         return transmit
@@ -326,10 +319,7 @@ public final class MediaCore {
         consider(nextReceiverReport)
         consider(nextSynchronization)
         consider(feedback.nextFeedbackTime)
-        consider(ice?.nextDeadline)
-        consider(gathering?.nextDeadline)
-        consider(relay?.client.nextDeadline)
-        consider(consent?.nextTime)
+        consider(paths.nextDeadline)
         for stream in receiveStreams {
             consider(stream.nextPull)
             consider(stream.video?.nextProcessTime())
@@ -385,6 +375,12 @@ public final class MediaCore {
     public var transportStatistics: TransportStatistics {
         var statistics = counters
         statistics.transmitOverflows = transmits.overflows
+        let path = paths.counters
+        statistics.stunAnswered += path.stunAnswered
+        statistics.stunRefused += path.stunRefused
+        statistics.unknownDatagrams += path.unknownDatagrams
+        statistics.consentRequestsSent += path.consentRequestsSent
+        statistics.consentAnswersReceived += path.consentAnswersReceived
         return statistics
     }
 
