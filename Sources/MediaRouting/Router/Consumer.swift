@@ -23,7 +23,7 @@ struct Consumer {
 
     /// Where a packet goes and as what.
     struct Forwarding {
-        let subscriber: Transport.ID
+        let core: MediaCore
         let send: SendStreamID
         let sequenceNumber: UInt16
         let pictureShift: UInt16
@@ -31,6 +31,10 @@ struct Consumer {
     }
 
     let subscriber: Transport.ID
+    /// The subscriber transport's core, which protects and queues what goes: read for
+    /// every packet, so held here rather than looked up (it is a leaf: it names nothing
+    /// of the router's).
+    let subscriberCore: MediaCore
     let producer: Producer.ID
     /// The producer's transport (its publishing state, its voice activity, its ID for the
     /// order of videos).
@@ -50,8 +54,10 @@ struct Consumer {
     private var frameForwarded = false
     private var rewriter = StreamRewriter()
 
-    init(subscriber: Transport.ID, producer: Producer.ID, publisher: Transport.ID, kind: MediaKind, send: SendStreamID) {
+    init(subscriber: Transport.ID, subscriberCore: MediaCore, producer: Producer.ID, publisher: Transport.ID, kind: MediaKind,
+         send: SendStreamID) {
         self.subscriber = subscriber
+        self.subscriberCore = subscriberCore
         self.producer = producer
         self.publisher = publisher
         self.kind = kind
@@ -103,7 +109,7 @@ struct Consumer {
 
     private mutating func numbers(for sequenceNumber: UInt16) -> Decision {
         guard let numbers = rewriter.forward(sequenceNumber: sequenceNumber) else { return .stale }
-        return .forward(Forwarding(subscriber: subscriber, send: send, sequenceNumber: numbers.sequenceNumber,
+        return .forward(Forwarding(core: subscriberCore, send: send, sequenceNumber: numbers.sequenceNumber,
                                    pictureShift: numbers.pictureShift, tl0Shift: numbers.tl0Shift))
     }
 

@@ -4,19 +4,18 @@ import MediaEngine
 // of its consumers, which decide what their subscriber gets; the subscriber's transport
 // protects and queues it. No allocation.
 extension ForwardingRouter {
-    func routeAudio(_ packet: RTPPacketView, of producerID: Producer.ID, now: Duration) {
+    func routeAudio(_ packet: RTPPacketView, of producer: Producer, now: Duration) {
         if let id = RTPExtensionMap.standard.id(for: RTPExtensionMap.audioLevelURI), let value = packet.extensionValue(id: id),
            value.count >= 1, AudioLevel(byte: value[0]).voiceActivity {
-            producers[producerID]?.spokeAt = now
+            producer.spokeAt = now
         }
-        guard let consumerIDs = producers[producerID]?.consumers else { return }
-        for consumerID in consumerIDs {
-            guard let decision = consumers[consumerID]?.decideAudio(sequenceNumber: packet.sequenceNumber) else { continue }
+        for consumerID in producer.consumers {
+            guard let decision = consumers.update(consumerID, { $0.decideAudio(sequenceNumber: packet.sequenceNumber) }) else { continue }
             switch decision {
             case .muted:
                 counters.mutedPacketsSkipped += 1
             case .forward(let to):
-                if transports[to.subscriber]?.core.forward(to.send, packet: packet, sequenceNumber: to.sequenceNumber, now: now) == true {
+                if to.core.forward(to.send, packet: packet, sequenceNumber: to.sequenceNumber, now: now) {
                     counters.packetsForwarded += 1
                     counters.bytesForwarded += packet.bytes.count
                 }
@@ -26,16 +25,16 @@ extension ForwardingRouter {
         }
     }
 
-    func routeVideo(_ packet: RTPPacketView, of producerID: Producer.ID, now: Duration) {
+    func routeVideo(_ packet: RTPPacketView, of producer: Producer, id producerID: Producer.ID, now: Duration) {
         let payload = UnsafeRawBufferPointer(rebasing: packet.bytes[packet.payloadRange])
         guard let (descriptor, size) = try? VP8PayloadDescriptor.parse(payload) else { return }
         let layer = Int(min(descriptor.temporalLayerID ?? 0, 3))
         let isKeyframe = descriptor.startsFrame && size < payload.count && payload[size] & 0x01 == 0
-        producers[producerID]?.meter(layer: layer, bytes: packet.bytes.count, now: now)
-        guard let consumerIDs = producers[producerID]?.consumers else { return }
-        for consumerID in consumerIDs {
-            guard let decision = consumers[consumerID]?.decideVideo(sequenceNumber: packet.sequenceNumber, descriptor: descriptor,
-                                                                     layer: layer, isKeyframe: isKeyframe) else { continue }
+        producer.meter(layer: layer, bytes: packet.bytes.count, now: now)
+        for consumerID in producer.consumers {
+            guard let decision = consumers.update(consumerID, {
+                $0.decideVideo(sequenceNumber: packet.sequenceNumber, descriptor: descriptor, layer: layer, isKeyframe: isKeyframe)
+            }) else { continue }
             switch decision {
             case .muted:
                 counters.mutedPacketsSkipped += 1
@@ -45,11 +44,11 @@ extension ForwardingRouter {
             case .stale:
                 break
             case .forward(let to):
-                let sent = transports[to.subscriber]?.core.forward(to.send, packet: packet, sequenceNumber: to.sequenceNumber,
-                                                                   isKeyframe: isKeyframe, now: now) { payload in
+                let sent = to.core.forward(to.send, packet: packet, sequenceNumber: to.sequenceNumber, isKeyframe: isKeyframe,
+                                           now: now) { payload in
                     StreamRewriter.shiftVP8(payload, pictureShift: to.pictureShift, tl0Shift: to.tl0Shift)
                 }
-                if sent == true {
+                if sent {
                     counters.packetsForwarded += 1
                     counters.bytesForwarded += packet.bytes.count
                 }
@@ -68,8 +67,7 @@ extension ForwardingRouter {
 
     /// Subscribers' PLIs and FIRs (their leg's responder coalesced them) become requests
     /// to the publishers.
-    func collectKeyframeRequests(of subscriber: Transport.ID, now: Duration) {
-        guard let transport = transports[subscriber] else { return }
+    func collectKeyframeRequests(of transport: Transport, now: Duration) {
         for consumerID in transport.consumers {
             guard let consumer = consumers[consumerID], consumer.kind == .video,
                   transport.core.shouldForceKeyframe(consumer.send, now: now) else { continue }
@@ -79,13 +77,12 @@ extension ForwardingRouter {
 
     /// A publisher's sender reports state its media clock; each subscriber's reports about
     /// the forwarded streams keep that mapping, so audio and video stay in sync there.
-    func passSenderClocks(of publisher: Transport.ID) {
-        guard let transport = transports[publisher] else { return }
+    func passSenderClocks(of transport: Transport) {
         for producerID in transport.producers {
             guard let producer = producers[producerID], let clock = transport.core.senderClock(of: producer.receive) else { continue }
             for consumerID in producer.consumers {
                 guard let consumer = consumers[consumerID] else { continue }
-                transports[consumer.subscriber]?.core.setSenderClock(consumer.send, timestamp: clock.timestamp, at: clock.arrival)
+                consumer.subscriberCore.setSenderClock(consumer.send, timestamp: clock.timestamp, at: clock.arrival)
             }
         }
     }

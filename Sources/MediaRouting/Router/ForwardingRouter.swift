@@ -161,10 +161,13 @@ public final class ForwardingRouter {
 
 
     public let configuration: Configuration
-    public internal(set) var counters = Counters()
-    var transports = Table<Transport>()
-    var producers = Table<Producer>()
-    var consumers = Table<Consumer>()
+    // The tables and counters are touched several times per packet and subscriber, on one
+    // thread, never by overlapping accesses (no method that changes one calls out while it
+    // does): the runtime's exclusivity checks on them cost more than the lookups.
+    @exclusivity(unchecked) public internal(set) var counters = Counters()
+    @exclusivity(unchecked) var transports = Table<Transport>()
+    @exclusivity(unchecked) var producers = Table<Producer>()
+    @exclusivity(unchecked) var consumers = Table<Consumer>()
     /// The owner's leg IDs, checks' ufrags and proved addresses, to transports.
     var transportByLeg: [UInt64: Transport.ID] = [:]
     var transportByUfrag: [String: Transport.ID] = [:]
@@ -247,7 +250,7 @@ public final class ForwardingRouter {
             guard let producer = producers.remove(producerID) else { continue }
             for consumerID in producer.consumers {
                 guard let consumer = consumers.remove(consumerID) else { continue }
-                transports[consumer.subscriber]?.core.removeSendStream(consumer.send, now: now)
+                consumer.subscriberCore.removeSendStream(consumer.send, now: now)
                 transports[consumer.subscriber]?.consumers.removeAll { $0 == consumerID }
             }
         }
@@ -310,8 +313,8 @@ public final class ForwardingRouter {
                 stream.forwarded = true
                 stream.feedback.history.capacity = configuration.retransmissionHistory
                 guard let send = try? subscriberCore.addSendStream(stream) else { continue }
-                consumerID = consumers.insert(Consumer(subscriber: subscriber, producer: producerID, publisher: publisher,
-                                                       kind: producer.kind, send: send))
+                consumerID = consumers.insert(Consumer(subscriber: subscriber, subscriberCore: subscriberCore, producer: producerID,
+                                                       publisher: publisher, kind: producer.kind, send: send))
                 producers[producerID]?.consumers.append(consumerID)
                 transports[subscriber]?.consumers.append(consumerID)
             }
@@ -331,30 +334,30 @@ public final class ForwardingRouter {
             handleSTUN(datagram, from: source, now: now)
             return
         }
-        guard kind == .rtp || kind == .rtcp, let id = transportByAddress[source], let core = transports[id]?.core else {
+        guard kind == .rtp || kind == .rtcp, let id = transportByAddress[source], let transport = transports[id] else {
             counters.strangerDatagrams += 1
             return
         }
-        if kind == .rtp && transports[id]?.publishing != true {
+        if kind == .rtp && !transport.publishing {
             counters.audienceMediaDropped += 1
             return
         }
-        guard transports[id]?.packets.admit(now: now) == true else {
+        guard transport.packets.admit(now: now) else {
             counters.mediaRateLimited += 1
             return
         }
-        guard let forwarded = core.handleDatagram(datagram, from: source, now: now) else {
+        guard let forwarded = transport.core.handleDatagram(datagram, from: source, now: now) else {
             if kind == .rtcp {
-                collectKeyframeRequests(of: id, now: now)
-                passSenderClocks(of: id)
+                collectKeyframeRequests(of: transport, now: now)
+                passSenderClocks(of: transport)
             }
             return
         }
         counters.packetsReceived += 1
-        if let audio = transports[id]?.audio, producers[audio]?.receive == forwarded.stream {
-            routeAudio(forwarded.packet, of: audio, now: now)
-        } else if let video = transports[id]?.video, producers[video]?.receive == forwarded.stream {
-            routeVideo(forwarded.packet, of: video, now: now)
+        if let audio = transport.audio, let producer = producers[audio], producer.receive == forwarded.stream {
+            routeAudio(forwarded.packet, of: producer, now: now)
+        } else if let video = transport.video, let producer = producers[video], producer.receive == forwarded.stream {
+            routeVideo(forwarded.packet, of: producer, id: video, now: now)
         }
     }
 

@@ -5,8 +5,9 @@ import MediaEngine
 /// (when the participant last spoke; the rate of each VP8 temporal layer) or owes it (a
 /// keyframe request held back by the interval).
 ///
-/// A value in the router's producer table; it names its transport and consumers by ID.
-struct Producer {
+/// An object in the router's producer table (read for every packet it sends: a class keeps
+/// that to one reference); it names its transport and consumers by ID.
+final class Producer {
     typealias ID = Table<Producer>.ID
 
     let kind: MediaKind
@@ -32,7 +33,7 @@ struct Producer {
 
     /// Adds a video packet to its layer's count; each second the cumulative layer rates
     /// are measured anew.
-    mutating func meter(layer: Int, bytes: Int, now: Duration) {
+    func meter(layer: Int, bytes: Int, now: Duration) {
         guard let start = windowStart else {
             windowStart = now
             layerBytes[layer] += bytes
@@ -55,7 +56,7 @@ struct Producer {
     /// A keyframe is wanted: at most one request per `interval` goes to the publisher (a
     /// later wish is kept until the interval has passed).
     /// - Returns: whether to send the request now.
-    mutating func wantsKeyframe(now: Duration, interval: Duration) -> Bool {
+    func wantsKeyframe(now: Duration, interval: Duration) -> Bool {
         if let lastKeyframeRequest, now - lastKeyframeRequest < interval {
             keyframeWanted = true
             return false

@@ -4,8 +4,10 @@ import MediaEngine
 /// ways, reports, feedback, the downlink's bandwidth estimate), the addresses its
 /// ICE-lite checks proved, and its rate limits.
 ///
-/// A value in the router's transport table; it names its producers and consumers by ID.
-struct Transport {
+/// An object in the router's transport table (it owns a core, and the per-packet path
+/// reads its fields for every subscriber: a class keeps that to one reference, where a
+/// value would be copied whole); it names its producers and consumers by ID.
+final class Transport {
     typealias ID = Table<Transport>.ID
 
     /// Addresses one leg keeps (a client moving between networks checks in from each).
@@ -45,7 +47,7 @@ struct Transport {
     /// A check its core verified came from `address`.
     /// - Returns: whether the address is new to the leg, and the oldest address it let go
     ///   to keep `maximumAddresses`.
-    mutating func learn(_ address: SocketAddress) -> (new: Bool, evicted: SocketAddress?) {
+    func learn(_ address: SocketAddress) -> (new: Bool, evicted: SocketAddress?) {
         guard !addresses.contains(address) else { return (false, nil) }
         let evicted = addresses.count >= Self.maximumAddresses ? addresses.removeFirst() : nil
         addresses.append(address)
@@ -53,5 +55,5 @@ struct Transport {
     }
 
     /// Another leg proved `address`: it is no longer this one's.
-    mutating func forget(_ address: SocketAddress) { addresses.removeAll { $0 == address } }
+    func forget(_ address: SocketAddress) { addresses.removeAll { $0 == address } }
 }
