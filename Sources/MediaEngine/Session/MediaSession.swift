@@ -242,11 +242,17 @@ public final class MediaSession: Sendable {
     }
 
     /// Binds the socket and draws this side's key, SSRCs and check token.
-    /// - Throws: `TransportError` when `host` cannot be bound.
-    public init(configuration: Configuration) throws {
+    /// - Throws: `MediaSessionError`: `.socket` when `host` cannot be bound, `.keying` when
+    ///   `localKeying` is refused, `.streams` when `localAudioSSRC` is.
+    public init(configuration: Configuration) throws(MediaSessionError) {
         parts = Parts(configuration)
         localAudioChannels = configuration.audio.layout.count
-        let socket = try UDPSocket(bindTo: SocketAddress(host: configuration.host, port: 0))
+        let socket: UDPSocket
+        do throws(TransportError) {
+            socket = try UDPSocket(bindTo: SocketAddress(host: configuration.host, port: 0))
+        } catch {
+            throw MediaSessionError(error)
+        }
         let port = socket.localAddress.port
         let hosts = configuration.host == "0.0.0.0" ? LocalAddresses.ipv4() : [socket.localAddress.host]
         var random = SystemRandomNumberGenerator()
@@ -262,17 +268,31 @@ public final class MediaSession: Sendable {
         settings.bandwidth = SendSideBandwidthEstimator.Configuration(
             startBitrate: configuration.audioBitrate + videoRate,
             minimumBitrate: configuration.audioBitrate + (videoRate > 0 ? 50_000 : 0), maximumBitrate: configuration.audioBitrate + videoRate)
-        let core = try MediaCore(configuration: settings)
+        let core: MediaCore
+        do throws(SRTPError) {
+            core = try MediaCore(configuration: settings)
+        } catch {
+            throw MediaSessionError(error)
+        }
         core.localICE = credentials
         func draw() -> UInt32 {
             var ssrc: UInt32
             repeat { ssrc = UInt32.random(in: 1 ... .max, using: &random) } while ssrc == settings.rtcpSSRC
             return ssrc
         }
-        audioStream = try core.addSendStream(.opus(ssrc: configuration.localAudioSSRC ?? draw()))
-        videoStream = configuration.video == nil ? nil : try core.addSendStream(.vp8(ssrc: draw()))
-        local = Endpoint(candidates: try Self.hostCandidates(hosts, port: port), keying: keying,
-                         audioSSRC: core.statistics(of: audioStream)!.ssrc,
+        do throws(MediaCoreError) {
+            audioStream = try core.addSendStream(.opus(ssrc: configuration.localAudioSSRC ?? draw()))
+            videoStream = configuration.video == nil ? nil : try core.addSendStream(.vp8(ssrc: draw()))
+        } catch {
+            throw MediaSessionError(error)
+        }
+        let candidates: [ICECandidate]
+        do throws(TransportError) {
+            candidates = try Self.hostCandidates(hosts, port: port)
+        } catch {
+            throw MediaSessionError(error)
+        }
+        local = Endpoint(candidates: candidates, keying: keying, audioSSRC: core.statistics(of: audioStream)!.ssrc,
                          videoSSRC: videoStream.flatMap { core.statistics(of: $0)?.ssrc }, ice: credentials)
         transport = PeerTransport(core: core, sockets: [socket])
     }
@@ -298,7 +318,7 @@ public final class MediaSession: Sendable {
     ///
     /// - Parameter events: Gets every event, on the session's threads.
     /// - Throws: `MediaCoreError` when the peer's key is refused or its SSRCs collide with ours.
-    public func start(remote: Endpoint, events: @escaping @Sendable (Event) -> Void) throws {
+    public func start(remote: Endpoint, events: @escaping @Sendable (Event) -> Void) throws(MediaCoreError) {
         try begin(remote: remote, participants: [Participant(id: "", audioSSRC: remote.audioSSRC, videoSSRC: remote.videoSSRC)],
                   events: events)
     }
@@ -308,7 +328,7 @@ public final class MediaSession: Sendable {
     /// `addParticipant`); returns at once. Call once.
     ///
     /// - Throws: `MediaCoreError` when the server's key is refused or an SSRC collides.
-    public func join(server: Endpoint, participants: [Participant], events: @escaping @Sendable (Event) -> Void) throws {
+    public func join(server: Endpoint, participants: [Participant], events: @escaping @Sendable (Event) -> Void) throws(MediaCoreError) {
         state.withLock { $0.meetingLeg = true }
         try begin(remote: server, participants: participants, events: events)
     }
@@ -403,11 +423,11 @@ public final class MediaSession: Sendable {
         return text
     }
 
-    private func begin(remote: Endpoint, participants: [Participant], events: @escaping @Sendable (Event) -> Void) throws {
+    private func begin(remote: Endpoint, participants: [Participant], events: @escaping @Sendable (Event) -> Void) throws(MediaCoreError) {
         guard state.withLock({ $0.begin(EventHandler(call: events)) }) else { return }
         gather(events: events)
         let candidates = usableRemote(remote.candidates)
-        try transport.withCore { core, now in
+        try withCore { core, now throws(MediaCoreError) in
             try core.setInboundKeying(remote.keying)
             core.setRemoteICE(remote.ice, candidates: candidates, complete: false, now: now)
         }
@@ -421,10 +441,10 @@ public final class MediaSession: Sendable {
 
     /// Receives a participant's streams from now on (a member joined a meeting leg).
     /// - Throws: `MediaCoreError` when the ID is taken or an SSRC is already bound.
-    public func addParticipant(_ participant: Participant) throws {
+    public func addParticipant(_ participant: Participant) throws(MediaCoreError) {
         let exists = state.withLock { $0.participants[participant.id] != nil }
         guard !exists else { throw MediaCoreError(.configuration, "participant '\(participant.id)' is already in the session") }
-        let added = try transport.withCore { core, _ in
+        let added = try withCore { core, _ throws(MediaCoreError) in
             var entry = ParticipantState()
             if let ssrc = participant.audioSSRC {
                 var stream = ReceiveStreamConfiguration.opus(ssrc: ssrc)
@@ -434,7 +454,7 @@ public final class MediaSession: Sendable {
             if let ssrc = participant.videoSSRC {
                 var stream = ReceiveStreamConfiguration.vp8(ssrc: ssrc)
                 stream.participant = participant.id
-                do {
+                do throws(MediaCoreError) {
                     entry.video = try core.addReceiveStream(stream)
                 } catch {
                     entry.audio.map(core.removeReceiveStream)
@@ -444,6 +464,13 @@ public final class MediaSession: Sendable {
             return entry
         }
         state.withLock { $0.add(participant.id, added) }
+    }
+
+    /// `transport.withCore` for a body that throws only `MediaCoreError` (the transport's
+    /// `rethrows` loses the type).
+    private func withCore<R: Sendable>(_ body: (MediaCore, Duration) throws(MediaCoreError) -> R) throws(MediaCoreError) -> R {
+        let result = transport.withCore { core, now in Result { () throws(MediaCoreError) in try body(core, now) } }
+        return try result.get()
     }
 
     /// Stops receiving a participant (a member left, or is muted for this side): its
