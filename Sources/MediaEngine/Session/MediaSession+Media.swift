@@ -28,11 +28,14 @@ extension MediaSession {
         var lastPackets = 0
         var lastProgress = Duration.zero
         var disconnected = false
+        // The tables of this pass, read once under the session's lock: the unlocked half
+        // names the owners of the frames the locked half collected with the same copy.
+        var pass = ReceivePass(keyframes: [], participants: [:], owners: [:], meetingLeg: false, connected: false)
 
         transport.withCore { core, _ in
             core.acceptedAudio = { [weak self] id, payload, timestamp in
-                guard let self, let owner = self.streamOwners.withLock({ $0[id] }) else { return }
-                recording(of: owner)?.offer(EncodedMedia(kind: .audio, data: payload, rtpTimestamp: timestamp, time: .now))
+                guard let self, let recording = state.withLock({ $0.recording(ofStream: id) }) else { return }
+                recording.offer(EncodedMedia(kind: .audio, data: payload, rtpTimestamp: timestamp, time: .now))
             }
         }
         do {
@@ -40,20 +43,14 @@ extension MediaSession {
                 while let event = core.pollEvent() {
                     if case .videoFrame(let id, let frame) = event { frames.append((id, frame)) } else { events.append(.core(event)) }
                 }
-                let wanted = participants.withLock { table in
-                    table.compactMap { id, entry in entry.keyframeWanted ? id : nil }.map { id in
-                        table[id]?.keyframeWanted = false
-                        return table[id]?.video
-                    }
-                }
-                for case let video? in wanted { core.requestKeyframe(video) }
-                let volumes = participants.withLock { $0.mapValues(\.volume) }
+                pass = state.withLock { $0.receivePass() }
+                for video in pass.keyframes { core.requestKeyframe(video) }
                 try scratch.withUnsafeMutableBufferPointer { buffer in
                     try core.playAudio(now: now, scratch: buffer, block: { id, pcm in
-                        let owner = streamOwners.withLock { $0[id] } ?? ""
+                        let owner = pass.owner(of: id)
                         configuration.participantAudio?(owner, pcm)
                         if let level = meters[owner, default: LevelMeter()].add(pcm) { levels.append((owner, level)) }
-                        accumulator.withUnsafeMutableBufferPointer { AudioMixer.accumulate(pcm, gain: volumes[owner] ?? 1, into: $0) }
+                        accumulator.withUnsafeMutableBufferPointer { AudioMixer.accumulate(pcm, gain: pass.volume(of: owner), into: $0) }
                         tickLength = max(tickLength, pcm.count)
                     }, tickEnded: { _ in
                         let start = playout.count
@@ -73,7 +70,7 @@ extension MediaSession {
                     var current: [String: Double] = [:]
                     for id in core.receiveStreamIDs {
                         guard let level = core.recentAudioLevel(id, now: now), level.voiceActivity else { continue }
-                        current[streamOwners.withLock { $0[id] } ?? "", default: 0] = level.amplitude
+                        current[pass.owner(of: id), default: 0] = level.amplitude
                     }
                     speakingChanged = !current.isEmpty || !speaking.isEmpty
                     speaking = current
@@ -85,7 +82,7 @@ extension MediaSession {
                     if packets != lastPackets {
                         lastPackets = packets
                         lastProgress = now
-                    } else if !disconnected, !isMeetingLeg, connected.load(ordering: .relaxed), now - lastProgress >= configuration.mediaTimeout {
+                    } else if !disconnected, !pass.meetingLeg, pass.connected, now - lastProgress >= configuration.mediaTimeout {
                         disconnected = true
                         events.append(.mediaTimedOut)
                     }
@@ -94,7 +91,7 @@ extension MediaSession {
                 let ids = core.receiveStreamIDs
                 // On a meeting leg, silence and BYEs are participants leaving or listening:
                 // only consent (the server answering) says whether the leg is up.
-                if !disconnected, !isMeetingLeg, !ids.isEmpty, ids.allSatisfy({ core.statistics(of: $0)?.endedByGoodbye == true }) {
+                if !disconnected, !pass.meetingLeg, !ids.isEmpty, ids.allSatisfy({ core.statistics(of: $0)?.endedByGoodbye == true }) {
                     disconnected = true
                     events.append(.everyStreamEnded)
                 }
@@ -107,13 +104,13 @@ extension MediaSession {
                 }
                 let now = transport.now
                 for (id, frame) in frames {
-                    let owner = streamOwners.withLock { $0[id] } ?? ""
+                    let owner = pass.owner(of: id)
                     try decoding.decode(id, frame, now: now, withCore: { body in transport.withCore { core, _ in body(core) } },
                                         video: { _, picture in show(picture, participant: owner) },
                                         encodedMedia: { _, media in self.recording(of: owner)?.offer(media) })
                 }
                 frames.removeAll(keepingCapacity: true)
-                try decoding.releaseDue(now: now) { id, picture in show(picture, participant: streamOwners.withLock { $0[id] } ?? "") }
+                try decoding.releaseDue(now: now) { id, picture in show(picture, participant: pass.owner(of: id)) }
                 for event in events { handle(event) }
                 events.removeAll(keepingCapacity: true)
                 for (owner, level) in levels { emit(.remoteAudioLevel(level, participant: owner)) }
@@ -134,7 +131,8 @@ extension MediaSession {
                 core.acceptedAudio = nil
             }
             if !playout.isEmpty { try play(&playout, sink: &sink, playing: &playing) }
-            try decoding.releaseAll { id, picture in show(picture, participant: streamOwners.withLock { $0[id] } ?? "") }
+            let owners = state.withLock { $0.streamOwners }
+            try decoding.releaseAll { id, picture in show(picture, participant: owners[id] ?? "") }
         } catch {
             state.withLock { $0.summary.failure = "receive: \(error)" }
         }
@@ -166,8 +164,10 @@ extension MediaSession {
         let stopped = stopping.load(ordering: .relaxed)
         switch notice {
         case .core(.connected(let pair, let roundTripTime)):
-            state.withLock { $0.summary.connectivity = ConnectivityResult(pair: pair, roundTripTime: roundTripTime) }
-            connected.store(true, ordering: .relaxed)
+            state.withLock { state in
+                state.summary.connectivity = ConnectivityResult(pair: pair, roundTripTime: roundTripTime)
+                state.connected = true
+            }
             emit(.connected(pair, roundTripTime: roundTripTime))
         case .core(.pathChanged(let pair)):
             state.withLock { $0.summary.connectivity?.pair = pair }
@@ -200,9 +200,10 @@ extension MediaSession {
     private func play(_ samples: inout [Int16], sink: inout (any AudioSink)?, playing: inout [Int16]) throws {
         let configuration = parts.configuration
         try samples.withUnsafeBufferPointer { pcm in
+            let (recorder, replacement) = state.withLock { $0.playback() }
             configuration.remoteAudio?(pcm)
-            recorder.withLock { $0 }?.remote(pcm)
-            if let replacement = sinkHandoff.withLock({ pending in defer { pending = nil }; return pending }) {
+            recorder?.remote(pcm)
+            if let replacement {
                 try? sink?.close()
                 sink = replacement.sink
             }
@@ -231,7 +232,7 @@ extension MediaSession {
     /// the session stops (then BYE).
     func send() {
         let configuration = parts.configuration
-        while !connected.load(ordering: .relaxed) && !stopping.load(ordering: .relaxed) {
+        while !state.withLock({ $0.connected }) && !stopping.load(ordering: .relaxed) {
             Thread.sleep(forTimeInterval: 0.002)
         }
         guard !stopping.load(ordering: .relaxed) else { return }
@@ -242,27 +243,24 @@ extension MediaSession {
         settings.temporalLayers = configuration.temporalLayers
         settings.controls = controls
         settings.captureHooks = configuration.captureHooks
-        settings.encodedMedia = { [self] media in recordings.withLock { $0[.local] }?.offer(media) }
+        settings.encodedMedia = { [self] media in state.withLock { $0.recordings[.local] }?.offer(media) }
         var level = LevelMeter()
         settings.capturedAudio = { [self] frame in
             if let value = frame.samples.withUnsafeBufferPointer({ level.add($0) }) { emit(.localAudioLevel(value)) }
-            recorder.withLock { $0 }?.local(frame)
+            state.withLock { $0.audioRecorder }?.local(frame)
         }
         settings.capturedVideo = { [self] frame in
-            emit(.localVideoFrame(frame))
-            recordings.withLock { $0[.local] }?.offerPicture(frame)
-            let waiting = snapshots.withLock { state in
-                defer { state.waiting.removeAll() }
-                return state.waiting.values
-            }
-            for continuation in waiting { continuation.resume(returning: frame) }
+            let (handler, recording, snapshots) = state.withLock { $0.capturedPicture() }
+            handler?.call(.localVideoFrame(frame))
+            recording?.offerPicture(frame)
+            for continuation in snapshots { continuation.resume(returning: frame) }
         }
         var mixer = FrameFileMixer()
         settings.audioMix = { [self] frame in
-            guard let task = mixTask.withLock({ $0 }) else { return }
+            guard let task = state.withLock({ $0.mixTask }) else { return }
             let completed = mixer.mix(task, into: &frame) { block, playback in playbackMix.push(block, gain: playback) }
             if completed {
-                mixTask.withLock { if $0 === task { $0 = nil } }
+                state.withLock { if $0.mixTask === task { $0.mixTask = nil } }
                 emit(.audioMixTaskCompleted(task))
             }
         }

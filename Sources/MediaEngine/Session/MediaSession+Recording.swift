@@ -20,12 +20,13 @@ extension MediaSession {
         if let videoBitrate, !VP8.bitrates.contains(videoBitrate) {
             throw RecordingError(.invalidOptions, "recording \(chosen): video bitrate \(videoBitrate) b/s is outside \(VP8.bitrates)")
         }
+        let (entry, running) = state.withLock { state in (target.participant.flatMap { state.participants[$0] }, state.recordings[target]) }
         let (audioChannels, video): (Int?, Bool)
         if let participant = target.participant {
             if videoBitrate != nil {
                 throw RecordingError(.invalidOptions, "recording \(chosen): the peer's video is recorded as received; a video bitrate applies to this side only")
             }
-            guard let entry = participants.withLock({ $0[participant] }) else {
+            guard let entry else {
                 throw RecordingError(.nothingToRecord, participant.isEmpty
                     ? "recording \(chosen): the call has not started; the peer's media is not known yet"
                     : "recording \(chosen): participant '\(participant)' is not in the session")
@@ -34,7 +35,7 @@ extension MediaSession {
         } else {
             (audioChannels, video) = (localAudioChannels, sendsVideo)
         }
-        if let running = recordings.withLock({ $0[target] }) {
+        if let running {
             throw RecordingError(.alreadyRecording, "a recording of the \(target) user is already running (\(running.path))")
         }
         let sendingRate = controls.current.videoBitrate ?? parts.configuration.videoBitrate
@@ -43,7 +44,7 @@ extension MediaSession {
             switch notice {
             case .keyframeNeeded:
                 if let participant = target.participant {
-                    participants.withLock { $0[participant]?.keyframeWanted = true }
+                    state.withLock { $0.participants[participant]?.keyframeWanted = true }
                 } else {
                     controls.update { $0.keyframeRequested = true }
                 }
@@ -53,9 +54,9 @@ extension MediaSession {
                 emit(.recordError(target, error))
             }
         }
-        let raced = recordings.withLock { current in
-            guard current[target] == nil else { return true }
-            current[target] = recorder
+        let raced = state.withLock { state in
+            guard state.recordings[target] == nil else { return true }
+            state.recordings[target] = recorder
             return false
         }
         if raced {
@@ -72,7 +73,7 @@ extension MediaSession {
     /// - Throws: `RecordingError` `.notRecording` when none runs.
     @discardableResult
     public func stopRecording(_ target: RecordingTarget) throws(RecordingError) -> MediaRecorder.Summary {
-        guard let recorder = recordings.withLock({ $0.removeValue(forKey: target) }) else {
+        guard let recorder = state.withLock({ $0.recordings.removeValue(forKey: target) }) else {
             throw RecordingError(.notRecording, "no recording of the \(target) user is running")
         }
         let summary = recorder.stop()
@@ -81,34 +82,25 @@ extension MediaSession {
     }
 
     /// The file `target`'s recording writes to, while one runs.
-    public func currentRecordingPath(_ target: RecordingTarget) -> String? { recordings.withLock { $0[target]?.path } }
+    public func currentRecordingPath(_ target: RecordingTarget) -> String? { state.withLock { $0.recordings[target]?.path } }
 
     /// The recorder of a participant's media, if one runs.
-    func recording(of participant: String) -> MediaRecorder? {
-        recordings.withLock { $0[participant.isEmpty ? .remote : .participant(participant)] }
-    }
-
-    /// Stops every recording still running (the session is ending).
-    func stopRecordings() {
-        for target in recordings.withLock({ Array($0.keys) }) {
-            _ = try? stopRecording(target)
-        }
-    }
+    func recording(of participant: String) -> MediaRecorder? { state.withLock { $0.recording(of: participant) } }
 
     /// The next picture to be sent (captured, before encoding), or nil when none comes
     /// within `timeout` (no video source, or the session is not sending).
     public func snapshotLocalVideo(timeout: Duration = .seconds(2)) async -> VideoFrame? {
         guard sendsVideo else { return nil }
         return await withCheckedContinuation { (continuation: CheckedContinuation<VideoFrame?, Never>) in
-            let id = snapshots.withLock { state in
-                defer { state.next += 1 }
-                state.waiting[state.next] = continuation
-                return state.next
+            let id = state.withLock { state in
+                defer { state.nextSnapshot += 1 }
+                state.snapshots[state.nextSnapshot] = continuation
+                return state.nextSnapshot
             }
             Thread.detachNewThread { [self] in
                 Thread.sleep(forTimeInterval: timeout / .seconds(1))
                 // Still waiting after the timeout: nothing came.
-                snapshots.withLock { $0.waiting.removeValue(forKey: id) }?.resume(returning: nil)
+                state.withLock { $0.snapshots.removeValue(forKey: id) }?.resume(returning: nil)
             }
         }
     }
@@ -121,43 +113,44 @@ extension MediaSession {
     ///   cannot be created, or a recording already running.
     @discardableResult
     public func startAudioRecording(path: String? = nil) throws(MixError) -> String {
-        guard recorder.withLock({ $0 }) == nil else { throw MixError("a call audio recording is already running") }
+        guard state.withLock({ $0.audioRecorder }) == nil else { throw MixError("a call audio recording is already running") }
         let chosen = path ?? OutputFile.temporary("call", extension: "wav")
         let started = try CallAudioRecorder(path: chosen)
-        recorder.withLock { $0 = started }
+        state.withLock { $0.audioRecorder = started }
         return chosen
     }
 
     /// Stops the call audio recording.
     /// - Throws: `MixError` when none runs, or writing failed (what was written stays).
     public func stopAudioRecording() throws(MixError) {
-        guard let running = recorder.withLock({ current in defer { current = nil }; return current }) else {
+        guard let running = state.withLock({ state in defer { state.audioRecorder = nil }; return state.audioRecorder }) else {
             throw MixError("no call audio recording is running")
         }
         try running.stop()
     }
 
     /// The file the call audio recording writes to, while one runs.
-    public var currentAudioRecordingFilePath: String? { recorder.withLock { $0?.path } }
+    public var currentAudioRecordingFilePath: String? { state.withLock { $0.audioRecorder?.path } }
 
     /// Mixes `task`'s file into what is sent from the next frame on; a running task ends
     /// (it is stopped, without a completion event).
     public func startAudioMix(_ task: AudioFileMixTask) {
-        let previous = mixTask.withLock { current in
-            defer { current = task }
-            return current
+        let previous = state.withLock { state in
+            defer { state.mixTask = task }
+            return state.mixTask
         }
         previous?.stop()
     }
 
     /// The task mixing now, if any.
-    public var currentAudioMixTask: AudioFileMixTask? { mixTask.withLock { $0 } }
+    public var currentAudioMixTask: AudioFileMixTask? { state.withLock { $0.mixTask } }
 
     /// Ends the running task, if any.
     public func stopAudioMix() {
-        mixTask.withLock { current in
-            current?.stop()
-            current = nil
+        let running = state.withLock { state in
+            defer { state.mixTask = nil }
+            return state.mixTask
         }
+        running?.stop()
     }
 }

@@ -203,44 +203,19 @@ public final class MediaSession: Sendable {
 
     let transport: PeerTransport
     let parts: Parts
+    /// Set once, to end both threads: the one flag kept out of `state`. Each thread polls
+    /// it on every pass of its loop (the receiving thread at each wake-up, before it waits
+    /// for datagrams; the sending thread at each frame), where the lock would be one more
+    /// acquisition per pass, contended by the other thread's, for a flag that only ever
+    /// goes from false to true.
     let stopping = Atomic<Bool>(false)
-    let connected = Atomic<Bool>(false)
-    let meetingLeg = Atomic<Bool>(false)
-    var isMeetingLeg: Bool { meetingLeg.load(ordering: .relaxed) }
-    let state = Locked(State())
-    let finished = DispatchSemaphore(value: 0)
-    let sinkHandoff = Locked<SinkHandoff?>(nil)
-    let participants = Locked<[String: ParticipantState]>([:])
-    /// Whose each receive stream is.
-    let streamOwners = Locked<[ReceiveStreamID: String]>([:])
-    let mixTask = Locked<AudioFileMixTask?>(nil)
-    let recordings = Locked<[RecordingTarget: MediaRecorder]>([:])
-    /// The app's event handler, in a struct: a bare closure read through `Mutex.withLock`
-    /// is written back re-thunked (generic reabstraction), so every event would nest it two
-    /// thunks deeper until the thread's stack overflowed (minutes into a video call).
-    let eventHandler = Locked<EventHandler?>(nil)
-    struct EventHandler: Sendable {
-        let call: @Sendable (Event) -> Void
-    }
+    /// What the app's calls and both threads share (see `State`), behind one lock; its
+    /// condition is what the synchronous `stop` and `wait` wait on.
+    let state = Monitor(State())
     let localAudioChannels: Int
     let audioStream: SendStreamID
     let videoStream: SendStreamID?
-    let snapshots = Locked<(next: Int, waiting: [Int: CheckedContinuation<VideoFrame?, Never>])>((0, [:]))
-    let recorder = Locked<CallAudioRecorder?>(nil)
     let playbackMix = PlaybackMixRing()
-
-    struct State {
-        var started = false
-        var gathering = false
-        var remote: Endpoint?
-        var summary = Summary()
-        var threads = 0
-        /// `stop() async` callers waiting for the threads to end.
-        var ended: [CheckedContinuation<Void, Never>] = []
-        /// The first few of the peer's candidates that were not checked, and why: what a
-        /// "no path" failure names.
-        var ignored: [(candidate: ICECandidate, reason: ICECandidate.Unusable)] = []
-    }
 
     /// One remote participant's streams and what the app set for it.
     struct ParticipantState: Sendable {
@@ -267,11 +242,17 @@ public final class MediaSession: Sendable {
     }
 
     /// Binds the socket and draws this side's key, SSRCs and check token.
-    /// - Throws: `TransportError` when `host` cannot be bound.
-    public init(configuration: Configuration) throws {
+    /// - Throws: `MediaSessionError`: `.socket` when `host` cannot be bound, `.keying` when
+    ///   `localKeying` is refused, `.streams` when `localAudioSSRC` is.
+    public init(configuration: Configuration) throws(MediaSessionError) {
         parts = Parts(configuration)
         localAudioChannels = configuration.audio.layout.count
-        let socket = try UDPSocket(bindTo: SocketAddress(host: configuration.host, port: 0))
+        let socket: UDPSocket
+        do throws(TransportError) {
+            socket = try UDPSocket(bindTo: SocketAddress(host: configuration.host, port: 0))
+        } catch {
+            throw MediaSessionError(error)
+        }
         let port = socket.localAddress.port
         let hosts = configuration.host == "0.0.0.0" ? LocalAddresses.ipv4() : [socket.localAddress.host]
         var random = SystemRandomNumberGenerator()
@@ -287,17 +268,31 @@ public final class MediaSession: Sendable {
         settings.bandwidth = SendSideBandwidthEstimator.Configuration(
             startBitrate: configuration.audioBitrate + videoRate,
             minimumBitrate: configuration.audioBitrate + (videoRate > 0 ? 50_000 : 0), maximumBitrate: configuration.audioBitrate + videoRate)
-        let core = try MediaCore(configuration: settings)
+        let core: MediaCore
+        do throws(SRTPError) {
+            core = try MediaCore(configuration: settings)
+        } catch {
+            throw MediaSessionError(error)
+        }
         core.localICE = credentials
         func draw() -> UInt32 {
             var ssrc: UInt32
             repeat { ssrc = UInt32.random(in: 1 ... .max, using: &random) } while ssrc == settings.rtcpSSRC
             return ssrc
         }
-        audioStream = try core.addSendStream(.opus(ssrc: configuration.localAudioSSRC ?? draw()))
-        videoStream = configuration.video == nil ? nil : try core.addSendStream(.vp8(ssrc: draw()))
-        local = Endpoint(candidates: try Self.hostCandidates(hosts, port: port), keying: keying,
-                         audioSSRC: core.statistics(of: audioStream)!.ssrc,
+        do throws(MediaCoreError) {
+            audioStream = try core.addSendStream(.opus(ssrc: configuration.localAudioSSRC ?? draw()))
+            videoStream = configuration.video == nil ? nil : try core.addSendStream(.vp8(ssrc: draw()))
+        } catch {
+            throw MediaSessionError(error)
+        }
+        let candidates: [ICECandidate]
+        do throws(TransportError) {
+            candidates = try Self.hostCandidates(hosts, port: port)
+        } catch {
+            throw MediaSessionError(error)
+        }
+        local = Endpoint(candidates: candidates, keying: keying, audioSSRC: core.statistics(of: audioStream)!.ssrc,
                          videoSSRC: videoStream.flatMap { core.statistics(of: $0)?.ssrc }, ice: credentials)
         transport = PeerTransport(core: core, sockets: [socket])
     }
@@ -308,7 +303,7 @@ public final class MediaSession: Sendable {
     /// Plays remote audio on `sink` from the next block on (nil: nowhere); the old sink is closed.
     public func replaceAudioSink(_ sink: sending (any AudioSink)?) {
         let box = SinkHandoff(sink)
-        sinkHandoff.withLock { $0 = box }
+        state.withLock { $0.sinkHandoff = box }
     }
 
     /// Sends pictures from `source` from the next frame on (see `SenderControls.replaceVideoSource`).
@@ -316,14 +311,14 @@ public final class MediaSession: Sendable {
         controls.replaceVideoSource(source)
     }
 
-    func emit(_ event: Event) { eventHandler.withLock { $0 }?.call(event) }
+    func emit(_ event: Event) { state.withLock { $0.eventHandler }?.call(event) }
 
     /// Starts both directions toward `remote` (whose media is participant ""); returns at
     /// once. Call once.
     ///
     /// - Parameter events: Gets every event, on the session's threads.
     /// - Throws: `MediaCoreError` when the peer's key is refused or its SSRCs collide with ours.
-    public func start(remote: Endpoint, events: @escaping @Sendable (Event) -> Void) throws {
+    public func start(remote: Endpoint, events: @escaping @Sendable (Event) -> Void) throws(MediaCoreError) {
         try begin(remote: remote, participants: [Participant(id: "", audioSSRC: remote.audioSSRC, videoSSRC: remote.videoSSRC)],
                   events: events)
     }
@@ -333,8 +328,8 @@ public final class MediaSession: Sendable {
     /// `addParticipant`); returns at once. Call once.
     ///
     /// - Throws: `MediaCoreError` when the server's key is refused or an SSRC collides.
-    public func join(server: Endpoint, participants: [Participant], events: @escaping @Sendable (Event) -> Void) throws {
-        meetingLeg.store(true, ordering: .relaxed)
+    public func join(server: Endpoint, participants: [Participant], events: @escaping @Sendable (Event) -> Void) throws(MediaCoreError) {
+        state.withLock { $0.meetingLeg = true }
         try begin(remote: server, participants: participants, events: events)
     }
 
@@ -357,12 +352,7 @@ public final class MediaSession: Sendable {
     ///
     /// - Parameter events: Gets every event from now on, on the session's threads.
     public func gather(events: @escaping @Sendable (Event) -> Void) {
-        let already = state.withLock { state in
-            defer { state.gathering = true }
-            return state.gathering
-        }
-        guard !already else { return }
-        eventHandler.withLock { $0 = EventHandler(call: events) }
+        guard state.withLock({ $0.beginGathering(EventHandler(call: events)) }) else { return }
         let configuration = parts.configuration
         let hosts = local.candidates
         transport.withCore { core, now in
@@ -370,7 +360,6 @@ public final class MediaSession: Sendable {
                           stunServers: configuration.stunServers, turnServer: configuration.turnServer,
                           timeout: configuration.connectTimeout, now: now)
         }
-        state.withLock { $0.threads += 1 }
         Thread.detachNewThread { [self] in
             receive()
             threadEnded()
@@ -391,11 +380,7 @@ public final class MediaSession: Sendable {
         let (usable, ignored) = Self.sorted(candidates, localHosts: local.candidates,
                                             servers: configuration.stunServers + (configuration.turnServer.map { [$0.server] } ?? []),
                                             peerOnThisHost: configuration.peerOnThisHost)
-        if !ignored.isEmpty {
-            state.withLock { state in
-                state.ignored += ignored.prefix(max(0, 8 - state.ignored.count)).map { ($0.candidate, $0.reason) }
-            }
-        }
+        if !ignored.isEmpty { state.withLock { $0.ignore(ignored) } }
         return usable
     }
 
@@ -438,19 +423,11 @@ public final class MediaSession: Sendable {
         return text
     }
 
-    private func begin(remote: Endpoint, participants: [Participant], events: @escaping @Sendable (Event) -> Void) throws {
-        let alreadyStarted = state.withLock { state in
-            defer {
-                state.started = true
-                state.remote = state.remote ?? remote
-            }
-            return state.started
-        }
-        guard !alreadyStarted else { return }
+    private func begin(remote: Endpoint, participants: [Participant], events: @escaping @Sendable (Event) -> Void) throws(MediaCoreError) {
+        guard state.withLock({ $0.begin(EventHandler(call: events)) }) else { return }
         gather(events: events)
-        eventHandler.withLock { $0 = EventHandler(call: events) }  // replaces the gathering handler, if the app gathered first
         let candidates = usableRemote(remote.candidates)
-        try transport.withCore { core, now in
+        try withCore { core, now throws(MediaCoreError) in
             try core.setInboundKeying(remote.keying)
             core.setRemoteICE(remote.ice, candidates: candidates, complete: false, now: now)
         }
@@ -464,10 +441,10 @@ public final class MediaSession: Sendable {
 
     /// Receives a participant's streams from now on (a member joined a meeting leg).
     /// - Throws: `MediaCoreError` when the ID is taken or an SSRC is already bound.
-    public func addParticipant(_ participant: Participant) throws {
-        let exists = participants.withLock { $0[participant.id] != nil }
+    public func addParticipant(_ participant: Participant) throws(MediaCoreError) {
+        let exists = state.withLock { $0.participants[participant.id] != nil }
         guard !exists else { throw MediaCoreError(.configuration, "participant '\(participant.id)' is already in the session") }
-        let added = try transport.withCore { core, _ in
+        let added = try withCore { core, _ throws(MediaCoreError) in
             var entry = ParticipantState()
             if let ssrc = participant.audioSSRC {
                 var stream = ReceiveStreamConfiguration.opus(ssrc: ssrc)
@@ -477,7 +454,7 @@ public final class MediaSession: Sendable {
             if let ssrc = participant.videoSSRC {
                 var stream = ReceiveStreamConfiguration.vp8(ssrc: ssrc)
                 stream.participant = participant.id
-                do {
+                do throws(MediaCoreError) {
                     entry.video = try core.addReceiveStream(stream)
                 } catch {
                     entry.audio.map(core.removeReceiveStream)
@@ -486,19 +463,20 @@ public final class MediaSession: Sendable {
             }
             return entry
         }
-        participants.withLock { $0[participant.id] = added }
-        streamOwners.withLock { owners in
-            for id in [added.audio, added.video].compactMap({ $0 }) { owners[id] = participant.id }
-        }
+        state.withLock { $0.add(participant.id, added) }
+    }
+
+    /// `transport.withCore` for a body that throws only `MediaCoreError` (the transport's
+    /// `rethrows` loses the type).
+    private func withCore<R: Sendable>(_ body: (MediaCore, Duration) throws(MediaCoreError) -> R) throws(MediaCoreError) -> R {
+        let result = transport.withCore { core, now in Result { () throws(MediaCoreError) in try body(core, now) } }
+        return try result.get()
     }
 
     /// Stops receiving a participant (a member left, or is muted for this side): its
     /// packets are counted as unknown from now on.
     public func removeParticipant(_ id: String) {
-        guard let entry = participants.withLock({ $0.removeValue(forKey: id) }) else { return }
-        streamOwners.withLock { owners in
-            for stream in [entry.audio, entry.video].compactMap({ $0 }) { owners[stream] = nil }
-        }
+        guard let entry = state.withLock({ $0.remove(id) }) else { return }
         transport.withCore { core, _ in
             entry.audio.map(core.removeReceiveStream)
             entry.video.map(core.removeReceiveStream)
@@ -506,22 +484,17 @@ public final class MediaSession: Sendable {
     }
 
     /// The participants received now.
-    public var participantIDs: [String] { participants.withLock { $0.keys.sorted() } }
+    public var participantIDs: [String] { state.withLock { $0.participants.keys.sorted() } }
 
     /// Sets a participant's playback volume, 0...1 (their audio in the mix).
     public func setVolume(_ volume: Double, participant id: String) {
-        participants.withLock { $0[id]?.volume = max(0, min(1, volume)) }
+        state.withLock { $0.participants[id]?.volume = max(0, min(1, volume)) }
     }
 
+    /// A thread's last act: the last one wakes the synchronous waiters and resumes the
+    /// async ones.
     private func threadEnded() {
-        let waiting = state.withLock { state -> [CheckedContinuation<Void, Never>]? in
-            state.threads -= 1
-            guard state.threads == 0 else { return nil }
-            defer { state.ended.removeAll() }
-            return state.ended
-        }
-        guard let waiting else { return }
-        finished.signal()
+        let waiting = state.withLockWaking { $0.threadEnded() }
         for waiter in waiting { waiter.resume() }
     }
 
@@ -533,9 +506,8 @@ public final class MediaSession: Sendable {
         stopping.store(true, ordering: .relaxed)
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let running = state.withLock { state in
-                let running = (state.started || state.gathering) && state.threads > 0
-                if running { state.ended.append(continuation) }
-                return running
+                if state.isRunning { state.ended.append(continuation) }
+                return state.isRunning
             }
             if !running { continuation.resume() }
         }
@@ -543,37 +515,30 @@ public final class MediaSession: Sendable {
     }
 
     /// Stops both directions (BYE is sent, the jitter buffers drain) and returns the figures.
-    /// Safe to call more than once and before `start`.
+    /// Safe to call more than once and before `start`. Blocks the calling thread until the
+    /// session's threads end: from async code, `await stop()`.
+    @available(*, noasync, message: "blocks the thread; use `await stop()`")
     @discardableResult
     public func stop() -> Summary {
         stopping.store(true, ordering: .relaxed)
-        let running = state.withLock { ($0.started || $0.gathering) && $0.threads > 0 }
-        if running {
-            finished.wait()
-            finished.signal()
-        }
+        state.withLock(waitingFor: { !$0.isRunning }) { _ in }
         return finishStop()
     }
 
-    /// What both stops do once the threads ended.
+    /// What both stops do once the threads ended: the recordings still running are
+    /// stopped (each reported), then the handler goes (no event comes after).
     private func finishStop() -> Summary {
-        stopRecordings()
-        // No event comes after this: the handler goes, and with it whatever it holds. A
-        // handler that captures the session (to trickle its candidates) no longer keeps the
-        // session, its buffers and its codecs alive after the call.
-        eventHandler.withLock { $0 = nil }
-        return state.withLock { $0.summary }
+        for (target, recorder) in state.withLock({ $0.takeRecordings() }) {
+            emit(.recordStopped(target, recorder.stop()))
+        }
+        return state.withLock { $0.end() }
     }
 
     /// Waits until both directions have ended on their own (a source ran out, or the
-    /// connectivity check failed), without stopping them.
+    /// connectivity check failed), without stopping them. Blocks the calling thread.
+    @available(*, noasync, message: "blocks the thread; call it from a thread of its own")
     public func wait() -> Summary {
-        let running = state.withLock { ($0.started || $0.gathering) && $0.threads > 0 }
-        if running {
-            finished.wait()
-            finished.signal()
-        }
-        return state.withLock { $0.summary }
+        state.withLock(waitingFor: { !$0.isRunning }) { $0.summary }
     }
 }
 

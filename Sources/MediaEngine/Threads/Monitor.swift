@@ -3,7 +3,8 @@ import Glibc
 #endif
 
 /// A lock with a condition variable on the monotonic clock, guarding one value: what a
-/// capture thread and its reader share (V4L2 frames, ALSA's frame queue).
+/// capture thread and its reader share (V4L2 frames, ALSA's frame queue), and a
+/// session's state (whose synchronous `stop` waits for its threads).
 /// `Locked` has no way to wait, and a reader must wait (with a timeout)
 /// for the next frame, a capture thread (until a deadline) for a stop.
 package final class Monitor<State: Sendable>: @unchecked Sendable {
@@ -46,6 +47,17 @@ package final class Monitor<State: Sendable>: @unchecked Sendable {
             pthread_mutex_unlock(mutex)
         }
         return body(&state)
+    }
+
+    /// Waits, however long it takes, until `ready` holds (a `withLockWaking` made it so),
+    /// then runs `body` with the lock held. Blocks the calling thread: not for async code.
+    package func withLock<Result, Failure: Error>(
+        waitingFor ready: (State) -> Bool, _ body: (inout State) throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        while !ready(state) { pthread_cond_wait(condition, mutex) }
+        return try body(&state)
     }
 
     /// Waits until `ready` holds or `timeout` passes, then runs `body` with the lock

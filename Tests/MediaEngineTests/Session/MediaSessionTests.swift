@@ -73,6 +73,21 @@ import TestSupport
         #expect(freed == nil, "the stopped session is freed")
     }
 
+    /// A host this machine does not have (TEST-NET-1, RFC 5737) cannot be bound: a typed
+    /// error naming the address, with the errno, not a crash or a session that never hears.
+    @Test func aHostThatIsNotOursIsATypedSocketError() throws {
+        var configuration = MediaSession.Configuration(audio: try MediaSources.audio("sine:440"), video: nil)
+        configuration.host = "192.0.2.1"
+        do throws(MediaSessionError) {
+            _ = try MediaSession(configuration: configuration)
+            Issue.record("bound 192.0.2.1")
+        } catch {
+            #expect(error.code == .socket)
+            #expect(error.systemError == EADDRNOTAVAIL, "errno \(error.systemError.map(String.init) ?? "nil")")
+            #expect(error.message.contains("192.0.2.1"), "\(error.message)")
+        }
+    }
+
     func waited(_ session: MediaSession) async -> MediaSession.Summary {
         await withCheckedContinuation { continuation in Thread.detachNewThread { continuation.resume(returning: session.wait()) } }
     }

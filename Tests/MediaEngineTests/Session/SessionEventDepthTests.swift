@@ -21,8 +21,8 @@ import TestSupport
         let session = try MediaSession(configuration: configuration)
         final class Depths: @unchecked Sendable { var base = 0; var deepest = 0 }
         let depths = Depths()
-        session.eventHandler.withLock {
-            $0 = .init(call: { _ in depths.deepest = max(depths.deepest, depths.base - Self.stackAddress()) })
+        session.state.withLock {
+            $0.eventHandler = .init(call: { _ in depths.deepest = max(depths.deepest, depths.base - Self.stackAddress()) })
         }
         depths.base = Self.stackAddress()
         session.emit(.gatheringComplete)
