@@ -62,7 +62,7 @@ let package = Package(
         // the tests and the Benchmarks package; apps never link it.
         .library(name: "MediaSimulation", targets: ["MediaSimulation"]),
         .executable(name: "mediaengine", targets: ["mediaengine"]),
-        // For the `Fuzz` package's libFuzzer driver; not part of the engine's API.
+        // For the libFuzzer driver (MEDIAENGINE_SANITIZE=fuzzer, tools/fuzz); not part of the engine's API.
         .library(name: "FuzzTargets", targets: ["FuzzTargets"]),
     ],
     dependencies: [
@@ -114,7 +114,7 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)] + instrumented,
             linkerSettings: instrumentedLink
         ),
-        // The SFU: legs (transports), publications and subscriptions, the router and its
+        // The SFU: transports, producers and consumers, the router and its
         // forwarding thread, and the net-detect echo responder on the same port.
         .target(
             name: "MediaRouting",

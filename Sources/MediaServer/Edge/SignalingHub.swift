@@ -351,11 +351,7 @@ public actor SignalingHub {
         for output in outputs {
             switch output {
             case .send(let id, let message):
-                if let remote = remotes[id] {
-                    cluster?.send(.deliver(connection: remote.connection, text: message.encoded()), to: remote.node)
-                } else {
-                    send(.message(message), to: id)
-                }
+                deliver(message, to: id, remote: remotes[id])
             case .close(let id, let code, let reason):
                 if let remote = remotes[id] {
                     cluster?.send(.close(connection: remote.connection, code: code, reason: reason), to: remote.node)
@@ -372,11 +368,7 @@ public actor SignalingHub {
                 }
                 let event = ServerMessage.event(.callRecord(Event.Record(record: record)))
                 for id in notify {
-                    if let remote = remotes[id] {
-                        cluster?.send(.deliver(connection: remote.connection, text: event.encoded()), to: remote.node)
-                    } else {
-                        send(.message(event), to: id)
-                    }
+                    deliver(event, to: id, remote: remotes[id])
                 }
                 if cluster != nil { callEnded(record.callID) }
             }
@@ -398,11 +390,7 @@ public actor SignalingHub {
         for output in outputs {
             switch output {
             case .send(let id, let message):
-                if let remote = remotes[id] {
-                    cluster?.send(.deliver(connection: remote.connection, text: message.encoded()), to: remote.node)
-                } else {
-                    send(.message(message), to: id)
-                }
+                deliver(message, to: id, remote: remotes[id])
             case .mediaPlane(let command):
                 mediaPlane?.apply(command)
             case .live(let command):
@@ -417,11 +405,7 @@ public actor SignalingHub {
                 }
                 let event = ServerMessage.event(.meetingRecord(Event.MeetingRecordEvent(record: record)))
                 for id in notify {
-                    if let remote = remotes[id] {
-                        cluster?.send(.deliver(connection: remote.connection, text: event.encoded()), to: remote.node)
-                    } else {
-                        send(.message(event), to: id)
-                    }
+                    deliver(event, to: id, remote: remotes[id])
                 }
             }
         }
@@ -442,6 +426,16 @@ public actor SignalingHub {
                 do { try await store.saveMeeting(record) } catch { failed.append(record) }
             }
             unsavedMeetings = failed
+        }
+    }
+
+    /// Sends `message` to a connection of this node, or through the cluster to `remote`,
+    /// the node that holds it.
+    func deliver(_ message: ServerMessage, to id: ConnectionID, remote: ClusterState.Remote?) {
+        if let remote {
+            cluster?.send(.deliver(connection: remote.connection, text: message.encoded()), to: remote.node)
+        } else {
+            send(.message(message), to: id)
         }
     }
 
