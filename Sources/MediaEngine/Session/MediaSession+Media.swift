@@ -45,8 +45,8 @@ extension MediaSession {
                 }
                 pass = state.withLock { $0.receivePass() }
                 for video in pass.keyframes { core.requestKeyframe(video) }
-                try scratch.withUnsafeMutableBufferPointer { buffer in
-                    try core.playAudio(now: now, scratch: buffer, block: { id, pcm in
+                scratch.withUnsafeMutableBufferPointer { buffer in
+                    core.playAudio(now: now, scratch: buffer, block: { id, pcm in
                         let owner = pass.owner(of: id)
                         configuration.participantAudio?(owner, pcm)
                         if let level = meters[owner, default: LevelMeter()].add(pcm) { levels.append((owner, level)) }
@@ -55,8 +55,8 @@ extension MediaSession {
                     }, tickEnded: { _ in
                         let start = playout.count
                         playout.append(contentsOf: repeatElement(0, count: tickLength))
-                        try accumulator.withUnsafeMutableBufferPointer { sum in
-                            try playout.withUnsafeMutableBufferPointer { out in
+                        accumulator.withUnsafeMutableBufferPointer { sum in
+                            playout.withUnsafeMutableBufferPointer { out in
                                 AudioMixer.finish(UnsafeBufferPointer(rebasing: sum[0..<tickLength]),
                                                   into: UnsafeMutableBufferPointer(rebasing: out[start..<(start + tickLength)]))
                                 for index in 0..<tickLength { sum[index] = 0 }
@@ -124,9 +124,9 @@ extension MediaSession {
                     emit(.statistics(statistics))
                 }
             })
-            try transport.withCore { core, _ in
-                try scratch.withUnsafeMutableBufferPointer { buffer in
-                    try core.drainAudio(scratch: buffer) { _, pcm in playout.append(contentsOf: pcm) }
+            transport.withCore { core, _ in
+                scratch.withUnsafeMutableBufferPointer { buffer in
+                    core.drainAudio(scratch: buffer) { _, pcm in playout.append(contentsOf: pcm) }
                 }
                 core.acceptedAudio = nil
             }
