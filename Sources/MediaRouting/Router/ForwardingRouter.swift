@@ -235,8 +235,9 @@ public final class ForwardingRouter {
         let id = transports.insert(Transport(
             setup: setup, core: core, checks: TokenBucket(rate: configuration.checkRate, burst: configuration.checkBurst),
             packets: TokenBucket(rate: configuration.legPacketRate, burst: configuration.legPacketBurst), now: now))
-        transports[id]?.audio = producers.insert(Producer(kind: .audio, transport: id, receive: audioStream))
-        transports[id]?.video = videoStream.map { producers.insert(Producer(kind: .video, transport: id, receive: $0)) }
+        let transport = transports[id]
+        transport?.audio = producers.insert(Producer(kind: .audio, transport: id, receive: audioStream))
+        transport?.video = videoStream.map { producers.insert(Producer(kind: .video, transport: id, receive: $0)) }
         transportByLeg[setup.id] = id
         transportByUfrag[setup.ice.ufrag] = id
     }
@@ -258,7 +259,7 @@ public final class ForwardingRouter {
             guard let consumer = consumers.remove(consumerID) else { continue }
             producers[consumer.producer]?.consumers.removeAll { $0 == consumerID }
         }
-        for other in transports.ids { transports[other]?.wanted[leg] = nil }
+        transports.forEach { _, other in other.wanted[leg] = nil }
         let meeting = transport.setup.meeting
         lastSpeaking[meeting] = lastSpeaking[meeting].map { $0.filter { $0.key != transport.setup.account } }
     }
@@ -267,10 +268,10 @@ public final class ForwardingRouter {
     /// starts publishing gets its subscribers' streams opened (as they asked for them).
     public func setPublishing(_ leg: UInt64, _ publishing: Bool, now: Duration) {
         guard let id = transportByLeg[leg], let transport = transports[id], transport.publishing != publishing else { return }
-        transports[id]?.publishing = publishing
+        transport.publishing = publishing
         guard publishing else { return }
-        for subscriber in transports.ids {
-            if let wanted = transports[subscriber]?.wanted[leg] {
+        transports.forEach { subscriber, other in
+            if let wanted = other.wanted[leg] {
                 openConsumers(subscriber: subscriber, publisher: id, audio: wanted.audio, video: wanted.video, now: now)
             }
         }
@@ -420,16 +421,17 @@ public final class ForwardingRouter {
     /// Runs every leg's reports, feedback and NACKs, the bandwidth shares, deferred
     /// keyframe requests, lost legs and speaking reports.
     public func handleTimeout(now: Duration) {
-        for id in transports.ids {
-            guard let transport = transports[id] else { continue }
+        // Walked in place (no list of IDs copied out each time): nothing below adds or
+        // removes a transport.
+        transports.forEach { id, transport in
             transport.core.handleTimeout(now: now)
             if !transport.lost, now - (transport.core.lastAuthenticatedArrival ?? transport.created) > configuration.legTimeout {
-                transports[id]?.lost = true
+                transport.lost = true
                 counters.legsLost += 1
                 reports.append(.legLost(transport.setup.id))
             }
             if now >= transport.nextAllocation {
-                transports[id]?.nextAllocation = now + configuration.allocationInterval
+                transport.nextAllocation = now + configuration.allocationInterval
                 allocate(id, now: now)
             }
             if let video = transport.video,

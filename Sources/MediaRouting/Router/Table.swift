@@ -95,12 +95,4 @@ struct Table<Element> {
             if let element = slots[index] { try body(ID(slot: UInt32(index), generation: generations[index]), element) }
         }
     }
-
-    /// Every entry's ID, in slot order: to change entries while going through them.
-    var ids: [ID] {
-        var ids: [ID] = []
-        ids.reserveCapacity(count)
-        forEach { id, _ in ids.append(id) }
-        return ids
-    }
 }
