@@ -64,7 +64,7 @@ extension MediaCore {
         let answered = paths.counters.stunAnswered
         paths.handleSTUN(bytes, from: source, socket: socket, now: now, random: &random)
         // A check signed for this side's credentials proves the peer as a packet does.
-        if paths.counters.stunAnswered > answered { lastAuthenticatedArrival = now }
+        if paths.counters.stunAnswered > answered { lastAuthenticatedControl = now }
         carryOutPathActions()
     }
 
@@ -93,15 +93,15 @@ extension MediaCore {
                 queueSTUN(bytes, to: destination, socket: socket)
             case .selected(let pair, let rtt, let first):
                 if let rtt { updateRoundTripTime(rtt) }
-                emit(first ? .connected(pair: pair, roundTripTime: rtt ?? roundTripTime) : .pathChanged(pair))
+                output.emit(first ? .connected(pair: pair, roundTripTime: rtt ?? roundTripTime) : .pathChanged(pair))
             case .event(let event):
-                emit(event)
+                output.emit(event)
             }
         }
     }
 
     /// Queues a STUN (or TURN) datagram as it is, from `socket`.
     func queueSTUN(_ bytes: [UInt8], to destination: SocketAddress, socket: Int = 0) {
-        bytes.withUnsafeBytes { _ = transmits.enqueue(copying: $0, to: destination, socket: socket, kind: .stun) }
+        bytes.withUnsafeBytes { _ = output.transmits.enqueue(copying: $0, to: destination, socket: socket, kind: .stun) }
     }
 }

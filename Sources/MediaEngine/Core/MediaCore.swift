@@ -103,54 +103,40 @@ public final class MediaCore {
         set { paths.localICE = newValue }
     }
     /// The key the peer protects with, for streams added without one of their own.
-    public private(set) var inboundKeying: SRTPKeyingMaterial?
+    public var inboundKeying: SRTPKeyingMaterial? { receive.inboundKeying }
     /// The round-trip estimate in use.
     public internal(set) var roundTripTime: Duration
     /// When the peer last proved itself: an authenticated RTP or RTCP packet, or a check
     /// signed for this side's credentials.
-    public internal(set) var lastAuthenticatedArrival: Duration?
+    public var lastAuthenticatedArrival: Duration? {
+        switch (receive.lastAuthenticatedArrival, lastAuthenticatedControl) {
+        case (let media?, let control?): max(media, control)
+        case (let media, let control): media ?? control
+        }
+    }
+    /// When authenticated RTCP or a signed check last came.
+    var lastAuthenticatedControl: Duration?
+    /// The core's own counters (what the pipelines and the path count is merged in
+    /// `transportStatistics`).
     var counters = TransportStatistics()
     var random: SeededRandom
-
-    var sendStreams: [SendStreamState] = []
-    var receiveStreams: [ReceiveStreamState] = []
-    var receiveBySSRC: [UInt32: ReceiveStreamState] = [:]
     var nextStreamID = 0
 
-    var outbound: [(keying: SRTPKeyingMaterial, context: SRTPContext)] = []
-    var inbound: [(keying: SRTPKeyingMaterial, context: SRTPContext)] = []
-    let transmits: TransmitQueue
-    var events: [Event] = []
-    var eventHead = 0
-    /// Scratch for trying one SRTCP packet against several keys.
-    var rtcpScratch = [UInt8](repeating: 0, count: TransmitQueue.slotSize)
-
-    // Sending.
-    var nextTransportSequence: UInt16 = 0
-    var estimator: SendSideBandwidthEstimator
-    var followsEstimate = false
-    var estimateUpdated = false
-    var senderReports: RTCPInterval
-    var nextSenderReport: Duration?
-
-    // Receiving.
-    var feedback: TransportFeedbackGenerator
-    var feedbackDestination: (address: SocketAddress, socket: Int)?
-    var receiverReports: RTCPInterval
-    var nextReceiverReport: Duration?
-    var lipSyncs: [String: LipSync] = [:]
-    /// Reused for every video stream's actions, so releasing frames allocates nothing.
-    var videoActions: [VideoReceiveStream.Action] = []
-    /// Reused for forwarding streams' NACK lists.
-    var forwardingNACKs: [UInt16] = []
-    var nextSynchronization: Duration?
-
+    /// Datagrams and events, as the parts make them.
+    let output: CoreOutput
     /// ICE, TURN, consent: everything about reaching the peer.
     var paths: PathController
+    /// What this side sends.
+    @exclusivity(unchecked) var send: SendPipeline
+    /// What this side receives.
+    @exclusivity(unchecked) var receive: ReceivePipeline
 
     /// Sees every Opus packet a jitter buffer accepts (stream, payload, RTP timestamp), as
     /// received: recordings tap here.
-    public var acceptedAudio: ((ReceiveStreamID, UnsafeRawBufferPointer, UInt32) -> Void)?
+    public var acceptedAudio: ((ReceiveStreamID, UnsafeRawBufferPointer, UInt32) -> Void)? {
+        get { receive.acceptedAudio }
+        set { receive.acceptedAudio = newValue }
+    }
 
     /// Creates a core with no streams.
     /// - Throws: `SRTPError` when a key is refused.
@@ -160,17 +146,10 @@ public final class MediaCore {
         paths = PathController(consent: configuration.consent, learnsFromChecks: configuration.learnsPathFromChecks,
                                seed: configuration.seed)
         roundTripTime = configuration.initialRoundTripTime
-        transmits = TransmitQueue(capacity: configuration.transmitCapacity)
-        estimator = SendSideBandwidthEstimator(configuration: configuration.bandwidth)
-        senderReports = RTCPInterval(sessionBandwidth: max(configuration.sendBandwidth, 8_000), weSent: true, reducedMinimum: false)
-        receiverReports = RTCPInterval(sessionBandwidth: max(configuration.receiveBandwidth, 8_000), weSent: false)
-        feedback = TransportFeedbackGenerator(configuration: TransportFeedbackGenerator.Configuration(senderSSRC: configuration.rtcpSSRC))
-        events.reserveCapacity(64)
-        videoActions.reserveCapacity(16)
-        forwardingNACKs.reserveCapacity(256)
-        if let keying = configuration.outboundKeying { _ = try outboundKey(for: keying) }
-        if let keying = configuration.inboundKeying { _ = try inboundKey(for: keying) }
-        inboundKeying = configuration.inboundKeying
+        output = CoreOutput(transmitCapacity: configuration.transmitCapacity)
+        if let keying = configuration.outboundKeying { _ = try output.key(for: keying) }
+        send = SendPipeline(configuration: configuration, output: output)
+        receive = try ReceivePipeline(configuration: configuration, output: output)
     }
 
     /// Sets the key the peer protects with (a call learns it from signaling after the core
@@ -178,26 +157,14 @@ public final class MediaCore {
     /// - Throws: `MediaCoreError` when libsrtp refuses it.
     public func setInboundKeying(_ keying: SRTPKeyingMaterial) throws(MediaCoreError) {
         do {
-            _ = try inboundKey(for: keying)
+            try receive.setInboundKeying(keying)
         } catch {
             throw MediaCoreError(.srtp, "inbound key: \(error.message)")
         }
-        inboundKeying = keying
     }
 
-    // MARK: Keys
-
-    func outboundKey(for keying: SRTPKeyingMaterial) throws(SRTPError) -> Int {
-        if let index = outbound.firstIndex(where: { $0.keying == keying }) { return index }
-        outbound.append((keying, try SRTPContext(keying: keying, direction: .outbound)))
-        return outbound.count - 1
-    }
-
-    func inboundKey(for keying: SRTPKeyingMaterial) throws(SRTPError) -> Int {
-        if let index = inbound.firstIndex(where: { $0.keying == keying }) { return index }
-        inbound.append((keying, try SRTPContext(keying: keying, direction: .inbound, replayWindow: configuration.replayWindow)))
-        return inbound.count - 1
-    }
+    /// The path as the pipelines need it.
+    var selectedPath: SelectedPath { SelectedPath(address: paths.path, isPinned: paths.isPinned) }
 
     // MARK: Streams
 
@@ -206,87 +173,51 @@ public final class MediaCore {
     /// - Throws: `MediaCoreError` when the SSRC is already one of this side's streams, or
     ///   SRTP cannot start.
     public func addSendStream(_ stream: SendStreamConfiguration) throws(MediaCoreError) -> SendStreamID {
-        guard stream.ssrc != 0, !sendStreams.contains(where: { $0.configuration.ssrc == stream.ssrc }),
-              stream.ssrc != configuration.rtcpSSRC else {
-            throw MediaCoreError(.ssrcCollision, "send stream SSRC \(stream.ssrc) is already in use on this side")
-        }
         let key: Int?
         do {
-            key = try configuration.outboundKeying.map { (keying) throws(SRTPError) in try outboundKey(for: keying) }
+            key = try configuration.outboundKeying.map { (keying) throws(SRTPError) in try output.key(for: keying) }
         } catch {
             throw MediaCoreError(.srtp, "send stream \(stream.ssrc): \(error.message)")
         }
         let id = SendStreamID(value: nextStreamID)
+        try send.add(stream, id: id, key: key, random: &random)
         nextStreamID += 1
-        sendStreams.append(SendStreamState(id: id, configuration: stream, outboundKey: key, extensions: configuration.extensions,
-                                           midID: configuration.extensions.id(for: RTPExtensionMap.midURI), random: &random))
         return id
     }
 
     /// Removes a send stream: a BYE for its SSRC goes out (when it sent anything) and
     /// feedback about it is ignored from now on.
     public func removeSendStream(_ id: SendStreamID, now: Duration) {
-        guard let index = sendStreams.firstIndex(where: { $0.id == id }) else { return }
-        let stream = sendStreams.remove(at: index)
-        if stream.packetsSent > 0 { queueSenderReport(for: stream, now: now, goodbye: true) }
+        send.remove(id, now: now, path: path)
     }
 
     /// Adds a stream the peer sends.
     /// - Throws: `MediaCoreError` when its SSRC or MID is already taken by another receive
     ///   stream, or its key or jitter buffer cannot be set up.
     public func addReceiveStream(_ stream: ReceiveStreamConfiguration) throws(MediaCoreError) -> ReceiveStreamID {
-        if let ssrc = stream.ssrc, receiveBySSRC[ssrc] != nil {
-            throw MediaCoreError(.ssrcCollision, "receive stream SSRC \(ssrc) is already bound to another stream")
-        }
-        if let mid = stream.mid, receiveStreams.contains(where: { $0.configuration.mid == mid }) {
-            throw MediaCoreError(.ssrcCollision, "receive stream MID '\(mid)' is already used by another stream")
-        }
-        let inboundKey: Int?
-        let feedbackKey: Int?
-        do {
-            inboundKey = try (stream.keying ?? inboundKeying).map { (keying) throws(SRTPError) in try self.inboundKey(for: keying) }
-            feedbackKey = try (stream.keying ?? configuration.outboundKeying).map { (keying) throws(SRTPError) in try outboundKey(for: keying) }
-        } catch {
-            throw MediaCoreError(.srtp, "receive stream: \(error.message)")
-        }
         let id = ReceiveStreamID(value: nextStreamID)
-        let state: ReceiveStreamState
-        do {
-            state = try ReceiveStreamState(id: id, configuration: stream, inboundKey: inboundKey, feedbackKey: feedbackKey)
-        } catch {
-            throw MediaCoreError(.configuration, "receive stream: \(error.message)")
-        }
+        try receive.add(stream, id: id, feedbackKeying: configuration.outboundKeying)
         nextStreamID += 1
-        state.video?.roundTripTime = roundTripTime
-        receiveStreams.append(state)
-        if let ssrc = stream.ssrc { receiveBySSRC[ssrc] = state }
         return id
     }
 
     /// Removes a receive stream: its packets are counted as unknown from now on.
     public func removeReceiveStream(_ id: ReceiveStreamID) {
-        guard let index = receiveStreams.firstIndex(where: { $0.id == id }) else { return }
-        let stream = receiveStreams.remove(at: index)
-        if let ssrc = stream.ssrc, receiveBySSRC[ssrc] === stream { receiveBySSRC[ssrc] = nil }
-        let participant = stream.configuration.participant
-        if !receiveStreams.contains(where: { $0.configuration.participant == participant }) { lipSyncs[participant] = nil }
+        receive.remove(id)
     }
 
     /// The IDs of the streams, in the order they were added.
-    public var sendStreamIDs: [SendStreamID] { sendStreams.map(\.id) }
-    public var receiveStreamIDs: [ReceiveStreamID] { receiveStreams.map(\.id) }
-
-    func sendStream(_ id: SendStreamID) -> SendStreamState? { sendStreams.first { $0.id == id } }
-    func receiveStream(_ id: ReceiveStreamID) -> ReceiveStreamState? { receiveStreams.first { $0.id == id } }
+    public var sendStreamIDs: [SendStreamID] { send.streams.map(\.id) }
+    public var receiveStreamIDs: [ReceiveStreamID] { receive.streams.map(\.id) }
 
     /// The configuration a receive stream was added with.
-    public func configuration(of id: ReceiveStreamID) -> ReceiveStreamConfiguration? { receiveStream(id)?.configuration }
+    public func configuration(of id: ReceiveStreamID) -> ReceiveStreamConfiguration? { receive.stream(id)?.configuration }
 
     // MARK: Output
 
     /// The next datagram to send, or nil; its bytes stay valid until the next call into the core.
     public func pollTransmit() -> Transmit? {
-        guard var transmit = transmits.dequeue() else { return nil }
+        guard var transmit = output.transmits.dequeue() else { return nil }
         if paths.hasRelay { transmit = paths.relayed(transmit) }
         counters.datagramsSent += 1
         counters.bytesSent += transmit.bytes.count
@@ -294,38 +225,16 @@ public final class MediaCore {
     }
 
     /// The next event, or nil.
-    public func pollEvent() -> Event? {
-        guard eventHead < events.count else {
-            if eventHead > 0 {
-                events.removeAll(keepingCapacity: true)
-                eventHead = 0
-            }
-            return nil
-        }
-        defer { eventHead += 1 }
-        return events[eventHead]
-    }
-
-    func emit(_ event: Event) { events.append(event) }
+    public func pollEvent() -> Event? { output.nextEvent() }
 
     /// When `handleTimeout` (or `playAudio`) next has work, or nil when nothing is scheduled.
     public var nextTimeout: Duration? {
-        var next: Duration?
-        func consider(_ time: Duration?) {
-            guard let time else { return }
-            next = next.map { min($0, time) } ?? time
+        func earlier(_ first: Duration?, _ second: Duration?) -> Duration? {
+            guard let first else { return second }
+            guard let second else { return first }
+            return min(first, second)
         }
-        consider(nextSenderReport)
-        consider(nextReceiverReport)
-        consider(nextSynchronization)
-        consider(feedback.nextFeedbackTime)
-        consider(paths.nextDeadline)
-        for stream in receiveStreams {
-            consider(stream.nextPull)
-            consider(stream.video?.nextProcessTime())
-            consider(stream.nacks?.nextProcessTime(rtt: roundTripTime))
-        }
-        return next
+        return earlier(earlier(send.nextSenderReport, paths.nextDeadline), receive.nextTimeout)
     }
 
     /// Runs everything due at `now`: connectivity and consent checks, reports,
@@ -333,40 +242,19 @@ public final class MediaCore {
     /// (Audio playout is `playAudio`.)
     public func handleTimeout(now: Duration) {
         runPathChecks(now: now)
-        if let due = nextSenderReport, now >= due {
-            for stream in sendStreams where stream.packetsSent > 0 && !stream.isEnded {
-                queueSenderReport(for: stream, now: now, goodbye: false)
-            }
-            nextSenderReport = now + senderReports.nextInterval(using: &random)
-        }
-        if let due = nextReceiverReport, now >= due {
-            queueReceiverReports(now: now)
-            nextReceiverReport = now + receiverReports.nextInterval(using: &random)
-        }
-        if let due = nextSynchronization, now >= due {
-            synchronize()
-            nextSynchronization = due + .seconds(1)
-        }
-        queueTransportFeedback(now: now)
-        for stream in receiveStreams where stream.video?.nextProcessTime().map({ $0 <= now }) == true {
-            processVideo(stream, now: now)
-        }
-        for stream in receiveStreams where stream.nacks?.nextProcessTime(rtt: roundTripTime).map({ $0 <= now }) == true {
-            processForwardingLosses(stream, now: now)
-        }
+        send.handleTimeout(now: now, path: path, random: &random)
+        receive.handleTimeout(now: now, path: selectedPath, random: &random)
     }
 
     /// Ends every send stream: BYE for each that sent anything.
     public func close(now: Duration) {
-        for stream in sendStreams { close(only: stream.id, now: now) }
+        for stream in send.streams { close(only: stream.id, now: now) }
     }
 
     /// Ends one send stream (its source ended): a BYE for it, if it sent anything; its
     /// figures stay readable, nothing more is sent on it.
     public func close(only id: SendStreamID, now: Duration) {
-        guard let stream = sendStream(id), !stream.isEnded else { return }
-        stream.isEnded = true
-        if stream.packetsSent > 0 { queueSenderReport(for: stream, now: now, goodbye: true) }
+        send.close(id, now: now, path: path)
     }
 
     // MARK: Statistics
@@ -374,7 +262,20 @@ public final class MediaCore {
     /// The transport's counters.
     public var transportStatistics: TransportStatistics {
         var statistics = counters
-        statistics.transmitOverflows = transmits.overflows
+        statistics.transmitOverflows = output.transmits.overflows
+        statistics.rtcpSent = output.rtcpSent
+        let received = receive.counters
+        statistics.unknownStreamPackets += received.unknownStreamPackets
+        statistics.ssrcCollisions += received.ssrcCollisions
+        statistics.rtcpAuthenticationFailures += received.rtcpAuthenticationFailures
+        statistics.rtcpReplays += received.rtcpReplays
+        statistics.goodbyesReceived += received.goodbyesReceived
+        statistics.transportFeedbackSent += received.transportFeedbackSent
+        let sent = send.counters
+        statistics.packetsWithoutPath += sent.packetsWithoutPath
+        statistics.feedbackForUnknownStreams += sent.feedbackForUnknownStreams
+        statistics.transportFeedbackReceived += sent.transportFeedbackReceived
+        statistics.referenceTimesAnswered += sent.referenceTimesAnswered
         let path = paths.counters
         statistics.stunAnswered += path.stunAnswered
         statistics.stunRefused += path.stunRefused
@@ -385,84 +286,31 @@ public final class MediaCore {
     }
 
     /// The bandwidth estimator, for its figures.
-    public var bandwidthEstimator: SendSideBandwidthEstimator { estimator }
+    public var bandwidthEstimator: SendSideBandwidthEstimator { send.estimator }
 
     /// The latest estimate the encoders should follow, when it changed since the last call
     /// (and feedback has arrived: peers that send none get the configured rates).
-    public func takeBandwidthUpdate() -> BandwidthUpdate? {
-        guard followsEstimate, estimateUpdated else { return nil }
-        estimateUpdated = false
-        return BandwidthUpdate(targetBitrate: estimator.targetBitrate, opusExpectedLossPercent: estimator.opusExpectedLossPercent)
-    }
+    public func takeBandwidthUpdate() -> BandwidthUpdate? { send.takeBandwidthUpdate() }
 
     /// Sets the bounds of the bandwidth estimate (the sum of what the encoders may use).
     public func setBandwidthLimits(start: Int? = nil, minimum: Int, maximum: Int) {
-        if let start {
-            var settings = configuration.bandwidth
-            settings.startBitrate = start
-            settings.minimumBitrate = minimum
-            settings.maximumBitrate = maximum
-            estimator = SendSideBandwidthEstimator(configuration: settings)
-            estimator.setRoundTripTime(roundTripTime)
-        } else {
-            estimator.setBitrateLimits(minimum: minimum, maximum: maximum)
-        }
+        send.setBandwidthLimits(start: start, minimum: minimum, maximum: maximum)
     }
 
     /// A send stream's counters.
-    public func statistics(of id: SendStreamID) -> OutboundRTPStreamStatistics? {
-        guard let stream = sendStream(id) else { return nil }
-        var statistics = stream.statistics
-        if let responder = stream.responder {
-            statistics.pliCount = responder.statistics.pliReceived
-            statistics.firCount = responder.statistics.firReceived
-            statistics.keyframesForced = responder.statistics.keyframesForced
-            statistics.retransmittedPacketsSent = responder.history.statistics.packetsRetransmitted
-        }
-        return statistics
-    }
+    public func statistics(of id: SendStreamID) -> OutboundRTPStreamStatistics? { send.statistics(of: id) }
 
     /// A receive stream's counters.
-    public func statistics(of id: ReceiveStreamID) -> InboundRTPStreamStatistics? {
-        guard let stream = receiveStream(id) else { return nil }
-        var statistics = stream.statistics
-        statistics.packetsReceived = stream.reception.packetsReceived
-        statistics.bytesReceived = stream.reception.bytesReceived
-        statistics.packetsLost = stream.reception.packetsLost
-        statistics.jitter = stream.reception.jitter
-        if let video = stream.video {
-            statistics.packetsDiscarded = video.statistics.packetsDiscarded + video.statistics.latePackets
-                + video.statistics.duplicatePackets
-            statistics.malformedPackets += video.statistics.malformedPackets + video.statistics.oversizedPackets
-            statistics.packetsRecovered = video.statistics.packetsRecovered
-        }
-        if let jitter = stream.jitter {
-            let audio = jitter.statistics
-            statistics.packetsDiscarded = audio.packetsDiscarded
-            statistics.malformedPackets += audio.packetsMalformed
-            statistics.totalSamplesReceived = audio.totalSamplesReceived
-            statistics.concealedSamples = audio.concealedSamples
-            statistics.concealmentEvents = audio.concealmentEvents
-            statistics.insertedSamplesForDeceleration = audio.insertedSamplesForDeceleration
-            statistics.removedSamplesForAcceleration = audio.removedSamplesForAcceleration
-            statistics.fecRecoveredFrames = audio.fecRecoveredFrames
-            statistics.meanJitterBufferDelay = audio.meanPlayoutDelay
-            statistics.jitterBufferDelay = audio.jitterBufferDelay
-            statistics.jitterBufferEmittedCount = audio.jitterBufferEmittedCount
-            statistics.jitterBufferTargetDelay = jitter.targetDelay / .seconds(1)
-        }
-        if let level = stream.audioLevel { statistics.audioLevel = level.level.amplitude }
-        return statistics
-    }
+    public func statistics(of id: ReceiveStreamID) -> InboundRTPStreamStatistics? { receive.statistics(of: id) }
 
     /// A video receive stream's recovery state, for its detailed counters.
-    public func videoState(of id: ReceiveStreamID) -> VideoReceiveStream? { receiveStream(id)?.video }
+    public func videoState(of id: ReceiveStreamID) -> VideoReceiveStream? { receive.stream(id)?.video }
 
     /// An audio receive stream's jitter buffer, for its detailed figures.
-    public func jitterBuffer(of id: ReceiveStreamID) -> AudioJitterBuffer? { receiveStream(id)?.jitter }
+    public func jitterBuffer(of id: ReceiveStreamID) -> AudioJitterBuffer? { receive.stream(id)?.jitter }
 
     /// A video send stream's feedback responder, for its detailed counters.
-    public func feedbackResponder(of id: SendStreamID) -> VideoFeedbackResponder? { sendStream(id)?.responder }
+    public func feedbackResponder(of id: SendStreamID) -> VideoFeedbackResponder? { send.stream(id)?.responder }
 }
 
 /// A packet of a forwarding receive stream, authenticated and decrypted in place.
