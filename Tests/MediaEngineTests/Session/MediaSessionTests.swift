@@ -186,7 +186,9 @@ import TestSupport
             let (a, b, atA, _) = try connectedPair()
             #expect(await eventually { atA.audioCount >= 24_000 }, "A hears B")
             await b.stop()
-            await eventually { !atA.seen.withLock { $0.disconnected.isEmpty } }
+            let stopped = ContinuousClock.now
+            let told = await eventually { !atA.seen.withLock { $0.disconnected.isEmpty } }
+            #expect(told, "A was told nothing \(ContinuousClock.now - stopped) after B stopped (cancelled: \(Task.isCancelled))")
             await a.stop()
             #expect(atA.snapshot.disconnected.first?.contains("BYE") == true, "\(atA.snapshot.disconnected)")
         }
