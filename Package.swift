@@ -104,13 +104,15 @@ let package = Package(
         // STUN integrity (HMAC-SHA1/SHA-256, MD5 keys) and FINGERPRINT (CRC-32).
         systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: ["libssl-dev"]),
         systemLibrary("CZlib", pkgConfig: "zlib", apt: ["zlib1g-dev"]),
+        // DTLS-SRTP (libssl: the handshake through memory BIOs, the keying material export).
+        systemLibrary("CSSL", pkgConfig: "libssl", apt: ["libssl-dev"]),
 
         // recvmmsg/sendmmsg, which Swift's Glibc module does not declare.
         .target(name: "CBatchIO", cSettings: instrumentedC),
         .target(
             name: "MediaEngine",
             dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2", "CSndFile", "CYUV", "CTurboJPEG", "CSoxr", "CPNG", "CAVFormat",
-                           "CCrypto", "CZlib", "CBatchIO"],
+                           "CCrypto", "CSSL", "CZlib", "CBatchIO"],
             swiftSettings: [.swiftLanguageMode(.v6)] + instrumented,
             linkerSettings: instrumentedLink
         ),
