@@ -9,12 +9,10 @@ final class CoreOutput {
     private(set) var keys: [(keying: SRTPKeyingMaterial, context: SRTPContext)] = []
     /// RTCP compound packets queued.
     private(set) var rtcpSent = 0
-    private var events: [MediaCore.Event] = []
-    private var eventHead = 0
+    private var events = DrainQueue<MediaCore.Event>(capacity: 64)
 
     init(transmitCapacity: Int) {
         transmits = TransmitQueue(capacity: transmitCapacity)
-        events.reserveCapacity(64)
     }
 
     /// The index of the context that protects with `keying`, made on first use.
@@ -48,17 +46,7 @@ final class CoreOutput {
     func emit(_ event: MediaCore.Event) { events.append(event) }
 
     /// The next event, or nil.
-    func nextEvent() -> MediaCore.Event? {
-        guard eventHead < events.count else {
-            if eventHead > 0 {
-                events.removeAll(keepingCapacity: true)
-                eventHead = 0
-            }
-            return nil
-        }
-        defer { eventHead += 1 }
-        return events[eventHead]
-    }
+    func nextEvent() -> MediaCore.Event? { events.next() }
 }
 
 extension NTPTime {

@@ -141,4 +141,31 @@ public struct TransportStatistics: Sendable, Hashable {
     public var roundTripTime: Double?
 
     public init() {}
+
+    /// Adds another part's counts (the parts of a core count different things); the round
+    /// trip stays this one's.
+    mutating func add(_ other: TransportStatistics) {
+        unknownDatagrams += other.unknownDatagrams
+        foreignPathDatagrams += other.foreignPathDatagrams
+        unknownStreamPackets += other.unknownStreamPackets
+        ssrcCollisions += other.ssrcCollisions
+        rtcpAuthenticationFailures += other.rtcpAuthenticationFailures
+        rtcpReplays += other.rtcpReplays
+        malformedRTCP += other.malformedRTCP
+        rtcpReceived += other.rtcpReceived
+        rtcpSent += other.rtcpSent
+        feedbackForUnknownStreams += other.feedbackForUnknownStreams
+        goodbyesReceived += other.goodbyesReceived
+        stunAnswered += other.stunAnswered
+        stunRefused += other.stunRefused
+        consentRequestsSent += other.consentRequestsSent
+        consentAnswersReceived += other.consentAnswersReceived
+        transportFeedbackSent += other.transportFeedbackSent
+        transportFeedbackReceived += other.transportFeedbackReceived
+        referenceTimesAnswered += other.referenceTimesAnswered
+        datagramsSent += other.datagramsSent
+        bytesSent += other.bytesSent
+        transmitOverflows += other.transmitOverflows
+        packetsWithoutPath += other.packetsWithoutPath
+    }
 }

@@ -262,20 +262,10 @@ public final class MediaCore {
     /// The transport's counters.
     public var transportStatistics: TransportStatistics {
         var statistics = counters
+        statistics.add(receive.counters)
+        statistics.add(send.counters)
         statistics.transmitOverflows = output.transmits.overflows
         statistics.rtcpSent = output.rtcpSent
-        let received = receive.counters
-        statistics.unknownStreamPackets += received.unknownStreamPackets
-        statistics.ssrcCollisions += received.ssrcCollisions
-        statistics.rtcpAuthenticationFailures += received.rtcpAuthenticationFailures
-        statistics.rtcpReplays += received.rtcpReplays
-        statistics.goodbyesReceived += received.goodbyesReceived
-        statistics.transportFeedbackSent += received.transportFeedbackSent
-        let sent = send.counters
-        statistics.packetsWithoutPath += sent.packetsWithoutPath
-        statistics.feedbackForUnknownStreams += sent.feedbackForUnknownStreams
-        statistics.transportFeedbackReceived += sent.transportFeedbackReceived
-        statistics.referenceTimesAnswered += sent.referenceTimesAnswered
         let path = paths.counters
         statistics.stunAnswered += path.stunAnswered
         statistics.stunRefused += path.stunRefused

@@ -19,7 +19,7 @@ struct ReceivePipeline {
     let output: CoreOutput
     private(set) var streams: [ReceiveStreamState] = []
     /// Counters this side keeps (merged into the core's `TransportStatistics`).
-    var counters = TransportStatistics()
+    private(set) var counters = TransportStatistics()
     /// The key the peer protects with, for streams added without one of their own.
     private(set) var inboundKeying: SRTPKeyingMaterial?
     /// When an authenticated RTP packet last came.

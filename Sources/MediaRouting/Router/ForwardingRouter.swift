@@ -173,8 +173,7 @@ public final class ForwardingRouter {
     var transportByUfrag: [String: Transport.ID] = [:]
     var transportByAddress: [SocketAddress: Transport.ID] = [:]
     var bindings: BindingResponder
-    var reports: [Report] = []
-    var reportHead = 0
+    var reports = DrainQueue<Report>()
     var nextSpeakingCheck: Duration?
     var lastSpeaking: [UInt64: [String: Double]] = [:]
     var random: SeededRandom
@@ -457,15 +456,5 @@ public final class ForwardingRouter {
     }
 
     /// The next report, or nil.
-    public func pollReport() -> Report? {
-        guard reportHead < reports.count else {
-            if reportHead > 0 {
-                reports.removeAll(keepingCapacity: true)
-                reportHead = 0
-            }
-            return nil
-        }
-        defer { reportHead += 1 }
-        return reports[reportHead]
-    }
+    public func pollReport() -> Report? { reports.next() }
 }
