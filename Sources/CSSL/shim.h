@@ -25,4 +25,14 @@ static int CSSL_accept_any_certificate(int ok, X509_STORE_CTX *context) { (void)
 static inline void CSSL_verify_with_fingerprints(SSL *ssl) {
     SSL_set_verify(ssl, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, CSSL_accept_any_certificate);
 }
+// OpenSSL's retransmission timer (RFC 6347 4.2.4.1: an initial timeout, doubled up to 60 s)
+// with the initial timeout this SSL was given, in microseconds, kept in its app data.
+static unsigned int CSSL_DTLS_timer(SSL *ssl, unsigned int previous) {
+    if (previous == 0) return (unsigned int)(uintptr_t)SSL_get_app_data(ssl);
+    return previous >= 30000000u ? 60000000u : previous * 2;
+}
+static inline void CSSL_DTLS_set_initial_timeout(SSL *ssl, unsigned int microseconds) {
+    SSL_set_app_data(ssl, (void *)(uintptr_t)microseconds);
+    DTLS_set_timer_cb(ssl, CSSL_DTLS_timer);
+}
 #endif

@@ -33,6 +33,8 @@ public final class DTLSEndpoint {
         case new
         case connecting
         case connected(DTLSSRTPKeys)
+        /// The peer ended the association (close_notify).
+        case closed
         case failed(DTLSError)
     }
 
@@ -71,8 +73,10 @@ public final class DTLSEndpoint {
     ///   - remoteFingerprints: Every `a=fingerprint` the peer sent: its certificate must
     ///     match one of them.
     /// - Throws: `DTLSError.setup` when OpenSSL refuses a setting.
+    ///   - initialRetransmission: How long a flight waits for its answer before it is sent
+    ///     again (doubling each time, RFC 6347 4.2.4.1).
     public init(role: DTLSRole, certificate: DTLSCertificate, remoteFingerprints: [DTLSFingerprint],
-                handshakeTimeout: Duration = .seconds(10)) throws(DTLSError) {
+                handshakeTimeout: Duration = .seconds(10), initialRetransmission: Duration = .seconds(1)) throws(DTLSError) {
         self.role = role
         self.certificate = certificate
         self.remoteFingerprints = remoteFingerprints
@@ -103,6 +107,7 @@ public final class DTLSEndpoint {
         _ = CSSL_set_mtu(ssl, Self.maximumDatagramSize - 28)
         _ = CSSL_DTLS_set_link_mtu(ssl, Self.maximumDatagramSize)
         CSSL_verify_with_fingerprints(ssl)
+        CSSL_DTLS_set_initial_timeout(ssl, UInt32(clamping: Int64(initialRetransmission / .microseconds(1))))
         if role == .client { SSL_set_connect_state(ssl) } else { SSL_set_accept_state(ssl) }
     }
 
@@ -128,9 +133,26 @@ public final class DTLSEndpoint {
             return
         }
         if case .new = state { start(now: now) }
-        guard case .connecting = state else { return }
-        _ = BIO_write(input, base, Int32(datagram.count))
-        advance(now: now)
+        switch state {
+        case .connecting:
+            _ = BIO_write(input, base, Int32(datagram.count))
+            advance(now: now)
+        case .connected:
+            // The peer may not have seen this side's last flight: OpenSSL answers its
+            // retransmission while reading. Application data has no taker here.
+            _ = BIO_write(input, base, Int32(datagram.count))
+            var scratch = [UInt8](repeating: 0, count: 2_048)
+            while true {
+                let read = SSL_read(ssl, &scratch, Int32(scratch.count))
+                if read > 0 { continue }
+                if SSL_get_error(ssl, read) == SSL_ERROR_ZERO_RETURN { state = .closed }
+                ERR_clear_error()
+                break
+            }
+            collectOutput()
+        case .new, .closed, .failed:
+            break
+        }
     }
 
     /// Whether `datagram` is one or more whole DTLS records: content type 20...25, version

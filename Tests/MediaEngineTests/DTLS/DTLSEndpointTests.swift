@@ -1,4 +1,5 @@
 import Testing
+import TestSupport
 @testable import MediaEngine
 
 /// Two DTLS endpoints wired back to back on a manual clock: each datagram one sends is
@@ -29,7 +30,7 @@ private struct Wire {
 
     func settled(_ endpoint: DTLSEndpoint) -> Bool {
         switch endpoint.state {
-        case .connected, .failed: true
+        case .connected, .closed, .failed: true
         case .new, .connecting: false
         }
     }
@@ -82,6 +83,34 @@ private struct Wire {
         var wire = Wire(client: client, server: server)
         wire.run()
         #expect(client.keys != nil && server.keys != nil, "client \(client.state), server \(server.state)")
+    }
+
+    /// The server's last flight is lost: the client sends its own again on OpenSSL's timer,
+    /// and the server, connected already, answers it. (That timer counts real time, so the
+    /// loop runs in real time, the manual clock kept in step.)
+    @Test func aLostFinalFlightIsSentAgainAndTheHandshakeCompletes() throws {
+        let (clientCertificate, serverCertificate) = (try DTLSCertificate(), try DTLSCertificate())
+        let client = try DTLSEndpoint(role: .client, certificate: clientCertificate, remoteFingerprints: [serverCertificate.fingerprint],
+                                      initialRetransmission: .milliseconds(20))
+        let server = try DTLSEndpoint(role: .server, certificate: serverCertificate, remoteFingerprints: [clientCertificate.fingerprint],
+                                      initialRetransmission: .milliseconds(20))
+        var now = Duration.seconds(1)
+        var droppedFinalFlight = false
+        client.start(now: now)
+        let connected = eventuallyBlocking(timeout: .seconds(5), every: .milliseconds(5)) {
+            now += .milliseconds(5)
+            while let datagram = client.pollTransmit() { datagram.withUnsafeBytes { server.handle($0, now: now) } }
+            if server.keys != nil && !droppedFinalFlight {
+                while server.pollTransmit() != nil {}
+                droppedFinalFlight = true
+            }
+            while let datagram = server.pollTransmit() { datagram.withUnsafeBytes { client.handle($0, now: now) } }
+            client.handleTimeout(now: now)
+            server.handleTimeout(now: now)
+            return client.keys != nil
+        }
+        #expect(connected && droppedFinalFlight, "client \(client.state), server \(server.state)")
+        #expect(client.keys?.local == server.keys?.remote && client.keys?.remote == server.keys?.local)
     }
 
     @Test func aHandshakeThatNeverFinishesFailsAtItsDeadline() throws {
