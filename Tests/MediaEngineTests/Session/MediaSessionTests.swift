@@ -184,7 +184,12 @@ import TestSupport
     @Test func aPeerThatHangsUpEndsItsMediaWithBYE() async throws {
         try await Heavy.run {
             let (a, b, atA, _) = try connectedPair()
-            #expect(await eventually { atA.audioCount >= 24_000 }, "A hears B")
+            // Each condition is bound before its #expect: this Swift (6.3.1) gives a closure
+            // written inside a macro's argument and a later closure of the same enclosing
+            // closure one mangled name, and the later one then runs the first's body (here
+            // `told` polled the audio count and was true at once). tools/check-closures finds it.
+            let heard = await eventually { atA.audioCount >= 24_000 }
+            #expect(heard, "A hears B")
             await b.stop()
             let stopped = ContinuousClock.now
             let told = await eventually { !atA.seen.withLock { $0.disconnected.isEmpty } }
