@@ -135,8 +135,17 @@ public struct TransportStatistics: Sendable, Hashable {
     public var datagramsSent = 0
     public var bytesSent = 0
     public var transmitOverflows = 0
-    /// Media the core could not send yet: no path selected.
+    /// Media the core could not send yet: no path selected, or its DTLS handshake has not
+    /// agreed keys.
     public var packetsWithoutPath = 0
+    /// DTLS datagrams handed to the handshake, and those that were not whole DTLS records
+    /// (garbage, truncated): counted and dropped.
+    public var dtlsDatagramsReceived = 0
+    public var dtlsMalformed = 0
+    /// DTLS from an address other than the selected path (or before there is one): dropped.
+    public var dtlsFromStrangers = 0
+    /// RTP and RTCP that came while DTLS had not agreed keys yet: dropped unread.
+    public var mediaBeforeKeys = 0
     /// The round trip this side measured last (RR LSR/DLSR or XR DLRR), seconds.
     public var roundTripTime: Double?
 
@@ -167,5 +176,9 @@ public struct TransportStatistics: Sendable, Hashable {
         bytesSent += other.bytesSent
         transmitOverflows += other.transmitOverflows
         packetsWithoutPath += other.packetsWithoutPath
+        dtlsDatagramsReceived += other.dtlsDatagramsReceived
+        dtlsMalformed += other.dtlsMalformed
+        dtlsFromStrangers += other.dtlsFromStrangers
+        mediaBeforeKeys += other.mediaBeforeKeys
     }
 }

@@ -114,7 +114,8 @@ final class SendStreamState {
 
     let id: SendStreamID
     let configuration: SendStreamConfiguration
-    let outboundKey: Int?
+    /// Set once when DTLS agrees the keys after the stream was added.
+    var outboundKey: Int?
     let timestampOffset: UInt32
     var sequenceNumber: UInt16
     var header: RTPHeader
@@ -201,8 +202,9 @@ final class SendStreamState {
 final class ReceiveStreamState {
     let id: ReceiveStreamID
     let configuration: ReceiveStreamConfiguration
-    let inboundKey: Int?
-    let feedbackKey: Int?
+    /// Set once when DTLS agrees the keys after the stream was added.
+    var inboundKey: Int?
+    var feedbackKey: Int?
     /// The SSRC bound to the stream (configured, bound by MID, or the latest seen).
     var ssrc: UInt32?
     var statistics: InboundRTPStreamStatistics

@@ -48,10 +48,55 @@ extension MediaCore {
     ///   - controlling: This side's ICE role in those checks (the two sides differ).
     public func selectPath(_ remote: SocketAddress, pinned: Bool, remoteICE: ICECredentials? = nil, controlling: Bool = true, now: Duration) {
         paths.select(remote, pinned: pinned, remoteICE: remoteICE, controlling: controlling, now: now, random: &random)
+        carryOutPathActions()
     }
 
     /// The consent state on the selected path, when checks run.
     public var consentState: ConsentFreshness? { paths.consent }
+
+    // MARK: DTLS-SRTP
+
+    /// Keys this transport's media with a DTLS-SRTP handshake on the selected path
+    /// (RFC 5763/5764) instead of keys given up front (the configuration's SDES keys are
+    /// not used): `role` per the SDP's `a=setup`, the peer's certificate checked against
+    /// every fingerprint its SDP sent, AES-GCM preferred. As the client, the handshake starts
+    /// once a path is selected; as the server, it answers the peer's ClientHello from the
+    /// path. No RTP or RTCP is sent or read until the keys are agreed (`dtlsConnected`); a
+    /// handshake that fails or does not finish in `handshakeTimeout` is `dtlsFailed`. Call
+    /// once, before the path is selected.
+    /// - Throws: `DTLSError` when OpenSSL refuses the certificate or a setting.
+    public func useDTLS(role: DTLSRole, certificate: DTLSCertificate, remoteFingerprints: [DTLSFingerprint],
+                        handshakeTimeout: Duration = .seconds(10), initialRetransmission: Duration = .seconds(1),
+                        now: Duration) throws(DTLSError) {
+        let endpoint = try DTLSEndpoint(role: role, certificate: certificate, remoteFingerprints: remoteFingerprints,
+                                        handshakeTimeout: handshakeTimeout, initialRetransmission: initialRetransmission)
+        paths.useDTLS(endpoint, now: now)
+        carryOutPathActions()
+    }
+
+    /// The DTLS association's state, when media is keyed by one.
+    public var dtlsState: DTLSEndpoint.State? { paths.dtls?.state }
+
+    /// A DTLS datagram, for the path controller's handshake.
+    func handleDTLS(_ bytes: UnsafeRawBufferPointer, from source: SocketAddress, socket: Int, now: Duration) {
+        paths.handleDTLS(bytes, from: source, socket: socket, now: now)
+        carryOutPathActions()
+    }
+
+    /// The handshake agreed keys: every stream, those there are and those to come, is
+    /// protected with them from now on.
+    private func install(_ keys: DTLSSRTPKeys) {
+        do {
+            let local = try output.key(for: keys.local)
+            try receive.useKeys(inbound: keys.remote, feedback: local)
+            send.useKey(local)
+            dtlsLocalKeying = keys.local
+            paths.keysInstalled()
+            output.emit(.dtlsConnected(keys.profile))
+        } catch {
+            output.emit(.dtlsFailed(DTLSError(.handshake, "SRTP refused the keys DTLS agreed: \(error.message)")))
+        }
+    }
 
     /// Sends the gathering, connectivity and consent requests that are due.
     func runPathChecks(now: Duration) {
@@ -87,6 +132,10 @@ extension MediaCore {
     }
 
     private func carryOutPathActions() {
+        // Keys are installed after the drain: installing tells the path controller, which
+        // is busy draining until then.
+        var agreed: DTLSSRTPKeys?
+        defer { if let agreed { install(agreed) } }
         paths.drainActions { action in
             switch action {
             case .transmit(let bytes, let destination, let socket):
@@ -96,6 +145,10 @@ extension MediaCore {
                 output.emit(first ? .connected(pair: pair, roundTripTime: rtt ?? roundTripTime) : .pathChanged(pair))
             case .event(let event):
                 output.emit(event)
+            case .dtls(let bytes, let destination, let socket):
+                bytes.withUnsafeBytes { _ = output.transmits.enqueue(copying: $0, to: destination, socket: socket, kind: .dtls) }
+            case .keysAgreed(let keys):
+                agreed = keys
             }
         }
     }

@@ -25,7 +25,7 @@ extension MediaCore {
             default:
                 break
             }
-            if let rtt = send.handle(packet, now: now, path: path) { updateRoundTripTime(rtt) }
+            if let rtt = send.handle(packet, now: now, path: mediaPath) { updateRoundTripTime(rtt) }
         }
     }
 

@@ -13,18 +13,29 @@ extension MediaCore {
         switch DatagramKind(bytes) {
         case .stun:
             handleSTUN(bytes, from: source, socket: socket, now: now)
+        case .dtls:
+            handleDTLS(bytes, from: source, socket: socket, now: now)
         case .rtp:
-            guard acceptsPath(source) else { return nil }
+            guard acceptsPath(source), keysAgreed() else { return nil }
             return receive.handleRTP(datagram, from: source, socket: socket, now: now, path: selectedPath, random: &random) { ssrc in
                 send.owns(ssrc: ssrc)
             }
         case .rtcp:
-            guard acceptsPath(source) else { return nil }
+            guard acceptsPath(source), keysAgreed() else { return nil }
             handleRTCP(datagram, from: source, socket: socket, now: now)
         default:
             counters.unknownDatagrams += 1
         }
         return nil
+    }
+
+    /// Whether media can be read: not while DTLS has not agreed keys (what comes then is
+    /// counted and dropped, so nothing unauthenticated is taken for the peer's).
+    @inline(__always)
+    private func keysAgreed() -> Bool {
+        guard paths.awaitsKeys else { return true }
+        counters.mediaBeforeKeys += 1
+        return false
     }
 
     /// Whether media from `source` is taken (`PathController.accepts`); what is not is counted.

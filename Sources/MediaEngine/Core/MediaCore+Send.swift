@@ -14,7 +14,7 @@ extension MediaCore {
     public func sendAudio(_ id: SendStreamID, payload: UnsafeRawBufferPointer, mediaTimestamp: UInt32, marker: Bool = false,
                           audioLevel: AudioLevel? = nil, captureTime: Duration? = nil, now: Duration) -> Bool {
         send.sendAudio(id, payload: payload, mediaTimestamp: mediaTimestamp, marker: marker, audioLevel: audioLevel,
-                       captureTime: captureTime, now: now, path: path, random: &random)
+                       captureTime: captureTime, now: now, path: mediaPath, random: &random)
     }
 
     /// Sends one encoded VP8 frame, split into RTP packets (RFC 7741) that all go into the
@@ -32,7 +32,7 @@ extension MediaCore {
     public func sendVideo(_ id: SendStreamID, frame: UnsafeRawBufferPointer, mediaTimestamp: UInt32, isKeyframe: Bool,
                           temporalLayer: (id: UInt8, sync: Bool)? = nil, captureTime: Duration? = nil, now: Duration) -> Bool {
         send.sendVideo(id, frame: frame, mediaTimestamp: mediaTimestamp, isKeyframe: isKeyframe, temporalLayer: temporalLayer,
-                       captureTime: captureTime, now: now, path: path, random: &random)
+                       captureTime: captureTime, now: now, path: mediaPath, random: &random)
     }
 
     /// Relays one packet on a forwarded send stream: the packet (another core's
@@ -49,7 +49,7 @@ extension MediaCore {
     @discardableResult
     public func forward(_ id: SendStreamID, packet: RTPPacketView, sequenceNumber: UInt16? = nil, isKeyframe: Bool = false,
                         now: Duration, rewritePayload: (UnsafeMutableRawBufferPointer) -> Void = { _ in }) -> Bool {
-        send.forward(id, packet: packet, sequenceNumber: sequenceNumber, isKeyframe: isKeyframe, now: now, path: path,
+        send.forward(id, packet: packet, sequenceNumber: sequenceNumber, isKeyframe: isKeyframe, now: now, path: mediaPath,
                      random: &random, rewritePayload: rewritePayload)
     }
 

@@ -81,6 +81,13 @@ public final class MediaCore {
         case goodbye(ReceiveStreamID)
         /// A stream announced without an SSRC was bound to one by its MID.
         case streamBound(ReceiveStreamID, ssrc: UInt32)
+        /// The DTLS handshake agreed keys with this profile: media flows from now on.
+        case dtlsConnected(SRTPProfile)
+        /// The DTLS handshake failed (a certificate matching no fingerprint, no common
+        /// profile, no answer within its deadline): no media flows on this transport.
+        case dtlsFailed(DTLSError)
+        /// The peer closed the DTLS association (close_notify): it has left.
+        case dtlsClosed
     }
 
     /// The bandwidth estimate to follow, once feedback changed it.
@@ -116,6 +123,8 @@ public final class MediaCore {
     }
     /// When authenticated RTCP or a signed check last came.
     var lastAuthenticatedControl: Duration?
+    /// This side's key once DTLS agreed it: streams added later protect with it.
+    var dtlsLocalKeying: SRTPKeyingMaterial?
     /// The core's own counters (what the pipelines and the path count is merged in
     /// `transportStatistics`).
     var counters = TransportStatistics()
@@ -163,8 +172,12 @@ public final class MediaCore {
         }
     }
 
+    /// Where media goes: the path, once there is one and (with DTLS) its keys are agreed.
+    /// Until then media is not sent (`packetsWithoutPath`), so nothing leaves unprotected.
+    var mediaPath: SocketAddress? { paths.awaitsKeys ? nil : paths.path }
+
     /// The path as the pipelines need it.
-    var selectedPath: SelectedPath { SelectedPath(address: paths.path, isPinned: paths.isPinned) }
+    var selectedPath: SelectedPath { SelectedPath(address: mediaPath, isPinned: paths.isPinned) }
 
     // MARK: Streams
 
@@ -175,7 +188,7 @@ public final class MediaCore {
     public func addSendStream(_ stream: SendStreamConfiguration) throws(MediaCoreError) -> SendStreamID {
         let key: Int?
         do {
-            key = try configuration.outboundKeying.map { (keying) throws(SRTPError) in try output.key(for: keying) }
+            key = try (dtlsLocalKeying ?? configuration.outboundKeying).map { (keying) throws(SRTPError) in try output.key(for: keying) }
         } catch {
             throw MediaCoreError(.srtp, "send stream \(stream.ssrc): \(error.message)")
         }
@@ -188,7 +201,7 @@ public final class MediaCore {
     /// Removes a send stream: a BYE for its SSRC goes out (when it sent anything) and
     /// feedback about it is ignored from now on.
     public func removeSendStream(_ id: SendStreamID, now: Duration) {
-        send.remove(id, now: now, path: path)
+        send.remove(id, now: now, path: mediaPath)
     }
 
     /// Adds a stream the peer sends.
@@ -196,7 +209,7 @@ public final class MediaCore {
     ///   stream, or its key or jitter buffer cannot be set up.
     public func addReceiveStream(_ stream: ReceiveStreamConfiguration) throws(MediaCoreError) -> ReceiveStreamID {
         let id = ReceiveStreamID(value: nextStreamID)
-        try receive.add(stream, id: id, feedbackKeying: configuration.outboundKeying)
+        try receive.add(stream, id: id, feedbackKeying: dtlsLocalKeying ?? configuration.outboundKeying)
         nextStreamID += 1
         return id
     }
@@ -242,7 +255,7 @@ public final class MediaCore {
     /// (Audio playout is `playAudio`.)
     public func handleTimeout(now: Duration) {
         runPathChecks(now: now)
-        send.handleTimeout(now: now, path: path, random: &random)
+        send.handleTimeout(now: now, path: mediaPath, random: &random)
         receive.handleTimeout(now: now, path: selectedPath, random: &random)
     }
 
@@ -254,7 +267,7 @@ public final class MediaCore {
     /// Ends one send stream (its source ended): a BYE for it, if it sent anything; its
     /// figures stay readable, nothing more is sent on it.
     public func close(only id: SendStreamID, now: Duration) {
-        send.close(id, now: now, path: path)
+        send.close(id, now: now, path: mediaPath)
     }
 
     // MARK: Statistics
@@ -272,6 +285,11 @@ public final class MediaCore {
         statistics.unknownDatagrams += path.unknownDatagrams
         statistics.consentRequestsSent += path.consentRequestsSent
         statistics.consentAnswersReceived += path.consentAnswersReceived
+        statistics.dtlsFromStrangers += path.dtlsFromStrangers
+        if let dtls = paths.dtls {
+            statistics.dtlsDatagramsReceived += dtls.statistics.datagramsReceived
+            statistics.dtlsMalformed += dtls.statistics.malformedDatagrams
+        }
         return statistics
     }
 

@@ -1,10 +1,12 @@
 /// The path to the peer, sans-I/O: ICE as a full agent (RFC 8445) or lite (a server's end
 /// of a leg: a check signed for `localICE` selects and pins its source), server-reflexive
 /// gathering, the TURN relay candidate, and consent freshness on the selected pair
-/// (RFC 7675). DTLS joins it next.
+/// (RFC 7675), and the DTLS-SRTP handshake on the selected path (RFC 5763/5764) when media is
+/// keyed that way.
 ///
-/// It never sees media. It takes STUN and the relay's datagrams and the time, and says what
-/// to do as `Action`s (datagrams to send, a selected or changed pair, events), which its
+/// It never sees media. It takes STUN, DTLS and the relay's datagrams and the time, and says
+/// what to do as `Action`s (datagrams to send, a selected or changed pair, agreed keys,
+/// events), which its
 /// owner drains after every call. `MediaCore` carries them out; tests drive it alone on a
 /// manual clock. Random choices (check pacing, consent jitter) come from the caller's
 /// generator, so a seeded core draws the same numbers as before it had a path controller.
@@ -19,6 +21,10 @@ struct PathController {
         case selected(ICECandidatePair, roundTripTime: Duration?, first: Bool)
         /// What the owner reports as it is (candidates, gathering, failures, consent).
         case event(MediaCore.Event)
+        /// A DTLS handshake datagram for the peer, from `socket`.
+        case dtls([UInt8], to: SocketAddress, socket: Int)
+        /// The DTLS handshake agreed these SRTP keys: media may flow.
+        case keysAgreed(DTLSSRTPKeys)
     }
 
     /// What it answered, refused and checked.
@@ -29,6 +35,8 @@ struct PathController {
         var unknownDatagrams = 0
         var consentRequestsSent = 0
         var consentAnswersReceived = 0
+        /// DTLS from an address other than the path (or before one was selected).
+        var dtlsFromStrangers = 0
     }
 
     /// What became of a datagram from the TURN server's address.
@@ -68,6 +76,15 @@ struct PathController {
     /// Addresses the peer sent signed connectivity checks from.
     private var checkedSources: [SocketAddress] = []
     private var actions: [Action] = []
+    /// The DTLS-SRTP handshake, when media is keyed by one.
+    private(set) var dtls: DTLSEndpoint?
+    /// Where the handshake's datagrams go: the path, or where the peer's last DTLS came from.
+    private var dtlsPeer: (address: SocketAddress, socket: Int)?
+    private var keysReported = false
+    /// The association failed or the peer closed it (reported once).
+    private var dtlsEnded = false
+    /// Media waits for keys: DTLS keys it and has not agreed them (yet, or ever).
+    private(set) var awaitsKeys = false
 
     init(consent: ConsentFreshness.Configuration, learnsFromChecks: Bool, seed: UInt64) {
         consentConfiguration = consent
@@ -94,6 +111,7 @@ struct PathController {
         consider(gathering?.nextDeadline)
         consider(relay?.client.nextDeadline)
         consider(consent?.nextTime)
+        consider(dtls?.nextTimeout)
         return next
     }
 
@@ -151,6 +169,7 @@ struct PathController {
                          random: inout SeededRandom) {
         path = remote
         isPinned = pinned
+        startDTLSIfClient(now: now)
         guard let remoteICE, let localICE else { return }
         if ice == nil {
             ice = ICEAgent(local: localICE, remote: remoteICE, configuration: ICEChecklist.Configuration(controlling: controlling), now: now,
@@ -186,6 +205,72 @@ struct PathController {
             }
             if state.isExpired && !wasExpired { actions.append(.event(.consentExpired)) }
             consent = state
+        }
+        if let dtls, let deadline = dtls.nextTimeout, now >= deadline {
+            dtls.handleTimeout(now: now)
+            drainDTLS()
+        }
+    }
+
+    // MARK: DTLS
+
+    /// Keys media with `endpoint`'s handshake on the selected path: as the client it starts
+    /// once a path is selected, as the server it answers the first ClientHello from the path.
+    /// Until it agrees keys, media waits (`awaitsKeys`).
+    mutating func useDTLS(_ endpoint: DTLSEndpoint, now: Duration) {
+        dtls = endpoint
+        awaitsKeys = true
+        startDTLSIfClient(now: now)
+    }
+
+    /// The owner protects media with the agreed keys now: it may flow.
+    mutating func keysInstalled() { awaitsKeys = false }
+
+    /// A DTLS datagram (RFC 7983: first byte 20...63). Only the path (or an address the peer
+    /// proved with a check) may speak DTLS; anything else is counted and dropped.
+    mutating func handleDTLS(_ bytes: UnsafeRawBufferPointer, from source: SocketAddress, socket: Int, now: Duration) {
+        guard let dtls else {
+            counters.unknownDatagrams += 1
+            return
+        }
+        guard path != nil, source == path || checkedSources.contains(source) else {
+            counters.dtlsFromStrangers += 1
+            return
+        }
+        dtlsPeer = (source, socket)
+        dtls.handle(bytes, now: now)
+        drainDTLS()
+    }
+
+    /// The client's first flight, once there is a path to send it on.
+    private mutating func startDTLSIfClient(now: Duration) {
+        guard let dtls, dtls.role == .client, case .new = dtls.state, let path else { return }
+        dtlsPeer = dtlsPeer ?? (path, 0)
+        dtls.start(now: now)
+        drainDTLS()
+    }
+
+    /// Sends what the handshake wrote; reports the keys, then a failure or the peer's close,
+    /// once each.
+    private mutating func drainDTLS() {
+        guard let dtls else { return }
+        while let datagram = dtls.pollTransmit() {
+            guard let peer = dtlsPeer ?? path.map({ ($0, 0) }) else { continue }
+            actions.append(.dtls(datagram, to: peer.address, socket: peer.socket))
+        }
+        switch dtls.state {
+        case .connected(let keys) where !keysReported:
+            keysReported = true
+            actions.append(.keysAgreed(keys))
+        case .failed(let error) where !dtlsEnded:
+            dtlsEnded = true
+            actions.append(.event(.dtlsFailed(error)))
+        case .closed where !dtlsEnded:
+            dtlsEnded = true
+            actions.append(.event(awaitsKeys ? .dtlsFailed(DTLSError(.handshake, "the peer closed the DTLS association before it agreed keys"))
+                                             : .dtlsClosed))
+        default:
+            break
         }
     }
 
@@ -293,6 +378,7 @@ struct PathController {
                 isPinned = true
                 if first { consent = ConsentFreshness(configuration: consentConfiguration, now: now, random: &random) }
                 actions.append(.selected(pair, roundTripTime: ice?.selectedRoundTripTime, first: first))
+                startDTLSIfClient(now: now)
             case .failed(let why):
                 if consent == nil { actions.append(.event(.connectFailed(why))) }
             }
@@ -311,6 +397,7 @@ struct PathController {
         counters.stunAnswered += 1
         path = source
         isPinned = true
+        startDTLSIfClient(now: now)
     }
 
     /// The peer checks from `source`: its media may come from there too (a NAT or relay

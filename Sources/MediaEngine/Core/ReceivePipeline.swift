@@ -42,7 +42,7 @@ struct ReceivePipeline {
     /// Scratch for trying one SRTCP packet against several keys.
     private var rtcpScratch = [UInt8](repeating: 0, count: TransmitQueue.slotSize)
     /// Where transport-wide feedback goes when no stream's source names a key (this side's own).
-    private let defaultFeedbackKey: Int?
+    private var defaultFeedbackKey: Int?
     private let extensions: RTPExtensionMap
     private let rtcpSSRC: UInt32
     private let ntpEpoch: UInt64
@@ -77,6 +77,19 @@ struct ReceivePipeline {
     mutating func setInboundKeying(_ keying: SRTPKeyingMaterial) throws(SRTPError) {
         _ = try key(for: keying)
         inboundKeying = keying
+    }
+
+    /// The keys a DTLS handshake agreed, for the streams there are and those to come: the
+    /// peer protects with `inbound`, this side's feedback with `feedback` (an index into the
+    /// output's keys). Streams that brought keys of their own keep them.
+    mutating func useKeys(inbound: SRTPKeyingMaterial, feedback: Int) throws(SRTPError) {
+        let index = try key(for: inbound)
+        inboundKeying = inbound
+        defaultFeedbackKey = feedback
+        for stream in streams where stream.configuration.keying == nil {
+            stream.inboundKey = index
+            stream.feedbackKey = feedback
+        }
     }
 
     // MARK: Streams

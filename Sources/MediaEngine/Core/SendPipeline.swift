@@ -68,6 +68,12 @@ struct SendPipeline {
     /// Whether some stream sends plain RTP (an SDP session without keys).
     var hasPlainStream: Bool { streams.contains { $0.outboundKey == nil } }
 
+    /// Protects every stream with `key` from now on: the keys a DTLS handshake agreed after
+    /// the streams were added (nothing went out before, the core had no path for media).
+    mutating func useKey(_ key: Int) {
+        for stream in streams { stream.outboundKey = key }
+    }
+
     /// Ends one stream (its source ended): a BYE for it, if it sent anything; its figures
     /// stay readable, nothing more is sent on it.
     mutating func close(_ id: SendStreamID, now: Duration, path: SocketAddress?) {

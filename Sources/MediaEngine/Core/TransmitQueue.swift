@@ -16,6 +16,8 @@ public struct Transmit {
         case rtcp
         /// A STUN request or answer (connectivity and consent checks).
         case stun
+        /// A DTLS handshake datagram (RFC 5764).
+        case dtls
     }
 
     public var bytes: UnsafeRawBufferPointer

@@ -25,6 +25,9 @@ struct CoreCallHarness {
         var goodbyes: [ReceiveStreamID] = []
         var consentExpired = false
         var connected: SocketAddress?
+        /// DTLS: the profile agreed and when, or why the handshake failed.
+        var dtlsConnected: (profile: SRTPProfile, at: Duration)?
+        var dtlsFailure: DTLSError?
         var audioIndex = 0
         var videoIndex = 0
 
@@ -82,6 +85,8 @@ struct CoreCallHarness {
                 case .goodbye(let id): goodbyes.append(id)
                 case .consentExpired: consentExpired = true
                 case .connected(let pair, _): connected = pair.remote.address
+                case .dtlsConnected(let profile): dtlsConnected = (profile, now)
+                case .dtlsFailed(let error): dtlsFailure = error
                 default: break
                 }
             }
@@ -108,9 +113,22 @@ struct CoreCallHarness {
     static let aliceICE = ICECredentials(ufrag: "alice", password: "alice-password-0123456789")
     static let bobICE = ICECredentials(ufrag: "bobby", password: "bobby-password-0123456789")
 
-    /// Two cores keyed as a call keys them (each protects with its own key, reads the
-    /// other's), each receiving the other's streams by SSRC.
-    init(video: Bool = true, link settings: ImpairmentSettings = ImpairmentSettings(), pinned: Bool = true) throws {
+    /// How the two sides key their media.
+    enum Keying {
+        /// Keys given up front (SDES): each protects with its own, reads the other's.
+        case sdes
+        /// A DTLS-SRTP handshake on the path: alice is the client (`a=setup:active`). Each
+        /// side checks the other's certificate against the fingerprints given here (nil:
+        /// the right one).
+        case dtls(aliceExpects: [DTLSFingerprint]? = nil, bobExpects: [DTLSFingerprint]? = nil, timeout: Duration = .seconds(10))
+    }
+
+    static let aliceCertificate = try! DTLSCertificate(commonName: "alice")
+    static let bobCertificate = try! DTLSCertificate(commonName: "bob")
+
+    /// Two cores keyed as a call keys them, each receiving the other's streams by SSRC.
+    init(video: Bool = true, link settings: ImpairmentSettings = ImpairmentSettings(), pinned: Bool = true,
+         keying: Keying = .sdes) throws {
         var settings = settings
         if settings.delay == .zero { settings.delay = .milliseconds(20) }
         var a = MediaCore.Configuration()
@@ -125,6 +143,9 @@ struct CoreCallHarness {
         b.rtcpSSRC = 0x2000
         b.seed = 2
         b.ntpEpoch = NTPTime.from(seconds: 1_700_000_100, nanoseconds: 0)
+        if case .dtls = keying {
+            (a.outboundKeying, a.inboundKeying, b.outboundKeying, b.inboundKeying) = (nil, nil, nil, nil)
+        }
         var back = settings
         back.seed = settings.seed &+ 1
         link = try VirtualLink(a: try MediaCore(configuration: a), b: try MediaCore(configuration: b), forward: settings, backward: back)
@@ -135,6 +156,12 @@ struct CoreCallHarness {
         for (side, peer) in [(alice, bob), (bob, alice)] {
             side.audioIn = try side.core.addReceiveStream(.opus(ssrc: peer.core.configuration.rtcpSSRC &+ 1))
             if video { side.videoIn = try side.core.addReceiveStream(.vp8(ssrc: peer.core.configuration.rtcpSSRC &+ 2)) }
+        }
+        if case .dtls(let aliceExpects, let bobExpects, let timeout) = keying {
+            try link.a.useDTLS(role: .client, certificate: Self.aliceCertificate,
+                               remoteFingerprints: aliceExpects ?? [Self.bobCertificate.fingerprint], handshakeTimeout: timeout, now: .zero)
+            try link.b.useDTLS(role: .server, certificate: Self.bobCertificate,
+                               remoteFingerprints: bobExpects ?? [Self.aliceCertificate.fingerprint], handshakeTimeout: timeout, now: .zero)
         }
         link.a.selectPath(link.addressB, pinned: pinned, remoteICE: Self.bobICE, controlling: true, now: .zero)
         link.b.selectPath(link.addressA, pinned: pinned, remoteICE: Self.aliceICE, controlling: false, now: .zero)

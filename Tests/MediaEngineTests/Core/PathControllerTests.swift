@@ -51,6 +51,8 @@ private struct WiredPaths {
                     selected[side].append((pair, first))
                 case .event(let event):
                     events[side].append(event)
+                case .dtls, .keysAgreed:
+                    break  // no DTLS here: DTLSCoreCalls drives it through the core
                 }
             }
         }
