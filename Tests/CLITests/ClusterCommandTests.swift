@@ -13,7 +13,7 @@ import Testing
         private var events: [ServerEvent] = []
 
         init(url: String, token: String, device: String = "d") async throws {
-            client = try await SignalingClient.connect(url: url)
+            client = try await SignalingClient.connect(url: url, timeout: CLI.connectTimeout)
             _ = try await client.request(MessageType.login, Request.Login(token: token, device: device), as: Reply.Login.self)
             let stream = client.events
             Task { await self.read(stream) }

@@ -29,7 +29,7 @@ import Testing
         let client: SignalingClient
 
         init(url: String, token: String) async throws {
-            client = try await SignalingClient.connect(url: url)
+            client = try await SignalingClient.connect(url: url, timeout: CLI.connectTimeout)
             _ = try await client.request(MessageType.login, Request.Login(token: token, device: "script"), as: Reply.Login.self)
         }
 

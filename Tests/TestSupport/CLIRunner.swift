@@ -12,6 +12,14 @@ public struct CLIRun: Sendable {
 
 /// Runs the built `mediaengine` (or any program) as a user would, in tests.
 public enum CLI {
+    /// How long a test's signaling client waits to connect to a server the test spawned.
+    /// Longer than the client's 10 s default: the client's connect runs on Swift's
+    /// cooperative threads, which a full run keeps busy for its first 10 to 14 s (about
+    /// 900 tests start at once on two cores, some of them blocking in real time); a test
+    /// that got a slot then saw the server listening and still timed out connecting. It
+    /// bounds a broken run, it is not what the tests measure.
+    public static let connectTimeout: Duration = .seconds(30)
+
     /// The executable sits next to the test bundle in the build products directory.
     public static var executable: URL {
         var directory = Bundle.main.bundleURL

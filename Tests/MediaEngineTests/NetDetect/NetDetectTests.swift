@@ -3,6 +3,7 @@ import Foundation
 @testable import MediaRouting
 @testable import MediaSimulation
 import Testing
+import TestSupport
 
 @Suite struct NetDetectQuality {
     @Test(arguments: [(3.0, 500.0, 50.0, 0.2625, NetQuality.veryGood), (10, 800, 80, 0.55, .good), (20, 1_200, 150, 1, .poor),
@@ -74,74 +75,83 @@ import Testing
 
 /// Net-detect over real sockets, through the impairment proxy.
 @Suite(.serialized) struct NetDetectThroughTheProxy {
+    /// A real-time run of a few seconds that blocks in its socket: in `Heavy.run`, so it never
+    /// holds one of Swift's cooperative threads (on two cores, holding one for 20 s stalled
+    /// every other test's start, and a signaling client's connect timed out behind it).
     @Test(arguments: [0.0, 10, 30])
-    func lossAndRoundTripMatchTheProxySettings(loss: Double) throws {
-        let echo = try EchoResponder(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
-        try echo.start()
-        defer { echo.stop() }
-        var settings = ImpairmentSettings()
-        settings.lossPercent = loss
-        settings.delay = .milliseconds(50)
-        settings.jitter = .milliseconds(20)
-        settings.seed = 42
-        let proxy = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0), forward: echo.localAddress, settings: settings)
-        try proxy.start()
-        defer { proxy.stop() }
-        let result = NetDetectRunner.run(taskId: 1, target: proxy.localAddress.description,
-                                         options: .init(kind: .audio, count: 1_000, interval: .milliseconds(2)))
-        // Loss and delay apply on the way out and on the way back.
-        let expectedLoss = (1 - (1 - loss / 100) * (1 - loss / 100)) * 100
-        let measuredProxyLoss = (1 - (1 - proxy.statistics.upstream.lossPercent / 100) * (1 - proxy.statistics.downstream.lossPercent / 100)) * 100
-        print("net-detect through \(loss) % each way, 50 +- 20 ms: loss \(result.lossRate) % (expected \(expectedLoss)), rtt avg \(result.rttAverage) min \(result.rttMinimal) max \(result.rttMaximal) mdev \(result.rttMeanDeviation), index \(result.qualityIndex) \(result.quality)")
-        #expect(result.error == nil, "\(result.error?.message ?? "")")
-        #expect(abs(result.lossRate - expectedLoss) <= 2, "loss \(result.lossRate) %, the path's \(expectedLoss) %")
-        #expect(abs(result.lossRate - measuredProxyLoss) <= 2, "against what the proxy did: \(measuredProxyLoss) %")
-        #expect(abs(result.rttAverage - 100) <= 10, "rtt \(result.rttAverage) ms for 2 x 50 ms")
-        // Two independent normal delays of sd 20 ms: the RTT's sd is 28 ms; mdev is that sd.
-        #expect(abs(result.rttMeanDeviation - 20 * 2.0.squareRoot()) <= 20 * 2.0.squareRoot() * 0.15, "mdev \(result.rttMeanDeviation)")
-        #expect(result.expandInfo.sent == 1_000 && result.expandInfo.duplicated == 0 && result.expandInfo.forged == 0)
-        #expect(result.expandInfo.reordered > 0, "50 +- 20 ms at 2 ms spacing reorders")
-    }
-
-    @Test func badTargetsFailInBoundedTime() throws {
-        let quiet = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
-        defer { quiet.close() }
-        var started = ContinuousClock.now
-        let silent = NetDetectRunner.run(taskId: 1, target: quiet.localAddress.description, options: .init(count: 5, interval: .milliseconds(10)))
-        #expect(silent.error?.code == .noReply)
-        #expect(ContinuousClock.now - started < .seconds(3))
-
-        let unresolvable = NetDetectRunner.run(taskId: 2, target: "no-such-host.invalid:5000", options: .init(count: 5))
-        #expect(unresolvable.error?.code == .unresolvable && unresolvable.error?.message.contains("no-such-host.invalid") == true)
-        #expect(NetDetectRunner.run(taskId: 3, target: "127.0.0.1:9", options: .init(count: 0)).error?.code == .invalidOptions)
-        #expect(NetDetectRunner.run(taskId: 4, target: "127.0.0.1:9", options: .init(count: 5, interval: .milliseconds(-5))).error?.code == .invalidOptions)
-
-        // Something that answers, but not with probe replies: a plain UDP echo.
-        let impostor = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
-        defer { impostor.close() }
-        let echoing = Thread {
-            var buffer = [UInt8](repeating: 0, count: 2_048)
-            for _ in 0..<5 {
-                guard let (count, source) = (try? buffer.withUnsafeMutableBytes { try impostor.receive(into: $0, timeout: .seconds(2)) }) ?? nil else { return }
-                try? buffer.withUnsafeBytes { try impostor.send(UnsafeRawBufferPointer(rebasing: $0[0..<count]), to: source) }
-            }
+    func lossAndRoundTripMatchTheProxySettings(loss: Double) async throws {
+        try await Heavy.run {
+            let echo = try EchoResponder(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
+            try echo.start()
+            defer { echo.stop() }
+            var settings = ImpairmentSettings()
+            settings.lossPercent = loss
+            settings.delay = .milliseconds(50)
+            settings.jitter = .milliseconds(20)
+            settings.seed = 42
+            let proxy = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0), forward: echo.localAddress, settings: settings)
+            try proxy.start()
+            defer { proxy.stop() }
+            let result = NetDetectRunner.run(taskId: 1, target: proxy.localAddress.description,
+                                             options: .init(kind: .audio, count: 1_000, interval: .milliseconds(2)))
+            // Loss and delay apply on the way out and on the way back.
+            let expectedLoss = (1 - (1 - loss / 100) * (1 - loss / 100)) * 100
+            let measuredProxyLoss = (1 - (1 - proxy.statistics.upstream.lossPercent / 100) * (1 - proxy.statistics.downstream.lossPercent / 100)) * 100
+            print("net-detect through \(loss) % each way, 50 +- 20 ms: loss \(result.lossRate) % (expected \(expectedLoss)), rtt avg \(result.rttAverage) min \(result.rttMinimal) max \(result.rttMaximal) mdev \(result.rttMeanDeviation), index \(result.qualityIndex) \(result.quality)")
+            #expect(result.error == nil, "\(result.error?.message ?? "")")
+            #expect(abs(result.lossRate - expectedLoss) <= 2, "loss \(result.lossRate) %, the path's \(expectedLoss) %")
+            #expect(abs(result.lossRate - measuredProxyLoss) <= 2, "against what the proxy did: \(measuredProxyLoss) %")
+            #expect(abs(result.rttAverage - 100) <= 10, "rtt \(result.rttAverage) ms for 2 x 50 ms")
+            // Two independent normal delays of sd 20 ms: the RTT's sd is 28 ms; mdev is that sd.
+            #expect(abs(result.rttMeanDeviation - 20 * 2.0.squareRoot()) <= 20 * 2.0.squareRoot() * 0.15, "mdev \(result.rttMeanDeviation)")
+            #expect(result.expandInfo.sent == 1_000 && result.expandInfo.duplicated == 0 && result.expandInfo.forged == 0)
+            #expect(result.expandInfo.reordered > 0, "50 +- 20 ms at 2 ms spacing reorders")
         }
-        echoing.start()
-        started = ContinuousClock.now
-        let fake = NetDetectRunner.run(taskId: 5, target: impostor.localAddress.description, options: .init(count: 5, interval: .milliseconds(10)))
-        #expect(fake.error?.code == .notAnEchoResponder, "\(fake.error?.message ?? "no error")")
-        #expect(fake.expandInfo.malformed == 5, "the reflected requests are counted, not taken as replies")
-        #expect(ContinuousClock.now - started < .seconds(3))
     }
 
-    @Test func aStoppedTaskEndsWithAStoppedError() throws {
-        let echo = try EchoResponder(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
-        try echo.start()
-        defer { echo.stop() }
-        var polls = 0
-        let result = NetDetectRunner.run(taskId: 9, target: echo.localAddress.description, options: .init(count: 1_000, interval: .milliseconds(5)),
-                                         stop: { polls += 1; return polls > 200 })
-        #expect(result.error?.code == .stopped)
-        #expect(result.expandInfo.sent < 1_000)
+    @Test func badTargetsFailInBoundedTime() async throws {
+        try await Heavy.run {
+            let quiet = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
+            defer { quiet.close() }
+            var started = ContinuousClock.now
+            let silent = NetDetectRunner.run(taskId: 1, target: quiet.localAddress.description, options: .init(count: 5, interval: .milliseconds(10)))
+            #expect(silent.error?.code == .noReply)
+            #expect(ContinuousClock.now - started < .seconds(3))
+
+            let unresolvable = NetDetectRunner.run(taskId: 2, target: "no-such-host.invalid:5000", options: .init(count: 5))
+            #expect(unresolvable.error?.code == .unresolvable && unresolvable.error?.message.contains("no-such-host.invalid") == true)
+            #expect(NetDetectRunner.run(taskId: 3, target: "127.0.0.1:9", options: .init(count: 0)).error?.code == .invalidOptions)
+            #expect(NetDetectRunner.run(taskId: 4, target: "127.0.0.1:9", options: .init(count: 5, interval: .milliseconds(-5))).error?.code == .invalidOptions)
+
+            // Something that answers, but not with probe replies: a plain UDP echo.
+            let impostor = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
+            defer { impostor.close() }
+            let echoing = Thread {
+                var buffer = [UInt8](repeating: 0, count: 2_048)
+                for _ in 0..<5 {
+                    guard let (count, source) = (try? buffer.withUnsafeMutableBytes { try impostor.receive(into: $0, timeout: .seconds(2)) }) ?? nil else { return }
+                    try? buffer.withUnsafeBytes { try impostor.send(UnsafeRawBufferPointer(rebasing: $0[0..<count]), to: source) }
+                }
+            }
+            echoing.start()
+            started = ContinuousClock.now
+            let fake = NetDetectRunner.run(taskId: 5, target: impostor.localAddress.description, options: .init(count: 5, interval: .milliseconds(10)))
+            #expect(fake.error?.code == .notAnEchoResponder, "\(fake.error?.message ?? "no error")")
+            #expect(fake.expandInfo.malformed == 5, "the reflected requests are counted, not taken as replies")
+            #expect(ContinuousClock.now - started < .seconds(3))
+        }
+    }
+
+    @Test func aStoppedTaskEndsWithAStoppedError() async throws {
+        try await Heavy.run {
+            let echo = try EchoResponder(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
+            try echo.start()
+            defer { echo.stop() }
+            var polls = 0
+            let result = NetDetectRunner.run(taskId: 9, target: echo.localAddress.description, options: .init(count: 1_000, interval: .milliseconds(5)),
+                                             stop: { polls += 1; return polls > 200 })
+            #expect(result.error?.code == .stopped)
+            #expect(result.expandInfo.sent < 1_000)
+        }
     }
 }
