@@ -146,15 +146,15 @@ extension MediaCore {
             case .event(let event):
                 output.emit(event)
             case .dtls(let bytes, let destination, let socket):
-                bytes.withUnsafeBytes { _ = output.transmits.enqueue(copying: $0, to: destination, socket: socket, kind: .dtls) }
+                queueSTUN(bytes, to: destination, socket: socket, kind: .dtls)
             case .keysAgreed(let keys):
                 agreed = keys
             }
         }
     }
 
-    /// Queues a STUN (or TURN) datagram as it is, from `socket`.
-    func queueSTUN(_ bytes: [UInt8], to destination: SocketAddress, socket: Int = 0) {
-        bytes.withUnsafeBytes { _ = output.transmits.enqueue(copying: $0, to: destination, socket: socket, kind: .stun) }
+    /// Queues a STUN or TURN (or, as `kind`, DTLS) datagram as it is, from `socket`.
+    func queueSTUN(_ bytes: [UInt8], to destination: SocketAddress, socket: Int = 0, kind: Transmit.Kind = .stun) {
+        bytes.withUnsafeBytes { _ = output.transmits.enqueue(copying: $0, to: destination, socket: socket, kind: kind) }
     }
 }

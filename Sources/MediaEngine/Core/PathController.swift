@@ -245,7 +245,7 @@ struct PathController {
     /// The client's first flight, once there is a path to send it on.
     private mutating func startDTLSIfClient(now: Duration) {
         guard let dtls, dtls.role == .client, case .new = dtls.state, let path else { return }
-        dtlsPeer = dtlsPeer ?? (path, 0)
+        dtlsPeer = (path, 0)
         dtls.start(now: now)
         drainDTLS()
     }
@@ -255,7 +255,9 @@ struct PathController {
     private mutating func drainDTLS() {
         guard let dtls else { return }
         while let datagram = dtls.pollTransmit() {
-            guard let peer = dtlsPeer ?? path.map({ ($0, 0) }) else { continue }
+            // A flight is only ever made after start (client) or a datagram (server), each of
+            // which named the peer.
+            guard let peer = dtlsPeer else { continue }
             actions.append(.dtls(datagram, to: peer.address, socket: peer.socket))
         }
         switch dtls.state {
