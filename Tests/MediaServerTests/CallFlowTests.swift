@@ -25,14 +25,17 @@ import TestSupport
         let box = Box()
 
         convenience init(server: TestServer, account: String, audio: String, video: String?, device: String = "d",
-                         mediaTimeout: Duration = .seconds(10), videoInAudioCalls: Bool = false) async throws {
+                         mediaTimeout: Duration = .seconds(10), videoInAudioCalls: Bool = false,
+                         stunServer: SocketAddress? = nil) async throws {
             try await self.init(url: server.url, token: try await server.token(account), audio: audio, video: video, device: device,
-                                mediaTimeout: mediaTimeout, videoInAudioCalls: videoInAudioCalls)
+                                mediaTimeout: mediaTimeout, videoInAudioCalls: videoInAudioCalls, stunServer: stunServer)
         }
 
-        /// An endpoint logged in at `url` (any node of a cluster) with `token`.
+        /// An endpoint logged in at `url` (any node of a cluster) with `token`; its calls
+        /// gather server-reflexive candidates from `stunServer` if one is given.
         init(url: String, token: String, audio: String, video: String?, device: String = "d",
-             mediaTimeout: Duration = .seconds(10), videoInAudioCalls: Bool = false) async throws {
+             mediaTimeout: Duration = .seconds(10), videoInAudioCalls: Bool = false,
+             stunServer: SocketAddress? = nil) async throws {
             let box = self.box
             let media: MediaSessionFactory = { type, _ in
                 let sendsVideo = type == .video || videoInAudioCalls
@@ -40,6 +43,7 @@ import TestSupport
                                                                video: sendsVideo ? try video.map { try MediaSources.video($0) } : nil)
                 configuration.host = "127.0.0.1"
                 configuration.mediaTimeout = mediaTimeout
+                configuration.stunServers = stunServer.map { [$0] } ?? []
                 configuration.remoteAudio = { pcm in box.seen.withLock { $0.audio.append(contentsOf: pcm) } }
                 // Every picture, on the receiving thread (the YUV callback).
                 configuration.remoteVideo = { _, frame in box.seen.withLock { if $0.frames.count < 300 { $0.frames.append(frame) } } }
@@ -321,6 +325,58 @@ import TestSupport
             #expect(record.callID == id && record.endReason == .failed, "\(record.endReason)")
             #expect(try await server.store.records(of: "alice", limit: 5).first?.callID == id)
             await bob.manager.logout()
+        }
+    }
+
+    /// The callee gathers its server-reflexive candidate while its answer is on the way to
+    /// the server, which refuses a ringing device's candidates: the candidate waits for the
+    /// answer to be accepted and then reaches the caller. (It was sent at once and refused,
+    /// so the caller never checked the callee's NAT mapping: the two-NAT call of
+    /// NATCallTests failed once with "1 pairs checked" on the caller.)
+    @Test func aCandidateTheCalleeGathersWhileAnsweringReachesTheCaller() async throws {
+        try await Heavy.run {
+            let server = try await TestServer.start()
+            defer { Task { await server.server.shutdown() } }
+            // A STUN server that answers at once that the asker is at 192.0.2.7 (a NAT's
+            // address, as far as the callee knows): a srflx candidate within a millisecond.
+            let stun = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
+            let stop = Locked(false)
+            let responder = Thread {
+                var buffer = [UInt8](repeating: 0, count: 1_500)
+                while !stop.withLock({ $0 }) {
+                    guard let (count, source) = try? buffer.withUnsafeMutableBytes({ try stun.receive(into: $0, timeout: .milliseconds(50)) }),
+                          let request = try? STUNMessage(parsing: Array(buffer[0..<count])), request.type == .bindingRequest,
+                          let mapped = try? SocketAddress(host: "192.0.2.7", port: source.port)
+                    else { continue }
+                    let answer = STUNBinding.answer(to: request, from: mapped).serialized()
+                    _ = try? answer.withUnsafeBytes { try stun.send($0, to: source) }
+                }
+            }
+            responder.start()
+            defer {
+                stop.withLock { $0 = true }
+                stun.close()
+            }
+            let alice = try await TestClient(url: server.url)
+            _ = try await alice.request(MessageType.login, Request.Login(token: try await server.token("alice"), device: "d"), as: Reply.Login.self)
+            let bob = try await Endpoint(server: server, account: "bob", audio: "sine:660", video: nil, stunServer: stun.localAddress)
+            var configuration = MediaSession.Configuration(audio: try MediaSources.audio("sine:440"), video: nil)
+            configuration.host = "127.0.0.1"
+            let media = try MediaSession(configuration: configuration)
+            defer { Task { await media.stop() } }
+            let started = try await alice.request(MessageType.start, Request.Start(callee: "bob", type: .audio, media: MediaEndpoint(media.local)),
+                                                  as: Reply.Start.self)
+            #expect(await bob.wait { Self.invitation($0) == started.callID } != nil)
+            try await bob.manager.response(callID: started.callID, accept: true)
+            var trickled: [MediaCandidate] = []
+            while let event = await alice.next(MessageType.candidates) {
+                trickled += try event.body(Event.Candidates.self).candidates
+                if trickled.contains(where: { $0.type == "srflx" }) { break }
+            }
+            #expect(trickled.contains { $0.type == "srflx" && $0.host == "192.0.2.7" }, "the callee's srflx reached the caller: \(trickled)")
+            _ = try await alice.request(MessageType.hangup, Request.Hangup(callID: started.callID), as: Reply.Empty.self)
+            await bob.manager.logout()
+            await alice.close()
         }
     }
 

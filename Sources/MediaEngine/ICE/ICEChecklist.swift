@@ -196,10 +196,19 @@ public struct ICEChecklist: Sendable {
         actions += nominate(now: now)
         if selectedPair == nil, now >= started + configuration.failAfter || (remoteComplete && !entries.isEmpty && entries.allSatisfy({ $0.state == .failed })) {
             finished = true
-            actions.append(.failed(entries.isEmpty ? "no candidate pair to check (no usable remote candidates)"
-                                   : "no candidate pair answered: \(entries.count) pairs checked"))
+            actions.append(.failed(entries.isEmpty ? "no candidate pair to check (no usable remote candidates; \(candidateSummary))"
+                                   : "no candidate pair answered: \(entries.count) pairs checked (\(candidateSummary))"))
         }
         return actions
+    }
+
+    /// The kinds of candidates each side had when checks ended ("local host, srflx; remote
+    /// host"): tells a user whether gathering or the peer's signaling came short.
+    private var candidateSummary: String {
+        func kinds(_ candidates: [ICECandidate]) -> String {
+            candidates.isEmpty ? "none" : candidates.map(\.kind.rawValue).joined(separator: ", ")
+        }
+        return "local \(kinds(local)); remote \(kinds(remote))"
     }
 
     /// A triggered check first, then the best waiting pair, then the best frozen one.

@@ -25,11 +25,26 @@ public actor SignalingClient {
     private var nextID: UInt64 = 1
     private var pending: [UInt64: CheckedContinuation<Data?, Never>] = [:]
     private var ended = false
+    /// Requests to write, in the order `request` was called: one writer sends them, so a
+    /// request never overtakes an earlier one on the wire (a task per send could: a
+    /// `hangup` before the `control` asked first, trickled candidates before the answer).
+    private let outbox: AsyncStream<(id: UInt64, message: Data)>.Continuation
 
     public init(connection: SignalingConnection) {
         self.connection = connection
         (events, deliver) = AsyncStream<ServerEvent>.makeStream(bufferingPolicy: .unbounded)
+        let (writes, outbox) = AsyncStream<(id: UInt64, message: Data)>.makeStream(bufferingPolicy: .unbounded)
+        self.outbox = outbox
         Task { await self.read() }
+        Task { [connection] in
+            for await write in writes {
+                do {
+                    try await connection.send(write.message)
+                } catch {
+                    await self.expire(write.id)
+                }
+            }
+        }
     }
 
     /// Connects to `url` and wraps the connection.
@@ -50,6 +65,7 @@ public actor SignalingClient {
             }
         }
         ended = true
+        outbox.finish()
         for continuation in pending.values { continuation.resume(returning: nil) }
         pending.removeAll()
         deliver.finish()
@@ -69,13 +85,7 @@ public actor SignalingClient {
         let message = TypedEnvelope(id: id, type: type, body: body).encoded()
         let reply: Data? = await withCheckedContinuation { continuation in
             pending[id] = continuation
-            Task {
-                do {
-                    try await connection.send(message)
-                } catch {
-                    self.expire(id)
-                }
-            }
+            outbox.yield((id, message))
             Task {
                 try? await Task.sleep(for: timeout)
                 self.expire(id, timedOut: true)

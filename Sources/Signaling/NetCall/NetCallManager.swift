@@ -48,12 +48,20 @@ public actor NetCallManager {
         var hangupRequested = false
         /// The V4L2 camera `switchCamera` moved to, if any.
         var camera: String?
-        /// This side's trickled candidates not sent yet (the call's ID is not known yet).
+        /// This side's trickled candidates not sent yet (until `mayTrickle`).
         var unsentCandidates: [MediaCandidate] = []
         var gatheringComplete = false
         /// Whether the media started (the peer's endpoint is known): trickled candidates
         /// from the peer go straight to the session from then on.
         var mediaStarted = false
+        /// Whether this side placed the call. The server takes the caller's candidates
+        /// once the call has an ID (it passes them to the ringing devices), the callee's
+        /// only once its answer was accepted: before, they are refused, and a candidate
+        /// gathered while the answer is on its way must wait for it, not be lost.
+        var placed: Bool
+
+        /// Whether this side's queued candidates may go to the server now.
+        var mayTrickle: Bool { id != 0 && (placed || mediaStarted) }
     }
 
     /// Candidates the caller trickled while an invitation rings here, for when it is answered.
@@ -207,7 +215,7 @@ public actor NetCallManager {
     public func start(callee: String, type: CallType, option: CallOption = CallOption()) async throws(SignalingError) -> UInt64 {
         guard call == nil else { throw SignalingError(.busy, "start: already in call \(call!.id)") }
         let session = try makeSession(type: type, quality: option.videoQuality)
-        call = Call(id: 0, peer: callee, type: type, session: session)
+        call = Call(id: 0, peer: callee, type: type, session: session, placed: true)
         session.gather(events: gatheringEvents(of: session))
         let reply: Reply.Start
         do {
@@ -237,7 +245,7 @@ public actor NetCallManager {
         }
         guard call == nil else { throw SignalingError(.busy, "response: already in call \(call!.id)") }
         let session = try makeSession(type: invitation.type, quality: invitation.option.videoQuality, controlling: false)
-        call = Call(id: callID, peer: invitation.from, type: invitation.type, session: session)
+        call = Call(id: callID, peer: invitation.from, type: invitation.type, session: session, placed: false)
         session.gather(events: gatheringEvents(of: session))
         do throws(SignalingError) {
             let reply = try await request(MessageType.response, Request.Response(callID: callID, accept: true, media: MediaEndpoint(session.local)),
@@ -465,6 +473,9 @@ public actor NetCallManager {
                 let body = try event.body(Event.Response.self)
                 emit.yield(.response(callID: body.callID, from: body.from, accepted: body.accepted))
                 guard let call, call.id == body.callID || call.id == 0 else { return }
+                // The answer can be handled before `start` has resumed with the call's ID:
+                // take it from here, or the callee's candidates that follow would not match.
+                if call.id == 0 { self.call?.id = body.callID }
                 if body.accepted, let media = body.media {
                     do {
                         try startMedia(call.session, remote: media, callID: body.callID, peer: body.from)
@@ -635,7 +646,7 @@ public actor NetCallManager {
     }
 
     /// Queues one of this side's candidates (nil: gathering is complete) for the peer,
-    /// and sends what is queued once the call has its ID.
+    /// and sends what is queued once the server takes it (`Call.mayTrickle`).
     private func trickle(from session: MediaSession, _ candidate: ICECandidate?) async {
         guard call?.session === session else { return }
         if let candidate { call?.unsentCandidates.append(MediaCandidate(candidate)) } else { call?.gatheringComplete = true }
@@ -646,7 +657,7 @@ public actor NetCallManager {
     /// server, once the call has an ID. A refusal is logged: the call may still connect
     /// on the candidates already known.
     private func sendCandidates(of session: MediaSession) async {
-        guard let current = call, current.session === session, current.id != 0,
+        guard let current = call, current.session === session, current.mayTrickle,
               !current.unsentCandidates.isEmpty || current.gatheringComplete else { return }
         let batch = current.unsentCandidates
         let complete = current.gatheringComplete

@@ -163,6 +163,8 @@ private struct TwoAgents {
         // 7 sends with RTOs of 250 ms doubling: the pair fails after 250 * (2^7 - 1) ms = 31.75 s
         // at most, so the overall limit (15 s) ends it.
         #expect(net.failures[0].count == 1 && net.selected[0].isEmpty)
+        // The reason says what each side had, so a user sees whether gathering came short.
+        #expect(net.failures[0] == ["no candidate pair answered: 1 pairs checked (local host; remote host)"])
         #expect(net.agents[0].isFailed && net.agents[0].nextDeadline == nil)
         let sends = net.sent[0].map(\.at)
         #expect(sends.count == 6, "retransmissions at 0, .25, .75, 1.75, 3.75, 7.75 s, then the 15 s limit: \(sends)")
