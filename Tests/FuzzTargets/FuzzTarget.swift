@@ -52,6 +52,7 @@ public enum FuzzTargets {
         STUNTarget.target,
         TURNTarget.target,
         SDPTarget.target,
+        WebRTCOfferTarget.target,
         ICECandidateTarget.target,
         SignalingTarget.target,
         NetDetectTarget.target,

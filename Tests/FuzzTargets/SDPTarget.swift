@@ -44,6 +44,44 @@ enum SDPTarget {
     }
 }
 
+/// A WebRTC peer's offer (JSEP) as WHIP, WHEP and the browsers' signaling will hand it in.
+enum WebRTCOfferTarget {
+    static let local: WebRTCAnswerer.Local? = {
+        guard let address = try? SocketAddress(host: "192.0.2.10", port: 40_000) else { return nil }
+        return WebRTCAnswerer.Local(
+            iceUfrag: "fuzz", icePassword: "fuzz-password-of-24-chars", iceLite: true,
+            fingerprint: DTLSFingerprint(bytes: Array(repeating: 0xAB, count: 32)),
+            candidates: [ICECandidate.local(.host, address: address, localPreference: 65_535)],
+            tracks: [WebRTCAnswerer.Track(kind: .audio, ssrc: 1, stream: "s", id: "a", cname: "c"),
+                     WebRTCAnswerer.Track(kind: .video, ssrc: 2, stream: "s", id: "v", cname: "c")],
+            sessionID: 1)
+    }()
+
+    static let target = FuzzTarget(
+        name: "webrtc-offer",
+        summary: "WebRTCDescription(parsing:) and WebRTCAnswerer.answer on the input as UTF-8; the answer parses, has a section per offered one, bundles exactly the sections taken"
+    ) { bytes in
+        guard let local else { return false }
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let offer = try? WebRTCDescription(parsing: text) else { return false }
+        let negotiation: WebRTCNegotiation
+        do {
+            negotiation = try WebRTCAnswerer.answer(offer, local: local)
+        } catch {
+            return true  // refused with a typed error: that is the handling
+        }
+        guard let answer = try? WebRTCDescription(parsing: negotiation.answer.text) else {
+            FuzzCheck.require(false, "the answer to an offer does not parse")
+            return true
+        }
+        FuzzCheck.require(answer.sections.count == offer.sections.count, "the answer has \(answer.sections.count) sections for \(offer.sections.count)")
+        FuzzCheck.require(answer.bundle == negotiation.sections.map(\.mid), "the answer bundles other sections than it took")
+        FuzzCheck.require(negotiation.sections.count + negotiation.refusals.count == offer.sections.count,
+                          "a section neither taken nor refused")
+        return true
+    }
+}
+
 /// ICE candidates (RFC 8839 `candidate` attribute) as they arrive trickled over signaling.
 enum ICECandidateTarget {
     static let target = FuzzTarget(
