@@ -81,6 +81,17 @@ import Testing
         #expect(try Self.replay("sfu", "publisher-leaves-then-allocation") == false, "nothing is forwarded")
     }
 
+    /// `webrtc-offer`: an offer without a BUNDLE group whose first section's mid held
+    /// spaces was answered with `a=group:BUNDLE <that mid>`, which reads back as several
+    /// mids. A mid must be a token of at most 16 characters, or its section is refused.
+    @Test func webrtcOfferMIDWithSpaces() throws {
+        let bytes = try Data(contentsOf: Self.fuzzDirectory.appendingPathComponent("Regressions/webrtc-offer/mid-with-spaces"))
+        let text = String(decoding: bytes, as: UTF8.self)  // as the target reads it: not all of it is UTF-8
+        let offer = try WebRTCDescription(parsing: text)
+        #expect(offer.sections.first?.mid?.contains(" ") == true)
+        #expect(try Self.replay("webrtc-offer", "mid-with-spaces"))
+    }
+
     /// `sfu`: any input (this one is a single byte) left every leg of the dropped router
     /// allocated, which LeakSanitizer reported (`ForwardingRouterLifetime` checks it
     /// directly).

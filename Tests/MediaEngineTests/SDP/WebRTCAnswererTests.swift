@@ -195,6 +195,8 @@ import Testing
     @Test func whatOneSectionLacksRefusesThatSectionOnly() throws {
         let cases: [(from: String, to: String, reason: String)] = [
             ("a=mid:1\n", "", "no a=mid"),
+            ("a=mid:1\n", "a=mid:one two\n", "token characters"),
+            ("a=mid:1\n", "a=mid:0\n", "names an earlier section too"),
             ("a=rtcp-mux\na=rtcp-rsize\na=rtpmap:96", "a=rtcp-rsize\na=rtpmap:96", "rtcp-mux"),
             ("a=group:BUNDLE 0 1 2", "a=group:BUNDLE 0 2", "BUNDLE"),
             ("m=video 9 UDP/TLS/RTP/SAVPF 96 97 102 103", "m=video 9 UDP/TLS/RTP/SAVPF 102 103", "no VP8 among the codecs offered (H264, rtx)"),

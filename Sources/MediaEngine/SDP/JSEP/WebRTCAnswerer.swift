@@ -148,6 +148,12 @@ public enum WebRTCAnswerer {
             return .failure("transport \(section.transportProtocol.rawValue.prefix(32)): only UDP/TLS/RTP/SAVPF (DTLS-SRTP)")
         }
         guard let mid = section.mid else { return .failure("no a=mid") }
+        guard isMID(mid) else {
+            return .failure("a=mid must be 1 to 16 token characters (it travels in RTP header extensions)")
+        }
+        guard offer.sections.first(where: { $0.mid == mid })?.index == section.index else {
+            return .failure("a=mid \(mid) names an earlier section too")
+        }
         guard offer.bundle.isEmpty || offer.bundle.contains(mid) else { return .failure("not in the BUNDLE group") }
         guard section.rtcpMux else { return .failure("no a=rtcp-mux (RTP and RTCP share one port here)") }
         let wanted = section.kind == .audio ? audioCodec : videoCodec
@@ -181,6 +187,16 @@ public enum WebRTCAnswerer {
         return transport
     }
 
+    /// An identification tag (RFC 5888: an SDP token) short enough for the one-byte RTP
+    /// header extension that carries it (RFC 8843 §15: 16 bytes).
+    static func isMID(_ text: String) -> Bool {
+        (1...16).contains(text.utf8.count) && text.utf8.allSatisfy { byte in
+            // RFC 8866 token-char: 0x21, 0x23-27, 0x2A-2B, 0x2D-2E, 0x30-39, 0x41-5A, 0x5E-7E.
+            byte == 0x21 || (0x23...0x27).contains(byte) || (0x2A...0x2B).contains(byte) || (0x2D...0x2E).contains(byte)
+                || (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x5E...0x7E).contains(byte)
+        }
+    }
+
     /// RFC 8839's ice-char: letters, digits, '+' and '/'.
     static func isICEString(_ text: String, length: ClosedRange<Int>) -> Bool {
         length.contains(text.utf8.count) && text.utf8.allSatisfy { byte in
@@ -201,8 +217,11 @@ public enum WebRTCAnswerer {
         sessionAttributes.append(SessionDescription.Attribute(name: "msid-semantic", value: "WMS *"))
         let media: [MediaDescription] = offer.sections.map { section in
             guard let taken = agreed.first(where: { $0.index == section.index }) else {
+                // A refused section keeps its mid (RFC 8829 §5.3.1), when it has a usable one.
                 var attributes: [SessionDescription.Attribute] = []
-                if let mid = section.mid { attributes.append(.mid(mid)) }
+                if let mid = section.mid, isMID(mid), offer.sections.first(where: { $0.mid == mid })?.index == section.index {
+                    attributes.append(.mid(mid))
+                }
                 return MediaDescription(kind: section.kind, port: 0, transportProtocol: section.transportProtocol,
                                         formats: section.formats, attributes: attributes)
             }
