@@ -109,6 +109,7 @@ public final class LiveComposer: Sendable {
     public func start() {
         guard !running.exchange(true, ordering: .relaxed) else { return }
         Thread.detachNewThread { [self] in
+            ThreadName.set("live composer")
             compose()
             finished.signal()
         }

@@ -116,8 +116,12 @@ private final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     private var stopped = false
 
     init() {
-        let thread = Thread { [self] in work() }
-        thread.name = "heavy test"
+        // Named from inside: Foundation's `name` set before `start` never reaches the system,
+        // and an unnamed thread shows its creator's name (a cooperative thread's).
+        let thread = Thread { [self] in
+            ThreadName.set("heavy test")
+            work()
+        }
         thread.stackSize = 8 << 20
         thread.start()
     }

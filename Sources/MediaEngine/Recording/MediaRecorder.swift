@@ -135,11 +135,13 @@ public final class MediaRecorder: @unchecked Sendable {
         reencoder = video ? bitrate.map(Reencoder.init) : nil
         let writer = Writer(muxer: muxer)
         Thread.detachNewThread { [self] in
+            ThreadName.set("recorder")
             run(writer)
             finished.signal()
         }
         if let reencoder {
             Thread.detachNewThread { [self] in
+                ThreadName.set("recorder encode")
                 encode(reencoder)
                 reencoder.finished.signal()
             }

@@ -109,7 +109,10 @@ private final class AudioStage: @unchecked Sendable {
         condition.broadcast()
         condition.unlock()
         if starting {
-            Thread.detachNewThread { [self] in run(epoch: mine) }
+            Thread.detachNewThread { [self] in
+                ThreadName.set("audio hook")
+                run(epoch: mine)
+            }
         }
     }
 
@@ -198,6 +201,7 @@ private final class VideoStage: @unchecked Sendable {
         previous?.close()
         if let mailbox, let newHook {
             Thread.detachNewThread {
+                ThreadName.set("video hook")
                 var picture = VideoFrame(width: 2, height: 2)
                 while mailbox.take(into: &picture) { newHook(picture) }
             }

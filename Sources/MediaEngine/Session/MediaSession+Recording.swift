@@ -98,6 +98,7 @@ extension MediaSession {
                 return state.nextSnapshot
             }
             Thread.detachNewThread { [self] in
+                ThreadName.set("snapshot wait")
                 Thread.sleep(forTimeInterval: timeout / .seconds(1))
                 // Still waiting after the timeout: nothing came.
                 state.withLock { $0.snapshots.removeValue(forKey: id) }?.resume(returning: nil)

@@ -361,6 +361,7 @@ public final class MediaSession: Sendable {
                           timeout: configuration.connectTimeout, now: now)
         }
         Thread.detachNewThread { [self] in
+            ThreadName.set("media receive")
             receive()
             threadEnded()
         }
@@ -434,6 +435,7 @@ public final class MediaSession: Sendable {
         for participant in participants { try addParticipant(participant) }
         state.withLock { $0.threads += 1 }
         Thread.detachNewThread { [self] in
+            ThreadName.set("media send")
             send()
             threadEnded()
         }

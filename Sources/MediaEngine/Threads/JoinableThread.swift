@@ -35,9 +35,7 @@ package final class JoinableThread: Sendable {
     package init(name: String? = nil, _ body: sending @escaping () -> Void) throws(StartError) {
         let finished = Locked(false)
         let start = Start {
-            // Foundation's thread name sets the system's (pthread_setname_np, which Glibc's
-            // module does not declare).
-            if let name { Thread.current.name = name }
+            if let name { ThreadName.set(name) }
             body()
             finished.withLock { $0 = true }
         }
