@@ -50,7 +50,8 @@ public enum CLI {
 /// the way a user stops it.
 public final class BackgroundProcess: @unchecked Sendable {
     // @unchecked: the pid and paths are set once; a test owns each process.
-    private let pid: pid_t
+    /// The process ID (after `wait`, it names nobody, or a later process).
+    public let pid: pid_t
     private let directory: URL
     private let outURL: URL
     private let errURL: URL

@@ -32,7 +32,9 @@ public final class PostgresTestServer: @unchecked Sendable {
         guard let binaries = Self.binaries() else { throw Failure("no PostgreSQL under /usr/lib/postgresql (tools/bootstrap installs it)") }
         self.binaries = binaries
         password = (0..<24).map { _ in String("abcdefghijkmnopqrstuvwxyz23456789".randomElement()!) }.joined()
+        Self.removeLeftovers()
         directory = try temporaryDirectory("postgres")
+        try Data(String(getpid()).utf8).write(to: directory.appendingPathComponent(Self.ownerFile))
         let passwordFile = directory.appendingPathComponent("password")
         try Data(password.utf8).write(to: passwordFile)
         if getuid() == 0 {
@@ -68,6 +70,7 @@ public final class PostgresTestServer: @unchecked Sendable {
                                        "-p \(candidate) -k \(directory.path) -c listen_addresses=127.0.0.1 \(Self.noDurability)", "start"])
                 port = candidate
                 running = true
+                Self.live.register(data.path)
                 return
             } catch let failure as Failure where port == 0 && candidate < 32_000 && logText.contains("could not bind") {
                 _ = failure
@@ -81,6 +84,81 @@ public final class PostgresTestServer: @unchecked Sendable {
         guard running else { return }
         running = false
         _ = try? run("pg_ctl", ["-D", data.path, "-w", "-m", "fast", "stop"])
+        Self.live.unregister(data.path)
+    }
+
+    // MARK: Leftovers
+
+    /// The file in a cluster's directory that names the test process owning it.
+    static let ownerFile = "owner"
+
+    /// Clusters this process started and has not stopped. A test that stops its cluster in
+    /// an unstructured task (`defer { Task { await cluster.shutdown() } }`) may not get to
+    /// it before the test process exits, and pg_ctl's server outlives the process: at
+    /// exit, every cluster still here is stopped and deleted.
+    final class Live: @unchecked Sendable {
+        // @unchecked: `paths` is only touched under `lock`.
+        private let lock = NSLock()
+        private var paths: Set<String> = []
+        private var hooked = false
+
+        func register(_ path: String) {
+            lock.lock()
+            defer { lock.unlock() }
+            paths.insert(path)
+            if !hooked {
+                hooked = true
+                atexit { PostgresTestServer.live.stopAll() }
+            }
+        }
+
+        func unregister(_ path: String) {
+            lock.lock()
+            paths.remove(path)
+            lock.unlock()
+        }
+
+        func stopAll() {
+            lock.lock()
+            let left = paths
+            paths = []
+            lock.unlock()
+            for path in left {
+                PostgresTestServer.stopImmediately(data: path)
+                try? FileManager.default.removeItem(at: URL(fileURLWithPath: path).deletingLastPathComponent())
+            }
+        }
+    }
+
+    static let live = Live()
+
+    /// Stops the server of the cluster in `data` at once (no checkpoint: nothing here needs one).
+    static func stopImmediately(data path: String) {
+        guard let binaries = binaries() else { return }
+        _ = try? run(binaries.appendingPathComponent("pg_ctl").path, ["-D", path, "-w", "-m", "immediate", "stop"], asPostgres: getuid() == 0)
+    }
+
+    /// Stops and deletes the clusters of test processes that are gone (killed, crashed, or
+    /// from before clusters named their owner), as the next cluster starts.
+    public static func removeLeftovers() {
+        let temporary = FileManager.default.temporaryDirectory
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: temporary.path)) ?? []
+        for name in names where name.hasPrefix("postgres-") {
+            let directory = temporary.appendingPathComponent(name)
+            let owner = (try? String(contentsOf: directory.appendingPathComponent(ownerFile), encoding: .utf8)).flatMap { pid_t($0) }
+            if let owner, kill(owner, 0) == 0 || errno != ESRCH { continue }  // its process lives: not ours to touch
+            let data = directory.appendingPathComponent("data")
+            let serving = FileManager.default.fileExists(atPath: data.appendingPathComponent("postmaster.pid").path)
+            if owner == nil {
+                // From before owner files, or one another process made a moment ago and has
+                // not named itself in yet: only an old one that no server runs in goes.
+                let modified = (try? FileManager.default.attributesOfItem(atPath: directory.path)[.modificationDate] as? Date) ?? Date()
+                guard !serving, Date().timeIntervalSince(modified) > 600 else { continue }
+            } else if serving {
+                stopImmediately(data: data.path)
+            }
+            try? FileManager.default.removeItem(at: directory)
+        }
     }
 
     /// Stops and starts it again on the same port.
