@@ -74,7 +74,8 @@ extension ICECandidate {
         return text
     }
 
-    private static func isICEChar(_ byte: UInt8) -> Bool {
+    /// RFC 8839's ice-char: letters, digits, '+' and '/'.
+    static func isICEChar(_ byte: UInt8) -> Bool {
         (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x2B || byte == 0x2F
     }
 

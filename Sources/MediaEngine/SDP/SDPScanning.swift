@@ -82,6 +82,15 @@ enum SDPScanning {
         replacing(value, where: { $0 == "\r" || $0 == "\n" || $0 == "\0" }, with: " ")
     }
 
+    /// Whether `value` is an RFC 8866 token: one or more token-chars (0x21, 0x23-27,
+    /// 0x2A-2B, 0x2D-2E, 0x30-39, 0x41-5A, 0x5E-7E).
+    static func isToken(_ value: String) -> Bool {
+        !value.isEmpty && value.utf8.allSatisfy { byte in
+            byte == 0x21 || (0x23...0x27).contains(byte) || (0x2A...0x2B).contains(byte) || (0x2D...0x2E).contains(byte)
+                || (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x5E...0x7E).contains(byte)
+        }
+    }
+
     /// A token safe to split on spaces later: blanks become `-` so the field count holds.
     static func token(_ value: String) -> String {
         let line = singleLine(value)

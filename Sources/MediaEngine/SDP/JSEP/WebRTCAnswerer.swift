@@ -87,8 +87,8 @@ public enum WebRTCAnswerer {
         var candidates: [(WebRTCDescription.Section, WebRTCDescription.Codec)] = []
         for section in offer.sections {
             switch acceptance(of: section, in: offer) {
-            case .success(let codec): candidates.append((section, codec))
-            case .failure(let reason): refusals.append(.init(index: section.index, mid: section.mid, reason: reason.text))
+            case .taken(let codec): candidates.append((section, codec))
+            case .refused(let reason): refusals.append(.init(index: section.index, mid: section.mid, reason: reason))
             }
         }
         // One transport: the first section taken is the BUNDLE tag; without a BUNDLE group
@@ -137,38 +137,39 @@ public enum WebRTCAnswerer {
                                  remoteCandidatesComplete: candidates.contains { $0.0.endOfCandidates }, dtlsRole: role)
     }
 
+    /// A section taken with its codec, or refused with the reason.
+    private enum Acceptance {
+        case taken(WebRTCDescription.Codec)
+        case refused(String)
+    }
+
     /// Whether `section` can be taken, and with which codec; else why not.
-    private static func acceptance(of section: WebRTCDescription.Section,
-                                   in offer: WebRTCDescription) -> Result<WebRTCDescription.Codec, Reason> {
-        guard !section.isRejected else { return .failure("the offer rejects it (port 0)") }
+    private static func acceptance(of section: WebRTCDescription.Section, in offer: WebRTCDescription) -> Acceptance {
+        guard !section.isRejected else { return .refused("the offer rejects it (port 0)") }
         guard section.kind == .audio || section.kind == .video else {
-            return .failure("\(section.kind) sections (data channels) are not taken")
+            return .refused("\(section.kind) sections (data channels) are not taken")
         }
         guard section.transportProtocol.rawValue.hasSuffix("RTP/SAVPF"), section.transportProtocol.rawValue.hasPrefix("UDP/TLS") else {
-            return .failure("transport \(section.transportProtocol.rawValue.prefix(32)): only UDP/TLS/RTP/SAVPF (DTLS-SRTP)")
+            return .refused("transport \(section.transportProtocol.rawValue.prefix(32)): only UDP/TLS/RTP/SAVPF (DTLS-SRTP)")
         }
-        guard let mid = section.mid else { return .failure("no a=mid") }
+        guard let mid = section.mid else { return .refused("no a=mid") }
         guard isMID(mid) else {
-            return .failure("a=mid must be 1 to 16 token characters (it travels in RTP header extensions)")
+            return .refused("a=mid must be 1 to 16 token characters (it travels in RTP header extensions)")
         }
-        guard offer.sections.first(where: { $0.mid == mid })?.index == section.index else {
-            return .failure("a=mid \(mid) names an earlier section too")
-        }
-        guard offer.bundle.isEmpty || offer.bundle.contains(mid) else { return .failure("not in the BUNDLE group") }
-        guard section.rtcpMux else { return .failure("no a=rtcp-mux (RTP and RTCP share one port here)") }
+        guard ownsMID(section, in: offer) else { return .refused("a=mid \(mid) names an earlier section too") }
+        guard offer.bundle.isEmpty || offer.bundle.contains(mid) else { return .refused("not in the BUNDLE group") }
+        guard section.rtcpMux else { return .refused("no a=rtcp-mux (RTP and RTCP share one port here)") }
         let wanted = section.kind == .audio ? audioCodec : videoCodec
         guard let codec = section.codecs.first(where: { $0.isCodec(wanted.name, clockRate: wanted.clockRate) }) else {
             let offered = Set(section.codecs.map(\.name)).sorted().prefix(8).joined(separator: ", ")
-            return .failure("no \(wanted.name) among the codecs offered (\(offered.isEmpty ? "none" : offered))")
+            return .refused("no \(wanted.name) among the codecs offered (\(offered.isEmpty ? "none" : offered))")
         }
-        return .success(codec)
+        return .taken(codec)
     }
 
-    /// A refusal's sentence (an `Error` only so `Result` can carry it).
-    struct Reason: Error, ExpressibleByStringInterpolation {
-        let text: String
-        init(stringLiteral value: String) { text = value }
-        init(stringInterpolation: DefaultStringInterpolation) { text = String(stringInterpolation: stringInterpolation) }
+    /// Whether `section` is the first to use its mid.
+    private static func ownsMID(_ section: WebRTCDescription.Section, in offer: WebRTCDescription) -> Bool {
+        offer.sections.first { $0.mid == section.mid }?.index == section.index
     }
 
     /// The BUNDLE tag's transport, checked: DTLS fingerprints, ICE credentials, a setup role.
@@ -190,18 +191,12 @@ public enum WebRTCAnswerer {
     /// An identification tag (RFC 5888: an SDP token) short enough for the one-byte RTP
     /// header extension that carries it (RFC 8843 §15: 16 bytes).
     static func isMID(_ text: String) -> Bool {
-        (1...16).contains(text.utf8.count) && text.utf8.allSatisfy { byte in
-            // RFC 8866 token-char: 0x21, 0x23-27, 0x2A-2B, 0x2D-2E, 0x30-39, 0x41-5A, 0x5E-7E.
-            byte == 0x21 || (0x23...0x27).contains(byte) || (0x2A...0x2B).contains(byte) || (0x2D...0x2E).contains(byte)
-                || (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x5E...0x7E).contains(byte)
-        }
+        (1...16).contains(text.utf8.count) && SDPScanning.isToken(text)
     }
 
-    /// RFC 8839's ice-char: letters, digits, '+' and '/'.
+    /// ICE credentials: `length` of RFC 8839's ice-chars.
     static func isICEString(_ text: String, length: ClosedRange<Int>) -> Bool {
-        length.contains(text.utf8.count) && text.utf8.allSatisfy { byte in
-            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x2B || byte == 0x2F
-        }
+        length.contains(text.utf8.count) && text.utf8.allSatisfy(ICECandidate.isICEChar)
     }
 
     private static func answerSDP(_ offer: WebRTCDescription, agreed: [WebRTCNegotiation.Section], role: DTLSRole,
@@ -219,7 +214,7 @@ public enum WebRTCAnswerer {
             guard let taken = agreed.first(where: { $0.index == section.index }) else {
                 // A refused section keeps its mid (RFC 8829 §5.3.1), when it has a usable one.
                 var attributes: [SessionDescription.Attribute] = []
-                if let mid = section.mid, isMID(mid), offer.sections.first(where: { $0.mid == mid })?.index == section.index {
+                if let mid = section.mid, isMID(mid), ownsMID(section, in: offer) {
                     attributes.append(.mid(mid))
                 }
                 return MediaDescription(kind: section.kind, port: 0, transportProtocol: section.transportProtocol,
