@@ -1,35 +1,8 @@
 import Foundation
 import MediaEngine
 import MediaSimulation
-import Synchronization
 import Testing
 import TestSupport
-
-/// A UDP echo server on its own thread, for the proxy to forward to.
-private final class Echo: Sendable {
-    let socket: UDPSocket
-    private let stopFlag = Atomic<Bool>(false)
-    private let finished = DispatchSemaphore(value: 0)
-
-    init() throws {
-        socket = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
-        Thread.detachNewThread { [self] in
-            var buffer = [UInt8](repeating: 0, count: 2_048)
-            defer { finished.signal() }
-            while !stopFlag.load(ordering: .relaxed) {
-                buffer.withUnsafeMutableBytes { buffer in
-                    guard let received = try? socket.receive(into: buffer, timeout: .milliseconds(20)) else { return }
-                    try? socket.send(UnsafeRawBufferPointer(rebasing: buffer[0..<received.0]), to: received.1)
-                }
-            }
-        }
-    }
-
-    func stop() {
-        stopFlag.store(true, ordering: .relaxed)
-        finished.wait()
-    }
-}
 
 /// The `key=value` number in `line`, e.g. `lost=12` or `delay_p50=20.3ms`.
 private func value(_ key: String, in line: Substring) -> Double? {
@@ -49,11 +22,11 @@ private func startNetem(_ arguments: [String]) throws -> (BackgroundProcess, Soc
 @Suite struct NetemCommands {
     @Test func netemProxiesTrafficForItsDurationAndReportsEachDirection() async throws {
         try await Heavy.run {
-            let echo = try Echo()
+            let echo = try UDPResponder.echo()
             defer { echo.stop() }
-            let (process, address) = try startNetem(["--forward", "\(echo.socket.localAddress)", "--loss", "20",
+            let (process, address) = try startNetem(["--forward", "\(echo.localAddress)", "--loss", "20",
                                                      "--delay", "20", "--jitter", "2", "--seed", "7", "--duration", "3"])
-            #expect(process.stderr.contains("-> \(echo.socket.localAddress)"))
+            #expect(process.stderr.contains("-> \(echo.localAddress)"))
             let client = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
             var payload = [UInt8](repeating: 0, count: 160)
             for number in 0..<100 {
@@ -99,9 +72,9 @@ private func startNetem(_ arguments: [String]) throws -> (BackgroundProcess, Soc
 
     @Test func ctrlCStopsNetemAndItStillReports() async throws {
         try await Heavy.run {
-            let echo = try Echo()
+            let echo = try UDPResponder.echo()
             defer { echo.stop() }
-            let (process, _) = try startNetem(["--forward", "\(echo.socket.localAddress)", "--rate", "1000"])
+            let (process, _) = try startNetem(["--forward", "\(echo.localAddress)", "--rate", "1000"])
             let started = ContinuousClock.now
             process.interrupt()
             let run = try process.wait(timeout: 10)

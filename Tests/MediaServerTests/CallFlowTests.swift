@@ -339,24 +339,13 @@ import TestSupport
             defer { Task { await server.server.shutdown() } }
             // A STUN server that answers at once that the asker is at 192.0.2.7 (a NAT's
             // address, as far as the callee knows): a srflx candidate within a millisecond.
-            let stun = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
-            let stop = Locked(false)
-            let responder = Thread {
-                var buffer = [UInt8](repeating: 0, count: 1_500)
-                while !stop.withLock({ $0 }) {
-                    guard let (count, source) = try? buffer.withUnsafeMutableBytes({ try stun.receive(into: $0, timeout: .milliseconds(50)) }),
-                          let request = try? STUNMessage(parsing: Array(buffer[0..<count])), request.type == .bindingRequest,
-                          let mapped = try? SocketAddress(host: "192.0.2.7", port: source.port)
-                    else { continue }
-                    let answer = STUNBinding.answer(to: request, from: mapped).serialized()
-                    _ = try? answer.withUnsafeBytes { try stun.send($0, to: source) }
-                }
+            let stun = try UDPResponder { bytes, source in
+                guard let request = try? STUNMessage(parsing: bytes), request.type == .bindingRequest,
+                      let mapped = try? SocketAddress(host: "192.0.2.7", port: source.port)
+                else { return nil }
+                return STUNBinding.answer(to: request, from: mapped).serialized()
             }
-            responder.start()
-            defer {
-                stop.withLock { $0 = true }
-                stun.close()
-            }
+            defer { stun.stop() }
             let alice = try await TestClient(url: server.url)
             _ = try await alice.request(MessageType.login, Request.Login(token: try await server.token("alice"), device: "d"), as: Reply.Login.self)
             let bob = try await Endpoint(server: server, account: "bob", audio: "sine:660", video: nil, stunServer: stun.localAddress)

@@ -1,42 +1,8 @@
 import Foundation
 @testable import MediaEngine
 @testable import MediaSimulation
-import Synchronization
 import Testing
 import TestSupport
-
-/// A UDP echo server on its own thread: sends every datagram back to where it came from
-/// and remembers who sent.
-private final class EchoTarget: Sendable {
-    let socket: UDPSocket
-    private let senders = Locked<[SocketAddress: Int]>([:])
-    private let stopFlag = Atomic<Bool>(false)
-    private let finished = DispatchSemaphore(value: 0)
-
-    init() throws {
-        socket = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
-        Thread.detachNewThread { [self] in
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2_048, alignment: 8)
-            defer {
-                buffer.deallocate()
-                finished.signal()
-            }
-            while !stopFlag.load(ordering: .relaxed) {
-                guard let received = try? socket.receive(into: buffer, timeout: .milliseconds(20)) else { continue }
-                senders.withLock { $0[received.1, default: 0] += 1 }
-                try? socket.send(UnsafeRawBufferPointer(rebasing: buffer[0..<received.0]), to: received.1)
-            }
-        }
-    }
-
-    /// Datagrams received per sender.
-    var received: [SocketAddress: Int] { senders.withLock { $0 } }
-
-    func stop() {
-        stopFlag.store(true, ordering: .relaxed)
-        finished.wait()
-    }
-}
 
 /// A client socket that sends numbered datagrams and collects what comes back.
 private struct Client {
@@ -92,9 +58,9 @@ private func proxy(to target: SocketAddress, _ change: (inout ImpairmentSettings
 @Suite struct UDPImpairmentProxies {
     @Test func datagramsReachTheTargetAndEchoesComeBackToTheClient() async throws {
         try await Heavy.run {
-            let target = try EchoTarget()
+            let target = try UDPResponder.echo()
             defer { target.stop() }
-            let proxy = try proxy(to: target.socket.localAddress)
+            let proxy = try proxy(to: target.localAddress)
             defer { proxy.stop() }
             #expect(proxy.localAddress.port != 0)
             let client = try Client()
@@ -116,9 +82,9 @@ private func proxy(to target: SocketAddress, _ change: (inout ImpairmentSettings
 
     @Test func thirtyPercentLossEachWayCompletesAboutHalfTheRoundTrips() async throws {
         try await Heavy.run {
-            let target = try EchoTarget()
+            let target = try UDPResponder.echo()
             defer { target.stop() }
-            let proxy = try proxy(to: target.socket.localAddress) {
+            let proxy = try proxy(to: target.localAddress) {
                 $0.lossPercent = 30
                 $0.seed = 2_024
             }
@@ -143,9 +109,9 @@ private func proxy(to target: SocketAddress, _ change: (inout ImpairmentSettings
 
     @Test func delayIsAppliedEachWay() async throws {
         try await Heavy.run {
-            let target = try EchoTarget()
+            let target = try UDPResponder.echo()
             defer { target.stop() }
-            let proxy = try proxy(to: target.socket.localAddress) { $0.delay = .milliseconds(100) }
+            let proxy = try proxy(to: target.localAddress) { $0.delay = .milliseconds(100) }
             defer { proxy.stop() }
             let client = try Client()
             var roundTrips: [Duration] = []
@@ -163,9 +129,9 @@ private func proxy(to target: SocketAddress, _ change: (inout ImpairmentSettings
 
     @Test func twoClientsGetTheirOwnReplies() async throws {
         try await Heavy.run {
-            let target = try EchoTarget()
+            let target = try UDPResponder.echo()
             defer { target.stop() }
-            let proxy = try proxy(to: target.socket.localAddress) { $0.jitter = .milliseconds(5) }
+            let proxy = try proxy(to: target.localAddress) { $0.jitter = .milliseconds(5) }
             defer { proxy.stop() }
             let first = try Client(tag: 1)
             let second = try Client(tag: 2)
@@ -186,9 +152,9 @@ private func proxy(to target: SocketAddress, _ change: (inout ImpairmentSettings
 
     @Test func stopReturnsPromptlyAndCountsWhatWasStillInFlight() async throws {
         try await Heavy.run {
-            let target = try EchoTarget()
+            let target = try UDPResponder.echo()
             defer { target.stop() }
-            let proxy = try proxy(to: target.socket.localAddress) { $0.delay = .seconds(10) }
+            let proxy = try proxy(to: target.localAddress) { $0.delay = .seconds(10) }
             let client = try Client()
             try client.send(10, to: proxy.localAddress)
             #expect(await eventually { proxy.statistics.upstream.pending == 10 })
@@ -206,11 +172,11 @@ private func proxy(to target: SocketAddress, _ change: (inout ImpairmentSettings
 
     @Test func packetsBeyondThePendingCapAreDroppedAndCounted() async throws {
         try await Heavy.run {
-            let target = try EchoTarget()
+            let target = try UDPResponder.echo()
             defer { target.stop() }
             var limits = UDPImpairmentProxy.Limits()
             limits.maximumPendingPackets = 10
-            let proxy = try proxy(to: target.socket.localAddress, { $0.delay = .milliseconds(300) }, limits: limits)
+            let proxy = try proxy(to: target.localAddress, { $0.delay = .milliseconds(300) }, limits: limits)
             defer { proxy.stop() }
             let client = try Client()
             try client.send(30, to: proxy.localAddress)
@@ -224,12 +190,12 @@ private func proxy(to target: SocketAddress, _ change: (inout ImpairmentSettings
 
     @Test func aFullClientTableRefusesNewClientsUntilAnIdleOneExpires() async throws {
         try await Heavy.run {
-            let target = try EchoTarget()
+            let target = try UDPResponder.echo()
             defer { target.stop() }
             var limits = UDPImpairmentProxy.Limits()
             limits.maximumClients = 1
             limits.clientIdleTimeout = .milliseconds(300)
-            let proxy = try proxy(to: target.socket.localAddress, limits: limits)
+            let proxy = try proxy(to: target.localAddress, limits: limits)
             defer { proxy.stop() }
             let first = try Client(tag: 1)
             let second = try Client(tag: 2)
@@ -247,9 +213,9 @@ private func proxy(to target: SocketAddress, _ change: (inout ImpairmentSettings
 
     @Test func repliesFromOtherAddressesAreDropped() async throws {
         try await Heavy.run {
-            let target = try EchoTarget()
+            let target = try UDPResponder.echo()
             defer { target.stop() }
-            let proxy = try proxy(to: target.socket.localAddress)
+            let proxy = try proxy(to: target.localAddress)
             defer { proxy.stop() }
             let client = try Client()
             try client.send(1, to: proxy.localAddress)

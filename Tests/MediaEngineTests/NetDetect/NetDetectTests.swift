@@ -124,16 +124,8 @@ import TestSupport
             #expect(NetDetectRunner.run(taskId: 4, target: "127.0.0.1:9", options: .init(count: 5, interval: .milliseconds(-5))).error?.code == .invalidOptions)
 
             // Something that answers, but not with probe replies: a plain UDP echo.
-            let impostor = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
-            defer { impostor.close() }
-            let echoing = Thread {
-                var buffer = [UInt8](repeating: 0, count: 2_048)
-                for _ in 0..<5 {
-                    guard let (count, source) = (try? buffer.withUnsafeMutableBytes { try impostor.receive(into: $0, timeout: .seconds(2)) }) ?? nil else { return }
-                    try? buffer.withUnsafeBytes { try impostor.send(UnsafeRawBufferPointer(rebasing: $0[0..<count]), to: source) }
-                }
-            }
-            echoing.start()
+            let impostor = try UDPResponder.echo()
+            defer { impostor.stop() }
             started = ContinuousClock.now
             let fake = NetDetectRunner.run(taskId: 5, target: impostor.localAddress.description, options: .init(count: 5, interval: .milliseconds(10)))
             #expect(fake.error?.code == .notAnEchoResponder, "\(fake.error?.message ?? "no error")")
