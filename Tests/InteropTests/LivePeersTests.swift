@@ -83,8 +83,8 @@ import Testing
         #expect(try readS16(path) == [1, -1])
         try Data(frame + [9, 9]).write(to: URL(fileURLWithPath: path))
         #expect(try readRGBFrames(path, width: 4, height: 2) == [frame])
-        #expect(try readRGBFrames(path, width: 2, height: 1) == [Array(frame[0..<6]), Array(frame[6..<12]), Array(frame[12..<18]),
-                                                                  Array(frame[18..<24])])
+        let pixelPairs: [[UInt8]] = stride(from: 0, to: 24, by: 6).map { (start: Int) -> [UInt8] in Array(frame[start..<(start + 6)]) }
+        #expect(try readRGBFrames(path, width: 2, height: 1) == pixelPairs)
         #expect(throws: ToolFailure.self) { try readRGBFrames(path, width: 0, height: 2) }
     }
 

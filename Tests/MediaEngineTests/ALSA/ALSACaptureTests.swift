@@ -140,7 +140,10 @@ import TestSupport
             #expect(try capture.read(into: &frame))
             captured += frame.samples
         }
-        let expected = (0..<captured.count).map { Int16((Int(file[2 * $0]) + Int(file[2 * $0 + 1])) / 2) }
+        let expected: [Int16] = (0..<captured.count).map { (index: Int) -> Int16 in
+            let sum: Int = Int(file[2 * index]) + Int(file[2 * index + 1])
+            return Int16(sum / 2)
+        }
         #expect(ALSAFixture.firstDifference(captured, expected) == nil)
     }
 

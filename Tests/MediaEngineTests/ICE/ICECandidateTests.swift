@@ -32,7 +32,8 @@ private func address(_ text: String) -> SocketAddress { try! SocketAddress(parsi
         let g = ICECandidate(foundation: "1", priority: 2_130_706_431, address: address("192.0.2.1:1000"), kind: .host)
         let d = ICECandidate(foundation: "2", priority: 1_694_498_815, address: address("198.51.100.7:2000"), kind: .serverReflexive)
         let controlling = ICECandidatePair(local: g, remote: d).priority(controlling: true)
-        #expect(controlling == (UInt64(1_694_498_815) << 32) + 2 * 2_130_706_431 + 1)
+        let expected: UInt64 = (UInt64(1_694_498_815) << 32) + UInt64(2 * 2_130_706_431 + 1)
+        #expect(controlling == expected)
         #expect(ICECandidatePair(local: d, remote: g).priority(controlling: false) == controlling)
         #expect(ICECandidatePair(local: g, remote: d).pathKind == .serverReflexive)
     }

@@ -33,7 +33,8 @@ import Testing
         let crypto = try Crypto(attributeValue: value)
         #expect(crypto.tag == 3)
         #expect(crypto.keys.map(\.mki) == [.init(value: 1, length: 4), .init(value: 2, length: 4)])
-        #expect(crypto.keys[1].keyAndSalt == (0..<30).map { UInt8(0xA0 + $0) })
+        let keyAndSalt: [UInt8] = (0..<30).map { (offset: UInt8) -> UInt8 in 0xA0 + offset }
+        #expect(crypto.keys[1].keyAndSalt == keyAndSalt)
         #expect(crypto.sessionParameters == ["KDR=1", "UNENCRYPTED_SRTCP"])
         #expect(crypto.attributeValue == value)
     }

@@ -158,7 +158,7 @@ private let key = SDPFixtures.key
         // Limits.
         .init(
             "too large", text: SDPErrorRow.base.joined(separator: "\r\n") + "\r\n" + String(repeating: "a=x\r\n", count: 13_200),
-            .tooLarge, line: nil, "SDP is \(SDPErrorRow.base.joined(separator: "\r\n").utf8.count + 2 + 13_200 * 5) bytes; the limit is 65536"),
+            .tooLarge, line: nil, "SDP is \(SDPErrorRow.base.joined(separator: "\r\n").utf8.count + 66_002) bytes; the limit is 65536"),
         .init(
             "too many lines", text: SDPErrorRow.base.joined(separator: "\n") + "\n" + String(repeating: "a=x\n", count: 4_100),
             .tooLarge, line: 4_097, "more than 4096 lines"),

@@ -368,7 +368,8 @@ import TestSupport
             #expect(own > 100 * absent && peer > 100 * absent && file > 100 * absent,
                     "440 \(own), 660 \(peer), 1000 \(file), 1500 (absent) \(absent)")
             let opus = try AudioFile.read(path: ogg).samples
-            #expect(abs(Double(opus.count) / 48_000 - 2) < 0.3, "Ogg Opus: \(Double(opus.count) / 48_000) s")
+            let seconds: Double = Double(opus.count) / 48_000
+            #expect(abs(seconds - 2) < 0.3, "Ogg Opus: \(seconds) s")
         }
     }
 

@@ -154,6 +154,7 @@ import Testing
         let parsed = try STUNMessage(parsing: bytes)
         let again = parsed.serialized(integrity: key, fingerprint: true)
         #expect(try STUNMessage(parsing: again).attributes.map(\.type) == [0x0006, 0x0008, 0x8028])
-        #expect(Array(again[20..<(bytes.count)]) == Array(bytes[20...]))
+        let rebuilt: [UInt8] = Array(again[20..<bytes.count]), original: [UInt8] = Array(bytes[20...])
+        #expect(rebuilt == original)
     }
 }

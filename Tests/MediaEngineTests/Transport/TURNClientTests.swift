@@ -196,7 +196,8 @@ import Testing
                 failedAt = deadline
             }
         }
-        #expect(sentAt == [0, 0.5, 1.5, 3.5, 5.5, 7.5, 9.5].map { Duration.milliseconds(Int($0 * 1_000)) })
+        let expected: [Duration] = [0, 500, 1_500, 3_500, 5_500, 7_500, 9_500].map { (milliseconds: Int) -> Duration in .milliseconds(milliseconds) }
+        #expect(sentAt == expected)
         #expect(failedAt == .milliseconds(11_500))
         #expect(client.statistics.retransmissions == 6)
         #expect(client.statistics.requestsSent == 1)
