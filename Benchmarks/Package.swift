@@ -49,7 +49,13 @@ let package = Package(
             dependencies: [.product(name: "MediaEngine", package: "MediaEngine"), "BenchmarkSupport", "SRTPBaseline"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
-        // RTP parse/serialize (Swift only) and SRTP protect/unprotect against SRTPBaseline.
+        // The OpenSSL calls DTLSEndpoint makes for one DTLS-SRTP handshake, written in C.
+        .target(
+            name: "DTLSBaseline",
+            linkerSettings: [.linkedLibrary("ssl"), .linkedLibrary("crypto")]
+        ),
+        // RTP parse/serialize (Swift only), SRTP protect/unprotect against SRTPBaseline, and
+        // DTLS-SRTP handshakes against DTLSBaseline.
         .executableTarget(
             name: "WireBenchmarks",
             dependencies: [
@@ -57,6 +63,7 @@ let package = Package(
                 .product(name: "MediaEngine", package: "MediaEngine"),
                 "BenchmarkSupport",
                 "SRTPFixtures",
+                "DTLSBaseline",
             ],
             path: "Benchmarks/WireBenchmarks",
             swiftSettings: [.swiftLanguageMode(.v6)],

@@ -61,6 +61,28 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    // MARK: DTLS-SRTP: one whole handshake, both ends in this process (issue 33)
+
+    // Handshakes per second per core is 1 / the wall time (one thread runs both ends); the
+    // server end's own CPU time per handshake is its own metric.
+    let dtls = Benchmark.Configuration(metrics: metrics + [serverHandshakeCPU], timeUnits: .microseconds, warmupIterations: 5,
+                                       maxDuration: .seconds(30), maxIterations: 400)
+    Benchmark("DTLS handshake (Swift)", configuration: dtls) { (benchmark: Benchmark, fixture: SwiftDTLSHandshake) throws in
+        let (cpu, count) = (fixture.serverCPU, fixture.handshakes)
+        try measure(benchmark) { try fixture.handshake() }
+        benchmark.measurement(serverHandshakeCPU, (fixture.serverCPU - cpu) / max(1, fixture.handshakes - count))
+    } setup: {
+        try SwiftDTLSHandshake()
+    }
+
+    Benchmark("DTLS handshake (C)", configuration: dtls) { (benchmark: Benchmark, fixture: BaselineDTLSHandshake) throws in
+        let (cpu, count) = (fixture.serverCPU, fixture.handshakes)
+        try measure(benchmark) { try fixture.handshake() }
+        benchmark.measurement(serverHandshakeCPU, (fixture.serverCPU - cpu) / max(1, fixture.handshakes - count))
+    } setup: {
+        try BaselineDTLSHandshake()
+    }
+
     // MARK: TURN ChannelData alone: frame + unwrap of an SRTP-sized payload (no allocation)
 
     for size in WireSettings.srtpPacketSizes {
@@ -73,6 +95,9 @@ let benchmarks: @Sendable () -> Void = {
     }
 }
 
+
+/// CPU time of the server end of one DTLS handshake (ns).
+let serverHandshakeCPU = BenchmarkMetric.custom("server end CPU per handshake (ns)")
 
 /// The settings the wire benchmarks use.
 enum WireSettings {

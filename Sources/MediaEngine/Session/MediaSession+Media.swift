@@ -184,6 +184,16 @@ extension MediaSession {
                 emit(.connectFailed("ICE found no path within \(configuration.connectTimeout): \(why)\(explained)"))
             }
             stopping.store(true, ordering: .relaxed)
+        case .core(.dtlsConnected(let profile)):
+            state.withLock { $0.keyed = true }
+            emit(.dtlsConnected(profile))
+        case .core(.dtlsFailed(let error)):
+            // No keys, no media: the leg failed as a path that never answered does.
+            if !stopped { emit(.connectFailed("DTLS: \(error.message)")) }
+            stopping.store(true, ordering: .relaxed)
+        case .core(.dtlsClosed):
+            if !stopped { emit(.disconnected("the peer closed the DTLS association")) }
+            stopping.store(true, ordering: .relaxed)
         case .core(.consentExpired):
             if !stopped { emit(.disconnected("the peer stopped answering consent checks (RFC 7675) for \(configuration.consent.timeout)")) }
         case .mediaTimedOut:
@@ -232,7 +242,7 @@ extension MediaSession {
     /// the session stops (then BYE).
     func send() {
         let configuration = parts.configuration
-        while !state.withLock({ $0.connected }) && !stopping.load(ordering: .relaxed) {
+        while !state.withLock({ $0.connected && $0.keyed }) && !stopping.load(ordering: .relaxed) {
             Thread.sleep(forTimeInterval: 0.002)
         }
         guard !stopping.load(ordering: .relaxed) else { return }

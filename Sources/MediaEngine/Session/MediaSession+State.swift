@@ -10,6 +10,10 @@ extension MediaSession {
         /// ICE selected a pair: the sending thread may send, and silence counts as a
         /// disconnection from now on.
         var connected = false
+        /// Media may flow: SDES keys were given up front, or DTLS agreed them. The sending
+        /// thread waits for this as well as `connected` (ICE connects before the handshake
+        /// on the path ends; a frame sent in between finds no keyed path and fails).
+        var keyed = true
         /// A meeting leg (`join`): silence and BYEs are participants, not the leg, ending.
         var meetingLeg = false
         /// The session's threads still running.

@@ -117,6 +117,8 @@ public final class MediaSession: Sendable {
         case gatheringComplete
         /// No pair worked within `connectTimeout`.
         case connectFailed(String)
+        /// DTLS agreed the SRTP keys with a WebRTC peer (with this profile): media flows.
+        case dtlsConnected(SRTPProfile)
         /// The peer's media ended (BYE), stopped for `mediaTimeout`, or the peer stopped
         /// answering consent checks.
         case disconnected(String)
@@ -215,6 +217,11 @@ public final class MediaSession: Sendable {
     let localAudioChannels: Int
     let audioStream: SendStreamID
     let videoStream: SendStreamID?
+    /// Payload types and MIDs of both kinds, both ways.
+    let streamPlan: StreamPlan
+    /// The WebRTC peer's offer, this side's answer and certificate, when the session
+    /// answered one (`init(configuration:answering:)`); nil for SDES sessions.
+    let webRTC: WebRTCLeg?
     let playbackMix = PlaybackMixRing()
 
     /// One remote participant's streams and what the app set for it.
@@ -244,8 +251,13 @@ public final class MediaSession: Sendable {
     /// Binds the socket and draws this side's key, SSRCs and check token.
     /// - Throws: `MediaSessionError`: `.socket` when `host` cannot be bound, `.keying` when
     ///   `localKeying` is refused, `.streams` when `localAudioSSRC` is.
-    public init(configuration: Configuration) throws(MediaSessionError) {
-        parts = Parts(configuration)
+    public convenience init(configuration: Configuration) throws(MediaSessionError) {
+        try self.init(configuration: configuration, answering: nil)
+    }
+
+    /// Binds the socket and draws this side's key (or, answering a WebRTC offer, makes its
+    /// certificate and the answer), SSRCs and check token.
+    init(configuration: Configuration, answering offer: WebRTCDescription?) throws(MediaSessionError) {
         localAudioChannels = configuration.audio.layout.count
         let socket: UDPSocket
         do throws(TransportError) {
@@ -255,13 +267,48 @@ public final class MediaSession: Sendable {
         }
         let port = socket.localAddress.port
         let hosts = configuration.host == "0.0.0.0" ? LocalAddresses.ipv4() : [socket.localAddress.host]
+        let candidates: [ICECandidate]
+        do throws(TransportError) {
+            candidates = try Self.hostCandidates(hosts, port: port)
+        } catch {
+            throw MediaSessionError(error)
+        }
         var random = SystemRandomNumberGenerator()
         // ufrag and password: checks carrying them are long enough that an answer, even
         // with an IPv6 address, is never larger than the request.
         let credentials = ICECredentials.random(using: &random)
         let keying = configuration.localKeying ?? SRTPKeyingMaterial.random(profile: configuration.profile)
         var settings = MediaCore.Configuration()
-        settings.outboundKeying = keying
+        func draw() -> UInt32 {
+            var ssrc: UInt32
+            repeat { ssrc = UInt32.random(in: 1 ... .max, using: &random) } while ssrc == settings.rtcpSSRC
+            return ssrc
+        }
+        let audioSSRC = configuration.localAudioSSRC ?? draw()
+        var videoSSRC = configuration.video == nil ? nil : draw()
+        while videoSSRC == audioSSRC { videoSSRC = draw() }
+        var configuration = configuration
+        let plan: StreamPlan
+        if let offer {
+            let leg = try WebRTCLeg(answering: offer, configuration: configuration, credentials: credentials, candidates: candidates,
+                                    audioSSRC: audioSSRC, videoSSRC: videoSSRC, cname: settings.cname)
+            plan = leg.plan
+            webRTC = leg
+            if !leg.sendsVideo {
+                // The peer takes no video (or refused it): the camera stays off.
+                configuration.video = nil
+                videoSSRC = nil
+            }
+            settings.extensions = leg.extensions
+            // The offerer controls ICE (RFC 8445 6.1.1), unless it is ICE-lite.
+            configuration.iceControlling = leg.negotiation.remoteTransport.iceLite
+        } else {
+            plan = .engine
+            webRTC = nil
+            settings.outboundKeying = keying
+        }
+        streamPlan = plan
+        parts = Parts(configuration)
         settings.consent = configuration.consent
         let videoRate = configuration.video == nil ? 0 : configuration.videoBitrate
         settings.sendBandwidth = configuration.audioBitrate + videoRate
@@ -275,25 +322,13 @@ public final class MediaSession: Sendable {
             throw MediaSessionError(error)
         }
         core.localICE = credentials
-        func draw() -> UInt32 {
-            var ssrc: UInt32
-            repeat { ssrc = UInt32.random(in: 1 ... .max, using: &random) } while ssrc == settings.rtcpSSRC
-            return ssrc
-        }
         do throws(MediaCoreError) {
-            audioStream = try core.addSendStream(.opus(ssrc: configuration.localAudioSSRC ?? draw()))
-            videoStream = configuration.video == nil ? nil : try core.addSendStream(.vp8(ssrc: draw()))
+            audioStream = try core.addSendStream(plan.audio.send(ssrc: audioSSRC))
+            videoStream = try videoSSRC.map { (ssrc) throws(MediaCoreError) in try core.addSendStream(plan.video.send(ssrc: ssrc)) }
         } catch {
             throw MediaSessionError(error)
         }
-        let candidates: [ICECandidate]
-        do throws(TransportError) {
-            candidates = try Self.hostCandidates(hosts, port: port)
-        } catch {
-            throw MediaSessionError(error)
-        }
-        local = Endpoint(candidates: candidates, keying: keying, audioSSRC: core.statistics(of: audioStream)!.ssrc,
-                         videoSSRC: videoStream.flatMap { core.statistics(of: $0)?.ssrc }, ice: credentials)
+        local = Endpoint(candidates: candidates, keying: keying, audioSSRC: audioSSRC, videoSSRC: videoSSRC, ice: credentials)
         transport = PeerTransport(core: core, sockets: [socket])
     }
 
@@ -376,7 +411,7 @@ public final class MediaSession: Sendable {
         transport.withCore { core, now in core.addRemoteCandidates(usable, complete: complete, now: now) }
     }
 
-    private func usableRemote(_ candidates: [ICECandidate]) -> [ICECandidate] {
+    func usableRemote(_ candidates: [ICECandidate]) -> [ICECandidate] {
         let configuration = parts.configuration
         let (usable, ignored) = Self.sorted(candidates, localHosts: local.candidates,
                                             servers: configuration.stunServers + (configuration.turnServer.map { [$0.server] } ?? []),
@@ -425,14 +460,22 @@ public final class MediaSession: Sendable {
     }
 
     private func begin(remote: Endpoint, participants: [Participant], events: @escaping @Sendable (Event) -> Void) throws(MediaCoreError) {
+        try begin(events: events) { () throws(MediaCoreError) in
+            let candidates = usableRemote(remote.candidates)
+            try withCore { core, now throws(MediaCoreError) in
+                try core.setInboundKeying(remote.keying)
+                core.setRemoteICE(remote.ice, candidates: candidates, complete: false, now: now)
+            }
+            for participant in participants { try addParticipant(participant) }
+        }
+    }
+
+    /// Starts the receiving thread (gathering, unless the app did), has `connect` tell the
+    /// core about the peer, then starts the sending thread. Once: later calls do nothing.
+    func begin(events: @escaping @Sendable (Event) -> Void, connect: () throws(MediaCoreError) -> Void) throws(MediaCoreError) {
         guard state.withLock({ $0.begin(EventHandler(call: events)) }) else { return }
         gather(events: events)
-        let candidates = usableRemote(remote.candidates)
-        try withCore { core, now throws(MediaCoreError) in
-            try core.setInboundKeying(remote.keying)
-            core.setRemoteICE(remote.ice, candidates: candidates, complete: false, now: now)
-        }
-        for participant in participants { try addParticipant(participant) }
+        try connect()
         state.withLock { $0.threads += 1 }
         Thread.detachNewThread { [self] in
             ThreadName.set("media send")
@@ -444,18 +487,22 @@ public final class MediaSession: Sendable {
     /// Receives a participant's streams from now on (a member joined a meeting leg).
     /// - Throws: `MediaCoreError` when the ID is taken or an SSRC is already bound.
     public func addParticipant(_ participant: Participant) throws(MediaCoreError) {
-        let exists = state.withLock { $0.participants[participant.id] != nil }
-        guard !exists else { throw MediaCoreError(.configuration, "participant '\(participant.id)' is already in the session") }
+        try addParticipant(participant.id, audio: participant.audioSSRC.map { streamPlan.audio.receive(ssrc: $0) },
+                           video: participant.videoSSRC.map { streamPlan.video.receive(ssrc: $0) })
+    }
+
+    /// Receives `audio` and `video` (either may be nil) as participant `id`'s.
+    func addParticipant(_ id: String, audio: ReceiveStreamConfiguration?, video: ReceiveStreamConfiguration?) throws(MediaCoreError) {
+        let exists = state.withLock { $0.participants[id] != nil }
+        guard !exists else { throw MediaCoreError(.configuration, "participant '\(id)' is already in the session") }
         let added = try withCore { core, _ throws(MediaCoreError) in
             var entry = ParticipantState()
-            if let ssrc = participant.audioSSRC {
-                var stream = ReceiveStreamConfiguration.opus(ssrc: ssrc)
-                stream.participant = participant.id
+            if var stream = audio {
+                stream.participant = id
                 entry.audio = try core.addReceiveStream(stream)
             }
-            if let ssrc = participant.videoSSRC {
-                var stream = ReceiveStreamConfiguration.vp8(ssrc: ssrc)
-                stream.participant = participant.id
+            if var stream = video {
+                stream.participant = id
                 do throws(MediaCoreError) {
                     entry.video = try core.addReceiveStream(stream)
                 } catch {
@@ -465,12 +512,12 @@ public final class MediaSession: Sendable {
             }
             return entry
         }
-        state.withLock { $0.add(participant.id, added) }
+        state.withLock { $0.add(id, added) }
     }
 
     /// `transport.withCore` for a body that throws only `MediaCoreError` (the transport's
     /// `rethrows` loses the type).
-    private func withCore<R: Sendable>(_ body: (MediaCore, Duration) throws(MediaCoreError) -> R) throws(MediaCoreError) -> R {
+    func withCore<R: Sendable>(_ body: (MediaCore, Duration) throws(MediaCoreError) -> R) throws(MediaCoreError) -> R {
         let result = transport.withCore { core, now in Result { () throws(MediaCoreError) in try body(core, now) } }
         return try result.get()
     }

@@ -38,4 +38,6 @@ extension ErrorCode where Domain == MediaSessionError {
     public static var keying: Self { Self("keying") }
     /// This side's send streams could not be set up.
     public static var streams: Self { Self("streams") }
+    /// A WebRTC peer's offer could not be answered (the message says why).
+    public static var negotiation: Self { Self("negotiation") }
 }

@@ -248,7 +248,7 @@ extension NetCallManager {
                     emit.yield(.recordStopped(callID: callID, file: summary.path, user: target.participantID ?? me))
                 case .recordVideoSizeChanged(let target, let width, let height):
                     emit.yield(.recordVideoSizeChanged(callID: callID, user: target.participantID ?? me, width: width, height: height))
-                case .remoteAudioLevel, .speakingUsers:
+                case .remoteAudioLevel, .speakingUsers, .dtlsConnected:
                     // Meetings report speakers from the server (`speakingUsers` events).
                     break
                 }

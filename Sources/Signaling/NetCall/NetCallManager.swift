@@ -620,7 +620,7 @@ public actor NetCallManager {
                     emit.yield(.recordStopped(callID: callID, file: summary.path, user: target == .local ? me : peer))
                 case .recordVideoSizeChanged(let target, let width, let height):
                     emit.yield(.recordVideoSizeChanged(callID: callID, user: target == .local ? me : peer, width: width, height: height))
-                case .remoteAudioLevel:
+                case .remoteAudioLevel, .dtlsConnected:
                     break
                 case .speakingUsers(let levels):
                     // The peer's RFC 6464 levels (participant ""), above the app's threshold.
