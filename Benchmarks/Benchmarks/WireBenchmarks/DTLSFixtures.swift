@@ -1,3 +1,4 @@
+import Benchmark
 import BenchmarkSupport
 import DTLSBaseline
 import MediaEngine
@@ -84,5 +85,37 @@ final class BaselineDTLSHandshake {
         serverCPU += Int(cpu)
         handshakes += 1
         return status
+    }
+}
+
+/// The metrics of the interleaved handshake benchmark, per handshake, in nanoseconds.
+enum DTLSMetrics {
+    static let swift = BenchmarkMetric.custom("handshake, Swift (ns)")
+    static let c = BenchmarkMetric.custom("handshake, C (ns)")
+    static let swiftServer = BenchmarkMetric.custom("server end, Swift (ns)")
+    static let cServer = BenchmarkMetric.custom("server end, C (ns)")
+    static let all = [swift, c, swiftServer, cServer]
+}
+
+/// One Swift and one C handshake per call, each timed and recorded.
+final class DTLSHandshakePair {
+    let swift: SwiftDTLSHandshake
+    let c: BaselineDTLSHandshake
+
+    init() throws {
+        swift = try SwiftDTLSHandshake()
+        c = try BaselineDTLSHandshake()
+    }
+
+    func next(_ benchmark: Benchmark) throws -> Int {
+        var (server, started) = (swift.serverCPU, threadCPUNanoseconds())
+        let keys = try swift.handshake()
+        benchmark.measurement(DTLSMetrics.swift, threadCPUNanoseconds() - started)
+        benchmark.measurement(DTLSMetrics.swiftServer, swift.serverCPU - server)
+        (server, started) = (c.serverCPU, threadCPUNanoseconds())
+        let status = try c.handshake()
+        benchmark.measurement(DTLSMetrics.c, threadCPUNanoseconds() - started)
+        benchmark.measurement(DTLSMetrics.cServer, c.serverCPU - server)
+        return keys.local.bytes.count + Int(status)
     }
 }

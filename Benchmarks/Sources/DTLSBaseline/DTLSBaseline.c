@@ -99,31 +99,6 @@ static void end_close(End *end) {
     SSL_CTX_free(end->context);
 }
 
-/// Moves what `from` wrote into `to`, 1,200-byte datagrams of whole records at a time, as
-/// DTLSEndpoint's collectOutput and handle do.
-static int pass(End *from, End *to) {
-    unsigned char bytes[16384];
-    int moved = 0;
-    for (;;) {
-        int pending = (int)BIO_pending(from->output);
-        if (pending <= 0) return moved;
-        if (pending > (int)sizeof bytes) return -1;
-        int read = BIO_read(from->output, bytes, pending);
-        if (read <= 0) return moved;
-        int offset = 0, start = 0;
-        while (offset + 13 <= read) {
-            int length = 13 + (bytes[offset + 11] << 8 | bytes[offset + 12]);
-            if (offset > start && offset + length - start > 1200) {
-                BIO_write(to->input, bytes + start, offset - start);
-                start = offset;
-            }
-            offset += length;
-        }
-        if (read > start) BIO_write(to->input, bytes + start, read - start);
-        moved = 1;
-    }
-}
-
 static int step(End *end) {
     int result = SSL_do_handshake(end->ssl);
     if (result == 1) return 1;
@@ -131,10 +106,43 @@ static int step(End *end) {
     return error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE ? 0 : -1;
 }
 
+/// What `from` wrote, cut into datagrams of whole records of at most 1,200 bytes (as
+/// DTLSEndpoint's collectOutput cuts them), each written into `to` and followed by a
+/// handshake step there (as DTLSEndpoint's handle does: a flight is read as it arrives).
+/// `done` is `to`'s state; `cpu`, when not NULL, gets the time `to`'s steps took.
+static int deliver(End *from, End *to, int *done, int64_t *cpu);
+
 static int64_t cpu_now(void) {
     struct timespec time;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time);
     return (int64_t)time.tv_sec * 1000000000 + time.tv_nsec;
+}
+
+static int deliver(End *from, End *to, int *done, int64_t *cpu) {
+    unsigned char bytes[16384];
+    for (;;) {
+        int pending = (int)BIO_pending(from->output);
+        if (pending <= 0) return 0;
+        if (pending > (int)sizeof bytes) return -1;
+        int read = BIO_read(from->output, bytes, pending);
+        if (read <= 0) return 0;
+        int offset = 0, start = 0;
+        while (start < read) {
+            // Whole records up to 1,200 bytes (a longer record goes alone).
+            while (offset + 13 <= read) {
+                int length = 13 + (bytes[offset + 11] << 8 | bytes[offset + 12]);
+                if (offset > start && offset + length - start > 1200) break;
+                offset += length;
+            }
+            if (offset <= start || offset > read) offset = read;
+            BIO_write(to->input, bytes + start, offset - start);
+            start = offset;
+            int64_t started = cpu_now();
+            if (*done == 0) *done = step(to);
+            if (cpu != NULL) *cpu += cpu_now() - started;
+            if (*done < 0) return -1;
+        }
+    }
 }
 
 /// The peer's certificate matches `expected`'s fingerprint, and the keys are exported.
@@ -161,14 +169,14 @@ int baseline_dtls_handshake(const BaselineDTLSIdentity *client_identity, const B
     server_cpu += cpu_now() - started;
     if (status == 0) status = end_open(&client, client_identity, 1);
     int client_done = 0, server_done = 0;
+    if (status == 0) client_done = step(&client);
     for (int round = 0; status == 0 && round < 16 && !(client_done && server_done); round++) {
-        if (!client_done) client_done = step(&client);
-        if (client_done < 0 || pass(&client, &server) < 0) { status = -2; break; }
+        if (client_done < 0 || deliver(&client, &server, &server_done, &server_cpu) < 0) { status = -2; break; }
         started = cpu_now();
-        if (!server_done) server_done = step(&server);
-        int passed = pass(&server, &client);
+        int pending = (int)BIO_pending(server.output);
         server_cpu += cpu_now() - started;
-        if (server_done < 0 || passed < 0) { status = -3; break; }
+        if (pending <= 0 && client_done) break;
+        if (deliver(&server, &client, &client_done, NULL) < 0) { status = -3; break; }
     }
     unsigned char client_keys[60], server_keys[60];
     int client_length = 0, server_length = 0;

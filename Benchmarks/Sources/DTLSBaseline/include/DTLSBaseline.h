@@ -23,7 +23,8 @@ void baseline_dtls_identity_free(BaselineDTLSIdentity *identity);
 /// One whole handshake between a client with `client` and a server with `server`: each end
 /// set up as DTLSEndpoint.init sets it up (a context of its own, memory BIOs, 1,200-byte
 /// records, the SRTP profiles, any certificate accepted by OpenSSL), every datagram handed
-/// to the other end until both finished, then each end checks the other's certificate
+/// to the other end and followed by a handshake step there, as DTLSEndpoint reads a flight
+/// datagram by datagram as it arrives, until both finished; then each end checks the other's certificate
 /// against its SHA-256 fingerprint and exports the SRTP keying material. Returns 0 when
 /// both ends agree on the same 56 or 60 bytes, negative otherwise. `server_cpu_ns`, when
 /// not NULL, gets the CPU time the server end's calls took (this thread's CPU clock).
