@@ -22,6 +22,7 @@ import wave
 import aioice.ice
 from array import array
 from aiortc import MediaStreamTrack, RTCPeerConnection, RTCSessionDescription
+from signaling import print_offer, read_answer
 from av import AudioFrame, AudioResampler, VideoFrame
 
 aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1"]
@@ -138,15 +139,8 @@ async def main() -> int:
     established = False
     try:
         await connection.setLocalDescription(await connection.createOffer())
-        print("-----BEGIN OFFER-----")
-        print(connection.localDescription.sdp.strip())
-        print("-----END OFFER-----", flush=True)
-        lines = []
-        for line in sys.stdin:
-            if line.strip() == "-----END ANSWER-----":
-                break
-            lines.append(line.rstrip("\r\n"))
-        await connection.setRemoteDescription(RTCSessionDescription(sdp="\r\n".join(lines) + "\r\n", type="answer"))
+        print_offer(connection.localDescription.sdp)
+        await connection.setRemoteDescription(RTCSessionDescription(sdp=read_answer(), type="answer"))
         deadline = time.monotonic() + arguments.seconds
         while time.monotonic() < deadline:
             established = established or connection.connectionState == "connected"

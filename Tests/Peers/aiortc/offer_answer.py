@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import sys
 
+from signaling import print_offer, read_answer
 from aiortc import RTCPeerConnection, RTCSessionDescription
 
 
@@ -23,17 +24,10 @@ async def main() -> int:
         for kind in ("audio", "video"):
             connection.addTransceiver(kind, direction=arguments.direction)
         await connection.setLocalDescription(await connection.createOffer())
-        print("-----BEGIN OFFER-----")
-        print(connection.localDescription.sdp.strip())
-        print("-----END OFFER-----", flush=True)
-
-        lines = []
-        for line in sys.stdin:
-            if line.strip() == "-----END ANSWER-----":
-                break
-            lines.append(line.rstrip("\r\n"))
+        print_offer(connection.localDescription.sdp)
+        answer = read_answer()
         try:
-            await connection.setRemoteDescription(RTCSessionDescription(sdp="\r\n".join(lines) + "\r\n", type="answer"))
+            await connection.setRemoteDescription(RTCSessionDescription(sdp=answer, type="answer"))
         except Exception as error:  # aiortc raises ValueError and others for an answer it will not take
             print(f"refused: {error}", flush=True)
             return 1
