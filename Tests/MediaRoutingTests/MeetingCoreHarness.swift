@@ -7,6 +7,24 @@
 /// levels) and optionally a test pattern (VP8, 30 fps, temporal layers as configured),
 /// over its own simulated uplink and downlink, and decodes every other participant.
 final class MeetingCoreHarness {
+    /// A participant that is a WebRTC peer: DTLS-SRTP keys (it is the DTLS server, the
+    /// router's leg the client, as an answer to an `actpass` offer says), payload types and
+    /// header extension IDs of its own, a MID stamped on what it sends.
+    struct WebRTCPeer {
+        var media = ForwardingRouter.LegSetup.Media(
+            audioPayloadType: 109, videoPayloadType: 120,
+            extensions: RTPExtensionMap(ids: [RTPExtensionMap.audioLevelURI: 5, RTPExtensionMap.transportSequenceNumberURI: 7,
+                                              RTPExtensionMap.midURI: 9]))
+        var certificate = MeetingCoreHarness.peerCertificate
+        /// The fingerprints the router's leg is told (the peer's SDP): another
+        /// certificate's to make the handshake fail.
+        var announced = MeetingCoreHarness.peerCertificate.fingerprint
+    }
+
+    static let peerCertificate = try! DTLSCertificate(commonName: "peer")
+    static let otherCertificate = try! DTLSCertificate(commonName: "other")
+    static let serverCertificate = try! DTLSCertificate(commonName: "sfu")
+
     final class Participant {
         let name: String
         let index: Int
@@ -15,6 +33,8 @@ final class MeetingCoreHarness {
         let leg: UInt64
         let audioOut: SendStreamID
         let videoOut: SendStreamID?
+        let media: ForwardingRouter.LegSetup.Media
+        let isWebRTC: Bool
         var sends: Bool
         var tone: ToneGenerator
         let opus: Opus.Encoder
@@ -33,18 +53,29 @@ final class MeetingCoreHarness {
         var framesDecoded: [String: Int] = [:]
         var lastPicture: [String: VideoFrame] = [:]
         var connected = false
+        var dtlsFailed = false
         var audioIndex = 0
         var videoIndex = 0
 
         init(name: String, index: Int, core: MediaCore, leg: UInt64, frequency: Double, video: Bool, temporalLayers: Int,
-             uplink: ImpairmentSettings, downlink: ImpairmentSettings) throws {
+             webRTC: WebRTCPeer?, uplink: ImpairmentSettings, downlink: ImpairmentSettings) throws {
             self.name = name
             self.index = index
             self.core = core
             self.leg = leg
+            media = webRTC?.media ?? .engine
+            isWebRTC = webRTC != nil
             address = SocketAddress(addressBytes: [198, 51, 100, UInt8(index + 1)], port: 5_000)!
-            audioOut = try core.addSendStream(.opus(ssrc: UInt32(index + 1) << 8 | 1))
-            videoOut = video ? try core.addSendStream(.vp8(ssrc: UInt32(index + 1) << 8 | 2)) : nil
+            var audio = SendStreamConfiguration(kind: .audio, ssrc: UInt32(index + 1) << 8 | 1, payloadType: media.audioPayloadType,
+                                                clockRate: 48_000)
+            var pictures = SendStreamConfiguration(kind: .video, ssrc: UInt32(index + 1) << 8 | 2, payloadType: media.videoPayloadType,
+                                                   clockRate: VP8.clockRate)
+            if webRTC != nil {
+                audio.mid = "a"
+                pictures.mid = "v"
+            }
+            audioOut = try core.addSendStream(audio)
+            videoOut = video ? try core.addSendStream(pictures) : nil
             sends = true
             tone = ToneGenerator(.sine(frequency), amplitude: 0.3)
             opus = try Opus.Encoder(configuration: Opus.Configuration())
@@ -100,7 +131,9 @@ final class MeetingCoreHarness {
                     } catch {
                         core.decoderReportedCorruption(id, now: now)
                     }
-                case .connected: connected = true
+                case .connected: connected = connected || !isWebRTC
+                case .dtlsConnected: connected = true
+                case .dtlsFailed: dtlsFailed = true
                 default: break
                 }
             }
@@ -144,13 +177,18 @@ final class MeetingCoreHarness {
     /// subscribe to each other.
     @discardableResult
     func join(_ name: String, frequency: Double, publishing: Bool = true, video: Bool = false, temporalLayers: Int = 1,
+              webRTC: WebRTCPeer? = nil,
               uplink: ImpairmentSettings = ImpairmentSettings(), downlink: ImpairmentSettings = ImpairmentSettings()) throws -> Participant {
         let index = participants.count
         let clientKey = try SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: (0..<28).map { UInt8(index * 31 + $0) })
         let serverKey = try SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: (0..<28).map { UInt8(200 - index * 17 + $0) })
         var settings = MediaCore.Configuration()
-        settings.outboundKeying = clientKey
-        settings.inboundKeying = serverKey
+        if let webRTC {
+            settings.extensions = webRTC.media.extensions
+        } else {
+            settings.outboundKeying = clientKey
+            settings.inboundKeying = serverKey
+        }
         settings.rtcpSSRC = UInt32(index + 1) << 8 | 0x80
         settings.seed = UInt64(index + 10)
         settings.ntpEpoch = NTPTime.from(seconds: 1_700_000_000 + Int64(index), nanoseconds: 0)
@@ -163,13 +201,20 @@ final class MeetingCoreHarness {
         let leg = nextLeg
         nextLeg += 1
         let participant = try Participant(name: name, index: index, core: try MediaCore(configuration: settings), leg: leg,
-                                          frequency: frequency, video: video, temporalLayers: temporalLayers, uplink: up, downlink: down)
+                                          frequency: frequency, video: video, temporalLayers: temporalLayers, webRTC: webRTC,
+                                          uplink: up, downlink: down)
         participant.sends = publishing
         let serverICE = ICECredentials(ufrag: "leg\(leg)", password: "leg-password-\(leg)-0123456789ab")
         let clientICE = ICECredentials(ufrag: "client\(leg)", password: "client-password-\(leg)-012345")
+        var keying = ForwardingRouter.LegSetup.Keying.sdes(inbound: clientKey, outbound: serverKey)
+        if let webRTC {
+            try participant.core.useDTLS(role: .server, certificate: webRTC.certificate,
+                                         remoteFingerprints: [Self.serverCertificate.fingerprint], now: now)
+            keying = .dtls(role: .client, certificate: Self.serverCertificate, remoteFingerprints: [webRTC.announced])
+        }
         try router.addLeg(ForwardingRouter.LegSetup(id: leg, meeting: meeting, account: name, publishing: publishing,
                                                     audioSSRC: participant.audioSSRC, videoSSRC: participant.videoSSRC,
-                                                    inboundKeying: clientKey, outboundKeying: serverKey, ice: serverICE), now: now)
+                                                    keying: keying, media: participant.media, ice: serverICE), now: now)
         let host = ICECandidate.local(.host, address: participant.address, localPreference: 65_535)
         participant.core.startICE(local: clientICE, controlling: true, hosts: [host], stunServers: [], timeout: .seconds(5), now: now)
         participant.core.setRemoteICE(serverICE, candidates: [ICECandidate.local(.host, address: serverAddress, localPreference: 65_535)],
@@ -186,11 +231,13 @@ final class MeetingCoreHarness {
     }
 
     private func subscribe(_ subscriber: Participant, to publisher: Participant) throws {
-        var audio = ReceiveStreamConfiguration.opus(ssrc: publisher.audioSSRC)
+        var audio = ReceiveStreamConfiguration(kind: .audio, payloadType: subscriber.media.audioPayloadType, clockRate: 48_000,
+                                               ssrc: publisher.audioSSRC)
         audio.participant = publisher.name
         subscriber.audioFrom[try subscriber.core.addReceiveStream(audio)] = publisher.name
         if let ssrc = publisher.videoSSRC {
-            var video = ReceiveStreamConfiguration.vp8(ssrc: ssrc)
+            var video = ReceiveStreamConfiguration(kind: .video, payloadType: subscriber.media.videoPayloadType,
+                                                   clockRate: VP8.clockRate, ssrc: ssrc)
             video.participant = publisher.name
             let id = try subscriber.core.addReceiveStream(video)
             subscriber.videoFrom[id] = publisher.name

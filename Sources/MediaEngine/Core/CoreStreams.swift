@@ -25,6 +25,11 @@ public struct SendStreamConfiguration: Sendable {
     /// timestamps and payload and get this stream's sequence numbers; sender reports map
     /// the media clock from the sender's own reports (`setSenderClock`).
     public var forwarded = false
+    /// A forwarded stream whose sender and receiver negotiated header extension IDs apart
+    /// (a WebRTC peer on either side): each packet's IDs are rewritten to the receiver's,
+    /// the sender's MID erased. Nil passes them as they are (both sides use the engine's map).
+    /// Either way a forwarded packet goes out with this stream's payload type.
+    public var forwardedExtensions: RTPExtensionTranslation?
 
     public init(kind: MediaKind, ssrc: UInt32, payloadType: UInt8, clockRate: Int) {
         self.kind = kind

@@ -226,14 +226,17 @@ struct PathController {
     /// The owner protects media with the agreed keys now: it may flow.
     mutating func keysInstalled() { awaitsKeys = false }
 
-    /// A DTLS datagram (RFC 7983: first byte 20...63). Only the path (or an address the peer
-    /// proved with a check) may speak DTLS; anything else is counted and dropped.
+    /// A DTLS datagram (RFC 7983: first byte 20...63). Only the path, an address the peer
+    /// proved with a check, or one this side's check succeeded to (the peer's ClientHello
+    /// may come as soon as it answered, before this side selected a pair: dropping it
+    /// would cost a retransmission, a second) may speak DTLS; anything else is counted and
+    /// dropped.
     mutating func handleDTLS(_ bytes: UnsafeRawBufferPointer, from source: SocketAddress, socket: Int, now: Duration) {
         guard let dtls else {
             counters.unknownDatagrams += 1
             return
         }
-        guard path != nil, source == path || checkedSources.contains(source) else {
+        guard path != nil && (source == path || checkedSources.contains(source)) || ice?.checklist.hasSucceeded(to: source) == true else {
             counters.dtlsFromStrangers += 1
             return
         }

@@ -138,11 +138,17 @@ struct SendPipeline {
             counters.packetsWithoutPath += 1
             return false
         }
+        let translation = stream.configuration.forwardedExtensions
+        // Where the receiver's transport-wide sequence number goes: the element the sender
+        // wrote under the ID that becomes the receiver's.
+        let arrivingTransportID = translation.map { table in stream.transportSequenceID.flatMap { table.sourceID(of: $0) } }
+            ?? stream.transportSequenceID
         var transportOffset: Int?
-        if let extensionID = stream.transportSequenceID, let value = packet.extensionValue(id: extensionID), value.count == 2,
+        if let extensionID = arrivingTransportID, let value = packet.extensionValue(id: extensionID), value.count == 2,
            let start = value.baseAddress, let base = packet.bytes.baseAddress {
             transportOffset = start - base
         }
+        let payloadType = stream.configuration.payloadType
         let transportSequence = nextTransportSequence
         let outgoing = sequenceNumber ?? stream.sequenceNumber
         let context = output.context(stream.outboundKey)
@@ -151,6 +157,10 @@ struct SendPipeline {
             let length = packet.bytes.count
             slot.copyMemory(from: packet.bytes)
             slot.storeBytes(of: outgoing.bigEndian, toByteOffset: 2, as: UInt16.self)
+            slot[1] = slot[1] & 0x80 | payloadType
+            if let translation, let profile = packet.extensionProfile {
+                translation.apply(to: slot, range: packet.extensionRange, profile: profile)
+            }
             if let transportOffset { slot.storeBytes(of: transportSequence.bigEndian, toByteOffset: transportOffset, as: UInt16.self) }
             rewritePayload(UnsafeMutableRawBufferPointer(rebasing: slot[packet.payloadRange]))
             let size = context.map { (try? $0.protect(slot, length: length)) ?? 0 } ?? length

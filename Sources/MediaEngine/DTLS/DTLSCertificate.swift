@@ -141,3 +141,10 @@ public final class DTLSCertificate: @unchecked Sendable {
         EVP_PKEY_free(key)
     }
 }
+
+extension DTLSCertificate: Hashable {
+    /// The same certificate object (two certificates never share a key).
+    public static func == (lhs: DTLSCertificate, rhs: DTLSCertificate) -> Bool { lhs === rhs }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+}

@@ -46,6 +46,8 @@ public final class DTLSEndpoint {
         public var malformedDatagrams = 0
         /// Datagrams sent (records of one flight may share one).
         public var datagramsSent = 0
+        /// Flights sent again because their answer was late.
+        public var retransmissions = 0
     }
 
     /// The largest datagram sent.
@@ -68,6 +70,14 @@ public final class DTLSEndpoint {
     private var outgoingHead = 0
     private var deadline: Duration?
     private var retransmitAt: Duration?
+    /// The last flight sent and the wait before it goes again (RFC 6347 4.2.4.1: an
+    /// initial timeout, doubled up to 60 s), on the caller's clock. OpenSSL's own timer
+    /// runs on the real clock, so a caller in virtual time would never see it expire: a
+    /// flight it does not resend when ours does is resent as it was (the same records: a
+    /// peer that had them drops them as replays, one that lost them takes them).
+    private var lastFlight: [[UInt8]] = []
+    private let initialRetransmission: Duration
+    private var retransmissionInterval: Duration
 
     /// - Parameters:
     ///   - remoteFingerprints: Every `a=fingerprint` the peer sent: its certificate must
@@ -81,6 +91,8 @@ public final class DTLSEndpoint {
         self.certificate = certificate
         self.remoteFingerprints = remoteFingerprints
         self.handshakeTimeout = handshakeTimeout
+        self.initialRetransmission = initialRetransmission
+        retransmissionInterval = initialRetransmission
         guard let method = DTLS_method(), let context = SSL_CTX_new(method) else { throw DTLSError.openSSL(.setup, "SSL_CTX_new") }
         guard SSL_CTX_use_certificate(context, certificate.certificate) == 1,
               SSL_CTX_use_PrivateKey(context, certificate.key) == 1,
@@ -187,7 +199,9 @@ public final class DTLSEndpoint {
         }
         if let retransmitAt, now >= retransmitAt {
             _ = CSSL_DTLS_handle_timeout(ssl)
-            collectOutput()
+            if !collectOutput() { outgoing.append(contentsOf: lastFlight) }
+            statistics.retransmissions += 1
+            retransmissionInterval = min(retransmissionInterval * 2, .seconds(60))
             scheduleRetransmission(now: now)
         }
     }
@@ -214,7 +228,7 @@ public final class DTLSEndpoint {
 
     private func advance(now: Duration) {
         let result = SSL_do_handshake(ssl)
-        collectOutput()
+        if collectOutput() { retransmissionInterval = initialRetransmission }
         if result == 1 {
             finish()
             return
@@ -228,15 +242,11 @@ public final class DTLSEndpoint {
         state = .failed(DTLSError.openSSL(.handshake, "DTLS handshake failed"))
     }
 
-    /// The retransmission time OpenSSL's timer gives (it counts on the real clock; the
-    /// time left is laid on the caller's).
+    /// While OpenSSL waits for the peer's answer to a flight (its timer runs), the flight
+    /// goes again after the current interval on the caller's clock.
     private func scheduleRetransmission(now: Duration) {
         var remaining = timeval()
-        if CSSL_DTLS_get_timeout(ssl, &remaining) == 1 {
-            retransmitAt = now + .seconds(Int64(remaining.tv_sec)) + .microseconds(Int64(remaining.tv_usec))
-        } else {
-            retransmitAt = nil
-        }
+        retransmitAt = CSSL_DTLS_get_timeout(ssl, &remaining) == 1 ? now + retransmissionInterval : nil
     }
 
     /// The handshake finished: check the peer's certificate against the fingerprints,
@@ -291,12 +301,16 @@ public final class DTLSEndpoint {
     }
 
     /// Moves what OpenSSL wrote into datagrams: whole records, as many as fit in 1,200 bytes.
-    private func collectOutput() {
+    /// Moves what OpenSSL wrote into datagrams to send; a flight written becomes the last one.
+    /// - Returns: whether it wrote anything.
+    @discardableResult
+    private func collectOutput() -> Bool {
         let pending = CSSL_BIO_pending(output)
-        guard pending > 0 else { return }
+        guard pending > 0 else { return false }
         var bytes = [UInt8](repeating: 0, count: pending)
         let read = BIO_read(output, &bytes, Int32(pending))
-        guard read > 0 else { return }
+        guard read > 0 else { return false }
+        let first = outgoing.count
         var datagram: [UInt8] = []
         var offset = 0
         while offset + 13 <= Int(read) {
@@ -310,5 +324,7 @@ public final class DTLSEndpoint {
             offset += length
         }
         if !datagram.isEmpty { outgoing.append(datagram) }
+        lastFlight = Array(outgoing[first...])
+        return true
     }
 }

@@ -238,6 +238,13 @@ public struct ICEChecklist: Sendable {
         return .check(entries[index].pair, entries[index].transaction!, nominate: entries[index].nominating)
     }
 
+    /// Whether a check to `remote` ever succeeded (a pair being nominated is in progress
+    /// again, but answered once): the peer proved it answers there, so its DTLS may come
+    /// from there before a pair is selected.
+    public func hasSucceeded(to remote: SocketAddress) -> Bool {
+        entries.contains { $0.roundTripTime != nil && $0.state != .failed && $0.pair.remote.address == remote }
+    }
+
     /// A success response to transaction `id`, from `source`. Only an answer from the
     /// address the check went to counts (RFC 8445 §7.2.5.2.1, symmetric addresses).
     public mutating func succeeded(_ id: STUNTransactionID, from source: SocketAddress, now: Duration) -> [Action] {

@@ -5,7 +5,7 @@ import MediaEngine
 // protects and queues it. No allocation.
 extension ForwardingRouter {
     func routeAudio(_ packet: RTPPacketView, of producer: Producer, now: Duration) {
-        if let id = RTPExtensionMap.standard.id(for: RTPExtensionMap.audioLevelURI), let value = packet.extensionValue(id: id),
+        if let id = producer.audioLevelID, let value = packet.extensionValue(id: id),
            value.count >= 1, AudioLevel(byte: value[0]).voiceActivity {
             producer.spokeAt = now
         }

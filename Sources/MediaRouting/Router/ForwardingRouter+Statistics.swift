@@ -95,6 +95,15 @@ extension ForwardingRouter {
     /// A subscriber leg's bandwidth estimate (b/s).
     public func estimatedBitrate(ofLeg id: UInt64) -> Int? { transport(ofLeg: id)?.core.bandwidthEstimator.targetBitrate }
 
+    /// What a subscriber leg's bandwidth estimator saw: the transport-wide feedback that
+    /// drives it (packets reported received and lost, feedback packets).
+    public func estimatorStatistics(ofLeg id: UInt64) -> SendSideBandwidthEstimator.Statistics? {
+        transport(ofLeg: id)?.core.bandwidthEstimator.statistics
+    }
+
+    /// When a publisher leg's audio last carried voice activity (its RFC 6464 level).
+    package func lastSpoke(leg id: UInt64) -> Duration? { transport(ofLeg: id)?.audio.flatMap { producers[$0]?.spokeAt } }
+
     /// What `subscriber` was sent of `publisher`'s streams: packets per kind.
     public func forwardedPackets(to subscriber: UInt64, from publisher: UInt64) -> (audio: Int, video: Int) {
         guard let subscriberID = transportByLeg[subscriber], let core = transports[subscriberID]?.core,

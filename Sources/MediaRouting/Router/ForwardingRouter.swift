@@ -90,31 +90,74 @@ public final class ForwardingRouter {
 
     /// One participant's leg.
     public struct LegSetup: Sendable, Hashable, CustomStringConvertible {
+        /// How a leg's media is keyed.
+        public enum Keying: Sendable, Hashable {
+            /// Keys given over signaling (our clients, the live composer): the participant's
+            /// (uplink) and the server's for this leg (downlink).
+            case sdes(inbound: SRTPKeyingMaterial, outbound: SRTPKeyingMaterial)
+            /// A DTLS-SRTP handshake on the leg's path (a WebRTC peer): this side's role per
+            /// the answer's `a=setup`, its certificate, and the fingerprints the peer's SDP
+            /// sent (its certificate must match one).
+            case dtls(role: DTLSRole, certificate: DTLSCertificate, remoteFingerprints: [DTLSFingerprint])
+        }
+
+        /// The payload types and header extension IDs the leg's peer uses (a WebRTC peer's
+        /// are its offer's). What is forwarded to the leg is rewritten to them.
+        public struct Media: Sendable, Hashable {
+            public var audioPayloadType: UInt8
+            public var videoPayloadType: UInt8
+            public var extensions: RTPExtensionMap
+
+            public init(audioPayloadType: UInt8 = 111, videoPayloadType: UInt8 = 96, extensions: RTPExtensionMap = .standard) {
+                self.audioPayloadType = audioPayloadType
+                self.videoPayloadType = videoPayloadType
+                self.extensions = extensions
+            }
+
+            /// Our clients': Opus 111, VP8 96, the engine's extension map.
+            public static let engine = Media()
+        }
+
         public var id: UInt64
         public var meeting: UInt64
         public var account: String
         public var publishing: Bool
         public var audioSSRC: UInt32
         public var videoSSRC: UInt32?
-        /// The participant's key (uplink).
-        public var inboundKeying: SRTPKeyingMaterial
-        /// The server's key for this leg (downlink).
-        public var outboundKeying: SRTPKeyingMaterial
+        public var keying: Keying
+        public var media: Media
         /// The server's ICE credentials for this leg (ICE-lite): the participant's checks are
         /// signed with them.
         public var ice: ICECredentials
 
         public init(id: UInt64, meeting: UInt64, account: String, publishing: Bool, audioSSRC: UInt32, videoSSRC: UInt32?,
-                    inboundKeying: SRTPKeyingMaterial, outboundKeying: SRTPKeyingMaterial, ice: ICECredentials) {
+                    keying: Keying, media: Media = .engine, ice: ICECredentials) {
             self.id = id
             self.meeting = meeting
             self.account = account
             self.publishing = publishing
             self.audioSSRC = audioSSRC
             self.videoSSRC = videoSSRC
-            self.inboundKeying = inboundKeying
-            self.outboundKeying = outboundKeying
+            self.keying = keying
+            self.media = media
             self.ice = ice
+        }
+
+        /// A leg of one of our clients, keyed over signaling.
+        public init(id: UInt64, meeting: UInt64, account: String, publishing: Bool, audioSSRC: UInt32, videoSSRC: UInt32?,
+                    inboundKeying: SRTPKeyingMaterial, outboundKeying: SRTPKeyingMaterial, ice: ICECredentials) {
+            self.init(id: id, meeting: meeting, account: account, publishing: publishing, audioSSRC: audioSSRC, videoSSRC: videoSSRC,
+                      keying: .sdes(inbound: inboundKeying, outbound: outboundKeying), ice: ice)
+        }
+
+        /// The participant's key (uplink), when keyed over signaling.
+        public var inboundKeying: SRTPKeyingMaterial? {
+            if case .sdes(let inbound, _) = keying { inbound } else { nil }
+        }
+
+        /// The server's key for this leg (downlink), when keyed over signaling.
+        public var outboundKeying: SRTPKeyingMaterial? {
+            if case .sdes(_, let outbound) = keying { outbound } else { nil }
         }
 
         public var description: String { "LegSetup(\(id), meeting \(meeting), \(account), keys redacted)" }
@@ -155,6 +198,10 @@ public final class ForwardingRouter {
         public var stunMalformed = 0
         public var legsLost = 0
         public var legsRefused = 0
+        /// DTLS-keyed legs whose handshake agreed keys, and those whose handshake failed (a
+        /// certificate that matched no fingerprint, a timeout): those end as lost.
+        public var dtlsConnected = 0
+        public var dtlsFailed = 0
 
         public init() {}
     }
@@ -204,8 +251,11 @@ public final class ForwardingRouter {
             throw MediaCoreError(.configuration, "leg \(setup.id): the server holds its maximum of \(configuration.maximumLegs) legs")
         }
         var settings = MediaCore.Configuration()
-        settings.outboundKeying = setup.outboundKeying
-        settings.inboundKeying = setup.inboundKeying
+        if case .sdes(let inbound, let outbound) = setup.keying {
+            settings.outboundKeying = outbound
+            settings.inboundKeying = inbound
+        }
+        settings.extensions = setup.media.extensions
         settings.learnsPathFromChecks = true
         settings.bandwidth = configuration.subscriberBandwidth
         settings.transmitCapacity = configuration.transmitCapacity
@@ -220,13 +270,23 @@ public final class ForwardingRouter {
             throw MediaCoreError(.srtp, "leg \(setup.id): \(error.message)")
         }
         core.localICE = setup.ice
-        var audio = ReceiveStreamConfiguration.opus(ssrc: setup.audioSSRC)
+        if case .dtls(let role, let certificate, let fingerprints) = setup.keying {
+            do throws(DTLSError) {
+                try core.useDTLS(role: role, certificate: certificate, remoteFingerprints: fingerprints, now: now)
+            } catch {
+                counters.legsRefused += 1
+                throw MediaCoreError(.configuration, "leg \(setup.id): DTLS: \(error.message)")
+            }
+        }
+        var audio = ReceiveStreamConfiguration(kind: .audio, payloadType: setup.media.audioPayloadType, clockRate: 48_000,
+                                               ssrc: setup.audioSSRC)
         audio.forwarding = true
         audio.participant = setup.account
         let audioStream = try core.addReceiveStream(audio)
         var videoStream: ReceiveStreamID?
         if let ssrc = setup.videoSSRC {
-            var video = ReceiveStreamConfiguration.vp8(ssrc: ssrc)
+            var video = ReceiveStreamConfiguration(kind: .video, payloadType: setup.media.videoPayloadType,
+                                                   clockRate: VP8.clockRate, ssrc: ssrc)
             video.forwarding = true
             video.participant = setup.account
             videoStream = try core.addReceiveStream(video)
@@ -235,7 +295,8 @@ public final class ForwardingRouter {
             setup: setup, core: core, checks: TokenBucket(rate: configuration.checkRate, burst: configuration.checkBurst),
             packets: TokenBucket(rate: configuration.legPacketRate, burst: configuration.legPacketBurst), now: now))
         let transport = transports[id]
-        transport?.audio = producers.insert(Producer(kind: .audio, transport: id, receive: audioStream))
+        transport?.audio = producers.insert(Producer(kind: .audio, transport: id, receive: audioStream,
+                                                     audioLevelID: setup.media.extensions.id(for: RTPExtensionMap.audioLevelURI)))
         transport?.video = videoStream.map { producers.insert(Producer(kind: .video, transport: id, receive: $0)) }
         transportByLeg[setup.id] = id
         transportByUfrag[setup.ice.ufrag] = id
@@ -308,9 +369,18 @@ public final class ForwardingRouter {
                 consumerID = existing
             } else {
                 let setup = publishingTransport.setup
-                var stream = producer.kind == .audio ? SendStreamConfiguration.opus(ssrc: setup.audioSSRC)
-                                                     : SendStreamConfiguration.vp8(ssrc: setup.videoSSRC ?? 0)
+                guard let subscriberMedia = transports[subscriber]?.setup.media else { continue }
+                var stream = producer.kind == .audio
+                    ? SendStreamConfiguration(kind: .audio, ssrc: setup.audioSSRC, payloadType: subscriberMedia.audioPayloadType,
+                                              clockRate: 48_000)
+                    : SendStreamConfiguration(kind: .video, ssrc: setup.videoSSRC ?? 0, payloadType: subscriberMedia.videoPayloadType,
+                                              clockRate: VP8.clockRate)
                 stream.forwarded = true
+                // Between our clients the IDs are the engine's on both sides; a WebRTC peer
+                // on either side negotiated its own, and stamps a MID of its description.
+                if setup.media != .engine || subscriberMedia != .engine {
+                    stream.forwardedExtensions = RTPExtensionTranslation(from: setup.media.extensions, to: subscriberMedia.extensions)
+                }
                 stream.feedback.history.capacity = configuration.retransmissionHistory
                 guard let send = try? subscriberCore.addSendStream(stream) else { continue }
                 consumerID = consumers.insert(Consumer(subscriber: subscriber, subscriberCore: subscriberCore, producer: producerID,
@@ -334,7 +404,7 @@ public final class ForwardingRouter {
             handleSTUN(datagram, from: source, now: now)
             return
         }
-        guard kind == .rtp || kind == .rtcp, let id = transportByAddress[source], let transport = transports[id] else {
+        guard kind == .rtp || kind == .rtcp || kind == .dtls, let id = transportByAddress[source], let transport = transports[id] else {
             counters.strangerDatagrams += 1
             return
         }
@@ -344,6 +414,12 @@ public final class ForwardingRouter {
         }
         guard transport.packets.admit(now: now) else {
             counters.mediaRateLimited += 1
+            return
+        }
+        guard kind != .dtls else {
+            // The leg's handshake (a leg keyed over signaling counts it as unknown).
+            transport.core.handleDatagram(datagram, from: source, now: now)
+            drainEvents(of: transport)
             return
         }
         guard let forwarded = transport.core.handleDatagram(datagram, from: source, now: now) else {
@@ -424,10 +500,9 @@ public final class ForwardingRouter {
         // removes a transport.
         transports.forEach { id, transport in
             transport.core.handleTimeout(now: now)
+            drainEvents(of: transport)
             if !transport.lost, now - (transport.core.lastAuthenticatedArrival ?? transport.created) > configuration.legTimeout {
-                transport.lost = true
-                counters.legsLost += 1
-                reports.append(.legLost(transport.setup.id))
+                markLost(transport)
             }
             if now >= transport.nextAllocation {
                 transport.nextAllocation = now + configuration.allocationInterval
@@ -457,4 +532,29 @@ public final class ForwardingRouter {
 
     /// The next report, or nil.
     public func pollReport() -> Report? { reports.next() }
+
+    /// Takes a leg core's events: a DTLS handshake that failed (or an association the peer
+    /// closed) ends the leg as lost; the rest is the core's own business here.
+    func drainEvents(of transport: Transport) {
+        while let event = transport.core.pollEvent() {
+            switch event {
+            case .dtlsConnected:
+                counters.dtlsConnected += 1
+            case .dtlsFailed:
+                counters.dtlsFailed += 1
+                markLost(transport)
+            case .dtlsClosed:
+                markLost(transport)
+            default:
+                break
+            }
+        }
+    }
+
+    func markLost(_ transport: Transport) {
+        guard !transport.lost else { return }
+        transport.lost = true
+        counters.legsLost += 1
+        reports.append(.legLost(transport.setup.id))
+    }
 }

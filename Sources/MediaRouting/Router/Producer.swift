@@ -25,10 +25,14 @@ final class Producer {
     /// A request the interval held back, sent once it has passed.
     private(set) var keyframeWanted = false
 
-    init(kind: MediaKind, transport: Transport.ID, receive: ReceiveStreamID) {
+    /// Audio: the ID of the RFC 6464 level in the publisher's packets.
+    let audioLevelID: UInt8?
+
+    init(kind: MediaKind, transport: Transport.ID, receive: ReceiveStreamID, audioLevelID: UInt8? = nil) {
         self.kind = kind
         self.transport = transport
         self.receive = receive
+        self.audioLevelID = audioLevelID
     }
 
     /// Adds a video packet to its layer's count; each second the cumulative layer rates
