@@ -106,6 +106,7 @@ public final class SignalingServer: Sendable {
                                 body: .init(byteBuffer: ByteBuffer(string: metrics.render())))
             }
         }
+        WebRTCRoutes.add(to: http, hub: hub)
         let bound = AsyncStream<Int>.makeStream()
         let app = Application(
             router: http,

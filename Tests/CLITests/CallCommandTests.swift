@@ -5,51 +5,8 @@ import Testing
 
 /// `call` and `answer` as users run them: a server, two tokens, two terminals.
 @Suite(.serialized) struct CallCommands {
-    struct Setup {
-        let directory: URL
-        let server: BackgroundProcess
-        let url: String
-        let alice: String
-        let bob: String
-        /// The tokens in files of their own (mode 600), as the README shows them.
-        let aliceFile: String
-        let bobFile: String
-
-        init(serverOptions: [String] = []) throws {
-            directory = try temporaryDirectory("call")
-            let secret = directory.appendingPathComponent("secret").path
-            (server, url) = try Self.startServer(["--port", "0", "--db", directory.appendingPathComponent("calls.sqlite").path,
-                                                  "--secret-file", secret, "--ring-timeout", "5", "--duration", "120"] + serverOptions)
-            alice = try CLI.run(["token", "--account", "alice", "--secret-file", secret]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            bob = try CLI.run(["token", "--account", "bob", "--secret-file", secret]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            aliceFile = try Self.writeToken(alice, to: directory.appendingPathComponent("alice.token").path)
-            bobFile = try Self.writeToken(bob, to: directory.appendingPathComponent("bob.token").path)
-        }
-
-        /// Writes `token` to `path`, readable by its owner only; returns the path.
-        static func writeToken(_ token: String, to path: String) throws -> String {
-            guard FileManager.default.createFile(atPath: path, contents: Data((token + "\n").utf8), attributes: [.posixPermissions: 0o600]) else {
-                throw CLIFailure("cannot write \(path)")
-            }
-            return path
-        }
-
-        /// `mediaengine server` with `options`, once it listens, and its URL.
-        static func startServer(_ options: [String], environment: [String: String] = [:]) throws -> (BackgroundProcess, String) {
-            let server = try CLI.start(["server"] + options, environment: environment)
-            guard server.waitForOutput(containing: "listening on ws://", timeout: 20),
-                  let line = server.stdout.split(separator: "\n").first(where: { $0.hasPrefix("listening on ") }) else {
-                throw CLIFailure("server did not start: \(server.stderr)")
-            }
-            return (server, String(line.dropFirst("listening on ".count)))
-        }
-
-        func finish() {
-            server.interrupt()
-            _ = try? server.wait(timeout: 10)
-            try? FileManager.default.removeItem(at: directory)
-        }
-    }
+    /// A server, two tokens, their files (`TestSupport.ServerSetup`).
+    typealias Setup = ServerSetup
 
     struct CLIFailure: Error, CustomStringConvertible {
         let description: String

@@ -69,11 +69,7 @@ struct WebRTCLeg: Sendable {
         }
         self.audio = audio
         video = negotiation.sections.first { $0.kind == .video }
-        var extensions = RTPExtensionMap()
-        for section in negotiation.sections {
-            for map in section.extensions { extensions.set(map.uri, id: map.id) }
-        }
-        self.extensions = extensions
+        extensions = negotiation.extensionMap
         func codec(_ section: WebRTCNegotiation.Section?, _ kind: MediaKind, otherwise: StreamPlan.Codec) -> StreamPlan.Codec {
             guard let section else { return otherwise }
             return StreamPlan.Codec(kind: kind, payloadType: section.codec.payloadType, clockRate: Int(section.codec.clockRate), mid: section.mid)

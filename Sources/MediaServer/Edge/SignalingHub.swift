@@ -31,12 +31,12 @@ public actor SignalingHub {
     /// Events queued per connection before it counts as too slow and is closed.
     public static let outboundQueueLimit = 4_096
 
-    private let authority: TokenAuthority
+    let authority: TokenAuthority
     private let store: any CallStore
     private let limits: ConnectionGuard.Limits
     var registry: CallRegistry
     var meetings: MeetingRegistry
-    private var mediaPlane: (any MediaPlane)?
+    var mediaPlane: (any MediaPlane)?
     private var livePlane: (any LivePlane)?
     private var connections: [ConnectionID: Connection] = [:]
     var nextConnection: UInt64 = 1

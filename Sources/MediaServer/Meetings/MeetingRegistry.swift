@@ -138,6 +138,18 @@ public struct MeetingRegistry: Sendable {
         /// Users whose audio (video) this member does not get.
         var mutedAudio: Set<String> = []
         var mutedVideo: Set<String> = []
+        /// A WebRTC endpoint that joined over HTTP (WHIP, WHEP): no signaling connection.
+        var webRTC: WebRTCMembership?
+
+        /// Whether this member gets `publisher`'s media: everyone's, or for a WHIP
+        /// publisher nobody's, for a WHEP viewer its one publisher's.
+        func wants(_ publisher: Member) -> Bool {
+            guard let webRTC else { return true }
+            switch webRTC.kind {
+            case .publisher: return false
+            case .viewer(let account): return account == publisher.identity.account
+            }
+        }
 
         var participant: MeetingParticipant {
             MeetingParticipant(account: identity.account, role: role, type: type, audioSSRC: audioSSRC, videoSSRC: videoSSRC)
@@ -275,21 +287,8 @@ public struct MeetingRegistry: Sendable {
                                _ credentials: LegCredentials, _ time: ServerTime) throws(SignalingError) -> [Output] {
         try Self.checkName(request.name, in: "joinMeeting")
         try Self.checkExt(request.ext, in: "joinMeeting")
-        guard identity.grants.allows(meeting: request.name) else {
-            throw SignalingError(.forbidden, "joinMeeting: your token does not grant meeting '\(request.name)'")
-        }
-        guard request.role == .audience || identity.grants.publish else {
-            throw SignalingError(.forbidden, "joinMeeting: your token does not grant publishing; join as audience")
-        }
-        guard let id = byName[request.name], var meeting = meetings[id] else {
-            throw SignalingError(.meetingNotFound, "joinMeeting: no meeting '\(request.name)' is reserved")
-        }
-        if let current = accountMeeting[identity.account] {
-            throw SignalingError(.alreadyInMeeting, "joinMeeting: \(identity.account) is already in meeting \(meetings[current]?.name ?? "?")")
-        }
-        guard meeting.members.count < configuration.maximumParticipants else {
-            throw SignalingError(.meetingFull, "joinMeeting: '\(request.name)' holds its maximum of \(configuration.maximumParticipants) participants")
-        }
+        let (id, admitted) = try admit(identity, to: request.name, role: request.role, in: "joinMeeting")
+        var meeting = admitted
         let media = request.media
         let profile = credentials.keying.profile
         guard media.candidates.count <= 16, media.srtpKey.utf8.count <= 128, media.srtpProfile == profile.rawValue,
@@ -307,16 +306,7 @@ public struct MeetingRegistry: Sendable {
         guard (request.type == .video) == (media.videoSSRC != nil) else {
             throw SignalingError(.invalidRequest, "joinMeeting: a video participant needs a video SSRC, an audio one none")
         }
-        let ours = [media.audioSSRC] + (media.videoSSRC.map { [$0] } ?? [])
-        guard Set(ours).isDisjoint(with: liveSSRCs(of: meeting)) else {
-            throw SignalingError(.invalidRequest, "joinMeeting: an SSRC of yours is the live composer's; draw new ones")
-        }
-        for other in meeting.members.values where !Set(ours).isDisjoint(with: [other.audioSSRC] + (other.videoSSRC.map { [$0] } ?? [])) {
-            throw SignalingError(.invalidRequest, "joinMeeting: an SSRC of yours is \(other.identity.account)'s; draw new ones")
-        }
-        guard Set(ours).count == ours.count, !ours.contains(0) else {
-            throw SignalingError(.invalidRequest, "joinMeeting: SSRCs must be distinct and not 0")
-        }
+        try checkSSRCs(audio: media.audioSSRC, video: media.videoSSRC, in: meeting, request: "joinMeeting")
         try admitLive(meeting, identity, request)
         lastLeg += 1
         let member = Member(identity: identity, connection: connection, role: request.role, type: request.type,
@@ -335,12 +325,60 @@ public struct MeetingRegistry: Sendable {
         outputs.append(.mediaPlane(.addLeg(ForwardingRouter.LegSetup(
             id: member.leg, meeting: id, account: identity.account, publishing: request.role == .actor, audioSSRC: media.audioSSRC,
             videoSSRC: media.videoSSRC, inboundKeying: keying, outboundKeying: credentials.keying, ice: credentials.ice))))
+        outputs += joined(member, others: others, in: id)
+        return outputs + liveJoined(id, member, request, credentials)
+    }
+
+    /// Who may join `name` as `role`: the token grants it, the meeting is reserved, the
+    /// account is in no meeting, and there is room.
+    func admit(_ identity: Identity, to name: String, role: MeetingRole, in request: String) throws(SignalingError) -> (UInt64, Meeting) {
+        guard identity.grants.allows(meeting: name) else {
+            throw SignalingError(.forbidden, "\(request): your token does not grant meeting '\(name)'")
+        }
+        guard role == .audience || identity.grants.publish else {
+            throw SignalingError(.forbidden, "\(request): your token does not grant publishing; join as audience")
+        }
+        guard let id = byName[name], let meeting = meetings[id] else {
+            throw SignalingError(.meetingNotFound, "\(request): no meeting '\(name)' is reserved")
+        }
+        if let current = accountMeeting[identity.account] {
+            throw SignalingError(.alreadyInMeeting, "\(request): \(identity.account) is already in meeting \(meetings[current]?.name ?? "?")")
+        }
+        guard meeting.members.count < configuration.maximumParticipants else {
+            throw SignalingError(.meetingFull, "\(request): '\(name)' holds its maximum of \(configuration.maximumParticipants) participants")
+        }
+        return (id, meeting)
+    }
+
+    /// A joiner's SSRCs are distinct, not 0, and nobody else's in the meeting.
+    func checkSSRCs(audio: UInt32, video: UInt32?, in meeting: Meeting, request: String) throws(SignalingError) {
+        let ours = [audio] + (video.map { [$0] } ?? [])
+        guard Set(ours).isDisjoint(with: liveSSRCs(of: meeting)) else {
+            throw SignalingError(.invalidRequest, "\(request): an SSRC of yours is the live composer's; draw new ones")
+        }
+        for other in meeting.members.values where !Set(ours).isDisjoint(with: [other.audioSSRC] + (other.videoSSRC.map { [$0] } ?? [])) {
+            throw SignalingError(.invalidRequest, "\(request): an SSRC of yours is \(other.identity.account)'s; draw new ones")
+        }
+        guard Set(ours).count == ours.count, !ours.contains(0) else {
+            throw SignalingError(.invalidRequest, "\(request): SSRCs must be distinct and not 0")
+        }
+    }
+
+    /// A member just joined: the media plane forwards between it and the others as each
+    /// wants (WebRTC endpoints over HTTP get only what they asked for), and the others
+    /// hear of it.
+    func joined(_ member: Member, others: [Member], in id: UInt64) -> [Output] {
+        var outputs: [Output] = []
         for other in others {
-            outputs.append(.mediaPlane(.setForwarding(subscriber: other.leg, publisher: member.leg, audio: true, video: true)))
-            outputs.append(.mediaPlane(.setForwarding(subscriber: member.leg, publisher: other.leg, audio: true, video: true)))
+            if other.wants(member) {
+                outputs.append(.mediaPlane(.setForwarding(subscriber: other.leg, publisher: member.leg, audio: true, video: true)))
+            }
+            if member.wants(other) {
+                outputs.append(.mediaPlane(.setForwarding(subscriber: member.leg, publisher: other.leg, audio: true, video: true)))
+            }
             outputs += send(other, .userJoined(Event.UserJoined(callID: id, participant: member.participant)))
         }
-        return outputs + liveJoined(id, member, request, credentials)
+        return outputs
     }
 
     private mutating func setRole(_ identity: Identity, _ connection: ConnectionID, _ requestID: UInt64,
@@ -404,7 +442,8 @@ public struct MeetingRegistry: Sendable {
     /// - Returns: The meeting it is in, if any.
     public mutating func connected(_ connection: ConnectionID, _ identity: Identity) -> UInt64? {
         guard let id = accountMeeting[identity.account], var meeting = meetings[id],
-              var member = meeting.members[identity.account], member.identity.device == identity.device else { return nil }
+              var member = meeting.members[identity.account], member.identity.device == identity.device,
+              member.webRTC == nil else { return nil }
         member.connection = connection
         member.disconnectedAt = nil
         meeting.members[identity.account] = member

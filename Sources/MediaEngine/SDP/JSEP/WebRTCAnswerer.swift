@@ -298,4 +298,14 @@ public struct WebRTCNegotiation: Sendable {
     public var remoteCandidates: [ICECandidate]
     public var remoteCandidatesComplete: Bool
     public var dtlsRole: DTLSRole
+
+    /// The header extension IDs agreed, over all sections (one BUNDLE transport: an ID means
+    /// one URI in all of them), for what this side writes and reads.
+    public var extensionMap: RTPExtensionMap {
+        var map = RTPExtensionMap()
+        for section in sections {
+            for extensionMap in section.extensions { map.set(extensionMap.uri, id: extensionMap.id) }
+        }
+        return map
+    }
 }
