@@ -69,6 +69,9 @@ public final class SignalingServer: Sendable {
     private let configuration: Configuration
     private let logger: Logger
     private let state = ServerState()
+    /// The forwarding server's figures (legs open, counters), when it runs.
+    public var forwardingStatistics: ForwardingServer.Statistics? { state.media?.server.statistics }
+
     /// The metrics `/metrics` serves.
     public let metrics = ServerMetrics()
     private let store: any CallStore

@@ -67,6 +67,26 @@ import TestSupport
         #expect(meeting.router.forwardedPackets(to: impostor.leg, from: client.leg) == (0, 0))
     }
 
+    @Test func aHandshakeThatNeverFinishesFailsTheLegAfterTenSecondsBeforeTheLegTimeout() async throws {
+        try await Heavy.run { try silentPeerBody() }
+    }
+
+    func silentPeerBody() throws {
+        let meeting = MeetingCoreHarness()
+        let client = try meeting.join("client", frequency: 660)
+        var silent = MeetingCoreHarness.WebRTCPeer()
+        silent.speaksDTLS = false
+        let peer = try meeting.join("silent", frequency: 440, webRTC: silent)
+        try meeting.run(until: .seconds(9))
+        var reports: [ForwardingRouter.Report] = []
+        while let report = meeting.router.pollReport() { reports.append(report) }
+        #expect(!reports.contains(.legLost(peer.leg)) && meeting.router.counters.dtlsFailed == 0, "still trying at 9 s")
+        try meeting.run(until: .seconds(11))
+        while let report = meeting.router.pollReport() { reports.append(report) }
+        #expect(reports.contains(.legLost(peer.leg)) && meeting.router.counters.dtlsFailed == 1, "failed at 10 s: \(reports)")
+        #expect((client.heard["silent"] ?? []).isEmpty, "nothing it sent unkeyed was forwarded")
+    }
+
     @Test func dtlsFromAStrangerIsCountedAndGarbageOnALegsDTLSPathChangesNothing() async throws {
         try await Heavy.run { try strangerBody() }
     }

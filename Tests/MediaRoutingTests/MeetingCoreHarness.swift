@@ -19,6 +19,8 @@ final class MeetingCoreHarness {
         /// The fingerprints the router's leg is told (the peer's SDP): another
         /// certificate's to make the handshake fail.
         var announced = MeetingCoreHarness.peerCertificate.fingerprint
+        /// False: the peer checks and sends but never speaks DTLS (the handshake never ends).
+        var speaksDTLS = true
     }
 
     static let peerCertificate = try! DTLSCertificate(commonName: "peer")
@@ -208,8 +210,10 @@ final class MeetingCoreHarness {
         let clientICE = ICECredentials(ufrag: "client\(leg)", password: "client-password-\(leg)-012345")
         var keying = ForwardingRouter.LegSetup.Keying.sdes(inbound: clientKey, outbound: serverKey)
         if let webRTC {
-            try participant.core.useDTLS(role: .server, certificate: webRTC.certificate,
-                                         remoteFingerprints: [Self.serverCertificate.fingerprint], now: now)
+            if webRTC.speaksDTLS {
+                try participant.core.useDTLS(role: .server, certificate: webRTC.certificate,
+                                             remoteFingerprints: [Self.serverCertificate.fingerprint], now: now)
+            }
             keying = .dtls(role: .client, certificate: Self.serverCertificate, remoteFingerprints: [webRTC.announced])
         }
         try router.addLeg(ForwardingRouter.LegSetup(id: leg, meeting: meeting, account: name, publishing: publishing,
