@@ -71,6 +71,18 @@ let benchmarks: @Sendable () -> Void = {
             return path
         }
 
+        // The same to our clients' legs and to WebRTC legs (each copy's payload type and
+        // header extension IDs rewritten to the leg's, the MID erased), interleaved.
+        let browsers = Benchmark.Configuration(metrics: [.mallocCountTotal] + BrowserLegMetrics.all, timeUnits: .nanoseconds,
+                                               warmupIterations: 5, maxDuration: .seconds(20), maxIterations: 400)
+        Benchmark("SFU \(kind) packet to 3 subscribers: ours, then browsers'", configuration: browsers) { (benchmark: Benchmark, pair: BrowserLegForwardingPair) in
+            benchmark.startMeasurement()
+            for _ in benchmark.scaledIterations { pair.next(benchmark) }
+            benchmark.stopMeasurement()
+        } setup: {
+            try BrowserLegForwardingPair(video: video)
+        }
+
         Benchmark("SFU \(kind) packet to 3 subscribers: C forwarder", configuration: configuration) { (benchmark: Benchmark, path: BaselineForwardingPath) throws in
             try measure(benchmark) { try path.forwardNext() }
             path.packets.refill()
