@@ -166,6 +166,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
+            // The web client the server serves at GET /: plain HTML and JavaScript.
+            resources: [.copy("Web")],
             swiftSettings: [.swiftLanguageMode(.v6)] + instrumented
         ),
         .executableTarget(

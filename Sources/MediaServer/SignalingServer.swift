@@ -110,6 +110,7 @@ public final class SignalingServer: Sendable {
             }
         }
         WebRTCRoutes.add(to: http, hub: hub)
+        WebClientRoutes.add(to: http)
         let bound = AsyncStream<Int>.makeStream()
         let app = Application(
             router: http,

@@ -7,8 +7,8 @@
 /// levels) and optionally a test pattern (VP8, 30 fps, temporal layers as configured),
 /// over its own simulated uplink and downlink, and decodes every other participant.
 final class MeetingCoreHarness {
-    /// A participant that is a WebRTC peer: DTLS-SRTP keys (it is the DTLS server, the
-    /// router's leg the client, as an answer to an `actpass` offer says), payload types and
+    /// A participant that is a WebRTC peer: DTLS-SRTP keys (it is the DTLS client, the
+    /// router's leg the server, as the server's answer to an `actpass` offer says), payload types and
     /// header extension IDs of its own, a MID stamped on what it sends.
     struct WebRTCPeer {
         var media = ForwardingRouter.LegSetup.Media(
@@ -211,10 +211,10 @@ final class MeetingCoreHarness {
         var keying = ForwardingRouter.LegSetup.Keying.sdes(inbound: clientKey, outbound: serverKey)
         if let webRTC {
             if webRTC.speaksDTLS {
-                try participant.core.useDTLS(role: .server, certificate: webRTC.certificate,
+                try participant.core.useDTLS(role: .client, certificate: webRTC.certificate,
                                              remoteFingerprints: [Self.serverCertificate.fingerprint], now: now)
             }
-            keying = .dtls(role: .client, certificate: Self.serverCertificate, remoteFingerprints: [webRTC.announced])
+            keying = .dtls(role: .server, certificate: Self.serverCertificate, remoteFingerprints: [webRTC.announced])
         }
         try router.addLeg(ForwardingRouter.LegSetup(id: leg, meeting: meeting, account: name, publishing: publishing,
                                                     audioSSRC: participant.audioSSRC, videoSSRC: participant.videoSSRC,

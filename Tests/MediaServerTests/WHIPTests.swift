@@ -126,7 +126,7 @@ import FoundationNetworking
         let location = try #require(reply.headers["location"])
         #expect(location.hasPrefix("/whip/sessions/") && location.count > "/whip/sessions/".count + 32, "an unguessable ID: \(location)")
         #expect(reply.links.contains { $0.hasPrefix("<stun:127.0.0.1:") && $0.hasSuffix("rel=\"ice-server\"") }, "\(reply.links)")
-        for line in ["a=ice-lite", "a=setup:active", "a=recvonly", "a=mid:0", "a=mid:1", "a=rtpmap:111 opus/48000/2", "a=rtpmap:96 VP8/90000",
+        for line in ["a=ice-lite", "a=setup:passive", "a=recvonly", "a=mid:0", "a=mid:1", "a=rtpmap:111 opus/48000/2", "a=rtpmap:96 VP8/90000",
                      "a=fingerprint:sha-256 ", "typ host", "a=end-of-candidates", "a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid"] {
             #expect(reply.body.contains(line), "the answer has \(line): \(reply.body)")
         }

@@ -245,9 +245,14 @@ struct PathController {
         drainDTLS()
     }
 
-    /// The client's first flight, once there is a path to send it on.
+    /// The client's first flight, once there is a path to send it on; the server's
+    /// deadline starts then too (`DTLSEndpoint.awaitPeer`).
     private mutating func startDTLSIfClient(now: Duration) {
-        guard let dtls, dtls.role == .client, case .new = dtls.state, let path else { return }
+        guard let dtls, case .new = dtls.state, path != nil else { return }
+        guard dtls.role == .client, let path else {
+            dtls.awaitPeer(now: now)
+            return
+        }
         dtlsPeer = (path, 0)
         dtls.start(now: now)
         drainDTLS()

@@ -132,8 +132,17 @@ public final class DTLSEndpoint {
     public func start(now: Duration) {
         guard case .new = state else { return }
         state = .connecting
-        deadline = now + handshakeTimeout
+        deadline = deadline ?? now + handshakeTimeout
         advance(now: now)
+    }
+
+    /// The server's clock starts before the peer's first flight: from `now` (the path to
+    /// the peer exists), the handshake must end within `handshakeTimeout`, ClientHello or
+    /// not. A peer that checks and sends but never speaks DTLS fails, rather than holding
+    /// its place forever.
+    public func awaitPeer(now: Duration) {
+        guard case .new = state, deadline == nil else { return }
+        deadline = now + handshakeTimeout
     }
 
     /// One DTLS datagram from the peer. A datagram that is not a run of whole DTLS 1.x
@@ -182,6 +191,7 @@ public final class DTLSEndpoint {
 
     /// When `handleTimeout` next has work (a retransmission, the handshake deadline).
     public var nextTimeout: Duration? {
+        if case .new = state { return deadline }
         guard case .connecting = state else { return nil }
         switch (retransmitAt, deadline) {
         case (let retransmit?, let deadline?): return min(retransmit, deadline)
@@ -192,6 +202,10 @@ public final class DTLSEndpoint {
     /// Retransmits a flight whose answer is late (OpenSSL's timer), fails a handshake past
     /// its deadline.
     public func handleTimeout(now: Duration) {
+        if case .new = state, let deadline, now >= deadline {
+            state = .failed(DTLSError(.timeout, "the peer began no DTLS handshake within \(handshakeTimeout)"))
+            return
+        }
         guard case .connecting = state else { return }
         if let deadline, now >= deadline {
             state = .failed(DTLSError(.timeout, "DTLS handshake did not finish within \(handshakeTimeout)"))

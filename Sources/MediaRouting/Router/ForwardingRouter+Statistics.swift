@@ -48,8 +48,10 @@ extension ForwardingRouter {
         public var keyframeRequestsSent = 0
         /// SRTP and SRTCP packets that failed authentication or were replays.
         public var authenticationFailures = 0
-        /// The downlink's bandwidth estimate (b/s).
+        /// The downlink's bandwidth estimate (b/s), and the transport-wide feedback packets
+        /// from the leg that drive it (RTCP transport-cc, a browser's or our client's).
         public var estimatedBitrate = 0
+        public var transportFeedbackReceived = 0
 
         public init(id: UInt64, meeting: UInt64, account: String) {
             self.id = id
@@ -85,6 +87,7 @@ extension ForwardingRouter {
             let transport = leg.core.transportStatistics
             figures.authenticationFailures += transport.rtcpAuthenticationFailures + transport.rtcpReplays
             figures.estimatedBitrate = leg.core.bandwidthEstimator.targetBitrate
+            figures.transportFeedbackReceived = transport.transportFeedbackReceived
             return figures
         }
     }

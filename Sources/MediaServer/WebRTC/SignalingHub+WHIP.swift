@@ -40,7 +40,8 @@ public struct WebRTCHTTPReply: Sendable, Hashable {
 /// WHIP (RFC 9725) and WHEP for meetings: a WebRTC encoder publishes into a meeting, a
 /// WebRTC player views one participant, each with one HTTP request carrying its SDP offer.
 /// The answer's server is ICE-lite on the media port (its host candidates, complete) and
-/// keys the leg with DTLS-SRTP under a certificate of the leg's own.
+/// keys the leg with DTLS-SRTP under a certificate of the leg's own, as the DTLS server
+/// (`a=setup:passive` to an `actpass` offer), so its profile order picks AEAD_AES_128_GCM.
 extension SignalingHub {
     /// Largest SDP offer taken (a browser's is 3 to 8 KB).
     public static let maximumOfferSize = 64 * 1_024
@@ -97,7 +98,8 @@ extension SignalingHub {
             return ICECandidate.local(.host, address: address, localPreference: ICECandidate.localPreference(for: address, index: index))
         }
         let local = WebRTCAnswerer.Local(iceUfrag: ice.ufrag, icePassword: ice.password, iceLite: true, fingerprint: certificate.fingerprint,
-                                         candidates: candidates, candidatesComplete: true, tracks: tracks, receives: viewing == nil)
+                                         candidates: candidates, candidatesComplete: true, tracks: tracks, receives: viewing == nil,
+                                         dtlsRole: .server)
         let negotiation: WebRTCNegotiation
         do throws(JSEPError) {
             negotiation = try WebRTCAnswerer.answer(description, local: local)

@@ -180,11 +180,12 @@ public final class NetworkLab {
 
     /// Starts `program` (found on PATH, or an absolute path) inside `namespace`, through `ip netns exec`. The
     /// lab kills it on `close()` if it still runs.
-    public func run(in namespace: Namespace, _ program: String, _ arguments: [String]) throws -> BackgroundProcess {
+    /// - Parameter input: Standard input is a pipe the test writes (`write`), as for secrets.
+    public func run(in namespace: Namespace, _ program: String, _ arguments: [String], input: Bool = false) throws -> BackgroundProcess {
         let found = program.hasPrefix("/") ? URL(fileURLWithPath: program) : LivePort.executable(program)
         guard let executable = found else { throw ToolFailure("\(program) is not installed") }
         let process = try BackgroundProcess(executable: try Self.tool("ip"),
-                                            arguments: ["netns", "exec", namespace.name, executable.path] + arguments)
+                                            arguments: ["netns", "exec", namespace.name, executable.path] + arguments, input: input)
         processes.append(process)
         return process
     }

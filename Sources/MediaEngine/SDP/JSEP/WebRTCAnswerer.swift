@@ -10,7 +10,8 @@
 ///
 /// Payload types and extension IDs are the offer's, so the peer's packets need no
 /// renumbering. This side's DTLS role follows `a=setup` (RFC 8842): an `actpass` offer is
-/// answered `active`, as browsers answer, so the answerer starts the handshake.
+/// answered with `Local.dtlsRole` (`active` by default, as browsers answer, so the answerer
+/// starts the handshake; a server answers `passive`, so its profile order decides).
 public enum WebRTCAnswerer {
     /// A track this side sends: the first section of its kind that lets this side send
     /// carries it.
@@ -45,13 +46,18 @@ public enum WebRTCAnswerer {
         public var tracks: [Track]
         /// Whether this side takes the peer's media (false: a viewer's server, say).
         public var receives: Bool
+        /// The role taken when the offer leaves it open (`actpass`): `client` (active, as
+        /// browsers answer: this side starts the handshake), or `server` (passive: this
+        /// side's SRTP profile order decides, so AEAD_AES_128_GCM wins; a server does this).
+        public var dtlsRole: DTLSRole
         /// `o=`'s session ID; an answer to a renegotiation keeps it and raises `version`.
         public var sessionID: UInt64
         public var version: UInt64
 
         public init(iceUfrag: String, icePassword: String, iceLite: Bool = false, fingerprint: DTLSFingerprint,
                     candidates: [ICECandidate], candidatesComplete: Bool = true, tracks: [Track] = [], receives: Bool = true,
-                    sessionID: UInt64 = UInt64.random(in: 1 ... (1 << 62)), version: UInt64 = 1) {
+                    dtlsRole: DTLSRole = .client, sessionID: UInt64 = UInt64.random(in: 1 ... (1 << 62)), version: UInt64 = 1) {
+            self.dtlsRole = dtlsRole
             self.iceUfrag = iceUfrag
             self.icePassword = icePassword
             self.iceLite = iceLite
@@ -104,7 +110,11 @@ public enum WebRTCAnswerer {
             throw JSEPError(.noUsableMedia, "no section can be taken: " + reasons.joined(separator: "; "))
         }
         let remote = try checkedTransport(tag)
-        let role: DTLSRole = remote.setup == .active ? .server : .client
+        let role: DTLSRole = switch remote.setup {
+        case .active: .server
+        case .passive: .client
+        default: local.dtlsRole
+        }
 
         var agreed: [WebRTCNegotiation.Section] = []
         var unsent = local.tracks
