@@ -213,21 +213,11 @@ import Testing
             let alice = try lab.addHost(behind: try lab.addRouter(nat: .symmetric))
             let bob = try lab.addHost(behind: try lab.addRouter(nat: .portPreserving))
             let serverHost = try lab.addPublicHost()
-            let directory = try temporaryDirectory("natmeeting")
-            defer { try? FileManager.default.removeItem(at: directory) }
-            let secret = directory.appendingPathComponent("secret").path
-            let server = try lab.run(in: serverHost, CLI.executable.path,
-                                     ["server", "--host", serverHost.address, "--port", "8080", "--db", directory.appendingPathComponent("db.sqlite").path,
-                                      "--secret-file", secret, "--no-metrics"])
-            defer {
-                server.interrupt()
-                _ = try? server.wait(timeout: 10)
-            }
-            #expect(server.waitForOutput(containing: "listening on ws://", timeout: 20), "\(server.stderr)")
-            let url = "ws://\(serverHost.address):8080"
-            func token(_ account: String) throws -> String {
-                try Self.tokenFile(account, secret: secret, in: directory)
-            }
+            let server = try LabServer(lab: lab, host: serverHost, options: ["--no-metrics"])
+            defer { server.stop() }
+            let directory = server.directory
+            let url = server.url
+            func token(_ account: String) throws -> String { try server.tokenFile(account) }
             let reserved = try lab.run(in: alice, CLI.executable.path, ["meeting", "reserve", "nat", "--server", url, "--token-file", try token("alice")])
             #expect(try reserved.wait(timeout: 20).status == 0)
             let heard = directory.appendingPathComponent("alice-heard.wav").path

@@ -44,21 +44,10 @@ import TestSupport
             defer { lab.close() }
             let serverHost = try lab.addPublicHost()
             let browserHost = try lab.addPublicHost()
-            let directory = try temporaryDirectory("chromium-whep")
-            defer { try? FileManager.default.removeItem(at: directory) }
-            let secret = directory.appendingPathComponent("secret").path
-            let server = try lab.run(in: serverHost, CLI.executable.path,
-                                     ["server", "--host", serverHost.address, "--port", "8080", "--db", directory.appendingPathComponent("db.sqlite").path,
-                                      "--secret-file", secret])
-            defer {
-                server.interrupt()
-                _ = try? server.wait(timeout: 10)
-            }
-            guard server.waitForOutput(containing: "listening on ws://", timeout: 20) else {
-                throw ToolFailure("server did not start: \(server.stdout) \(server.stderr)")
-            }
-            let url = "ws://\(serverHost.address):8080", http = "http://\(serverHost.address):8080"
-            func token(_ account: String) throws -> String { try NATCallTests.tokenFile(account, secret: secret, in: directory) }
+            let server = try LabServer(lab: lab, host: serverHost, options: [])
+            defer { server.stop() }
+            let url = server.url, http = server.http
+            func token(_ account: String) throws -> String { try server.tokenFile(account) }
             let reserve = try lab.run(in: serverHost, CLI.executable.path, ["meeting", "reserve", "web", "--server", url, "--token-file", try token("alice")])
             #expect(try reserve.wait(timeout: 20).status == 0)
             let alice = try lab.run(in: serverHost, CLI.executable.path,
