@@ -40,7 +40,8 @@ import TestSupport
             #expect((WHIPPeer.framesDecoded(of: "carol", in: run.stdout) ?? 0) > 30, "\(run.stdout)")
             let samples = try AudioFile.read(path: heard).samples
             let levels = [440.0, 330, 550].map { WHIPPeer.peakLevel(samples, frequency: $0) }
-            #expect(levels[0] > 0.2 && levels[1] > 0.2, "alice heard bob (440 Hz) and carol (330 Hz), each at 0.3 while there: \(levels)")
+            // A sine of amplitude 0.3 measures 0.21 (its RMS) when whole: each tone at 70 % of that.
+            #expect(levels[0] > 0.15 && levels[1] > 0.15, "alice heard bob (440 Hz) and carol (330 Hz) while they were there: \(levels)")
             #expect(levels[2] < 0.005, "alice does not hear herself: \(levels)")
         }
     }
@@ -69,7 +70,7 @@ import TestSupport
             print("WHEP: first frame \(report.first_frame_after ?? -1) s after the POST; \(decoded) of \(spanned) frames")
             let samples = try AudioFile.read(path: wav).samples
             let level = samples.dropFirst(9_600).withUnsafeBufferPointer { AudioQuality.toneLevel($0, frequency: 550) }
-            #expect(level > 0.2, "bob hears alice's 550 Hz at \(level)")
+            #expect(level > 0.15, "bob hears alice's 550 Hz (0.21 when whole) at \(level)")
             let run = try alice.wait(timeout: 30)
             #expect(run.stdout.contains("userJoined callID=") && run.stdout.contains("user=bob"), "\(run.stdout)")
             #expect(run.stdout.contains("user=bob reason=left"), "\(run.stdout)")

@@ -46,7 +46,7 @@ import TestSupport
             #expect(spanned > 120 && Double(decoded) >= 0.95 * Double(spanned), "carol decoded \(decoded) of the \(spanned) pictures alice sent")
             let carolHeard = try readS16(pcm)
             let carolLevel = carolHeard.dropFirst(9_600).withUnsafeBufferPointer { AudioQuality.toneLevel($0, frequency: 550) }
-            #expect(carolLevel > 0.2, "carol hears alice's 550 Hz at \(carolLevel)")
+            #expect(carolLevel > 0.15, "carol hears alice's 550 Hz (0.21, its RMS, when whole) at \(carolLevel)")
 
             let run = try alice.wait(timeout: 30)
             #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
@@ -55,7 +55,7 @@ import TestSupport
             #expect(sent > 120 && frames >= sent * 9 / 10, "alice decoded \(frames) of bob's \(sent) frames")
             let samples = try AudioFile.read(path: heard).samples
             let bobLevel = WHIPPeer.peakLevel(samples, frequency: 440)
-            #expect(bobLevel > 0.2, "alice heard bob's 440 Hz (0.3) at \(bobLevel)")
+            #expect(bobLevel > 0.15, "alice heard bob's 440 Hz (0.21, its RMS, when whole) at \(bobLevel)")
             #expect(run.stdout.contains("user=bob reason=left") && run.stdout.contains("user=carol reason=left"), "\(run.stdout)")
         }
     }

@@ -17,29 +17,17 @@ import logging
 import os
 import sys
 import time
-import urllib.error
-import urllib.request
 import wave
 from urllib.parse import urljoin
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from whip_http import http  # noqa: E402
 
 import aioice.ice
 from aiortc import RTCPeerConnection, RTCSessionDescription
 from tracks import Picture, Tone, consume_audio, consume_video
 
 aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1"]
-
-
-def http(method: str, url: str, token: str, body: bytes = b"") -> tuple:
-    """(status, headers, body text) of one request; refusals are answers too."""
-    request = urllib.request.Request(url, data=body if method == "POST" else None, method=method)
-    request.add_header("Authorization", "Bearer " + token)
-    if method == "POST":
-        request.add_header("Content-Type", "application/sdp")
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, response.headers, response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.headers, error.read().decode()
 
 
 async def main() -> int:

@@ -13,11 +13,13 @@ its status and the server's reason and exits 2.
 """
 import argparse
 import json
+import os
 import sys
 import time
-import urllib.error
-import urllib.request
 from urllib.parse import urljoin
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from whip_http import http  # noqa: E402
 
 import gi
 
@@ -25,18 +27,6 @@ gi.require_version("Gst", "1.0")
 gi.require_version("GstWebRTC", "1.0")
 gi.require_version("GstSdp", "1.0")
 from gi.repository import GLib, Gst, GstSdp, GstWebRTC  # noqa: E402
-
-
-def http(method: str, url: str, token: str, body: bytes = b"") -> tuple:
-    request = urllib.request.Request(url, data=body if method == "POST" else None, method=method)
-    request.add_header("Authorization", "Bearer " + token)
-    if method == "POST":
-        request.add_header("Content-Type", "application/sdp")
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, response.headers, response.read().decode()
-    except urllib.error.HTTPError as error:
-        return error.code, error.headers, error.read().decode()
 
 
 class Peer:
