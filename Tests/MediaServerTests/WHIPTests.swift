@@ -113,6 +113,21 @@ import FoundationNetworking
         await alice.close()
     }
 
+    @Test func theWebClientIsServedAtTheRootBesideTheSignalingWebSocket() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let page = try await Self.request(server, "GET", "/", token: nil)
+        #expect(page.status == 200 && page.headers["content-type"] == "text/html; charset=utf-8", "\(page.status) \(page.body)")
+        #expect(page.body.contains("<script src=\"client.js\"></script>"))
+        #expect(page.headers["referrer-policy"] == "no-referrer" && page.headers["content-security-policy"]?.hasPrefix("default-src 'self'") == true)
+        let script = try await Self.request(server, "GET", "/client.js", token: nil)
+        #expect(script.status == 200 && script.body.contains("window.mediaEngine = { stats }"), "\(script.status)")
+        #expect(try await Self.request(server, "GET", "/nothing.js", token: nil).status == 404)
+        // The same path still upgrades to signaling.
+        let client = try await server.client("alice")
+        await client.close()
+    }
+
     @Test func aSessionJoinsAsAnActorAndOnlyItsOwnerEndsIt() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.server.shutdown() } }

@@ -11,10 +11,21 @@ enum WebClientRoutes {
         ("/client.js", "client.js", "text/javascript; charset=utf-8"),
     ]
 
+    /// The resource bundle SwiftPM builds beside the executable (or the test bundle).
+    /// Found by hand: `Bundle.module` stops the process when the bundle is missing (a binary
+    /// copied without it), where a missing page should be a 404.
+    static let bundleName = "MediaEngine_MediaServer.resources"
+
+    static func webDirectory() -> URL? {
+        let executable = URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath().deletingLastPathComponent()
+        return [Bundle.main.bundleURL, executable].map { $0.appendingPathComponent(bundleName).appendingPathComponent("Web") }
+            .first { FileManager.default.fileExists(atPath: $0.path) }
+    }
+
     static func add(to router: Router<BasicRequestContext>) {
+        let directory = webDirectory()
         for file in files {
-            let url = Bundle.module.resourceURL?.appendingPathComponent("Web/\(file.resource)")
-            let body = url.flatMap { try? Data(contentsOf: $0) }
+            let body = directory.flatMap { try? Data(contentsOf: $0.appendingPathComponent(file.resource)) }
             router.get(RouterPath(stringLiteral: file.path)) { _, _ -> Response in
                 guard let body else {
                     return Response(status: .notFound, body: .init(byteBuffer: ByteBuffer(string: "\(file.resource) is not installed next to the server\n")))
