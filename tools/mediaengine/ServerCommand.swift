@@ -297,7 +297,9 @@ struct ServerCommand: AsyncParsableCommand {
             throw ValidationError("cannot listen on \(host):\(port): \(error)")
         }
         // Unbuffered: scripts and tests wait for this line to learn the port.
-        FileHandle.standardOutput.write(Data("listening on ws://\(host.contains(":") ? "[\(host)]" : host):\(bound)/\n".utf8))
+        let authority = "\(host.contains(":") ? "[\(host)]" : host):\(bound)"
+        FileHandle.standardOutput.write(Data("listening on ws://\(authority)/\n".utf8))
+        FileHandle.standardOutput.write(Data("web client at http://\(authority)/, WHIP at /whip/MEETING, WHEP at /whep/MEETING/ACCOUNT\n".utf8))
         if let duration {
             Task {
                 try? await Task.sleep(for: .milliseconds(Int64(duration * 1_000)))
