@@ -52,6 +52,8 @@ extension ForwardingRouter {
         /// from the leg that drive it (RTCP transport-cc, a browser's or our client's).
         public var estimatedBitrate = 0
         public var transportFeedbackReceived = 0
+        /// Packets those feedback packets reported received: what the estimate was fed.
+        public var feedbackPacketsReported = 0
 
         public init(id: UInt64, meeting: UInt64, account: String) {
             self.id = id
@@ -88,6 +90,7 @@ extension ForwardingRouter {
             figures.authenticationFailures += transport.rtcpAuthenticationFailures + transport.rtcpReplays
             figures.estimatedBitrate = leg.core.bandwidthEstimator.targetBitrate
             figures.transportFeedbackReceived = transport.transportFeedbackReceived
+            figures.feedbackPacketsReported = leg.core.bandwidthEstimator.statistics.packetsReceived
             return figures
         }
     }

@@ -10,8 +10,8 @@ import Prometheus
 /// second, so a scrape is at most that old.
 ///
 /// - Gauges: connections, calls, meetings, participants, legs; per leg (labels `meeting`,
-///   `user`, `direction`): loss ratio and packets lost, the downlink estimate and the
-///   transport-wide feedback packets that drive it.
+///   `user`, `direction`): loss ratio and packets lost, the downlink estimate, the
+///   transport-wide feedback packets that drive it and the packets they reported received.
 /// - Counters: media packets received and forwarded, bytes forwarded, SRTP/SRTCP
 ///   authentication failures and replays, NACKs and keyframe requests (from subscribers,
 ///   and to publishers), datagrams from strangers, audience media dropped, muted and held
@@ -71,10 +71,11 @@ public final class ServerMetrics: Sendable {
         var lostDownlink: CoreMetrics.Gauge
         var estimate: CoreMetrics.Gauge
         var transportFeedback: CoreMetrics.Gauge
+        var feedbackReported: CoreMetrics.Gauge
         var last: ForwardingRouter.LegStatistics
 
         func destroy() {
-            for gauge in [lossUplink, lossDownlink, lostUplink, lostDownlink, estimate, transportFeedback] { gauge.destroy() }
+            for gauge in [lossUplink, lossDownlink, lostUplink, lostDownlink, estimate, transportFeedback, feedbackReported] { gauge.destroy() }
         }
     }
 
@@ -181,6 +182,7 @@ public final class ServerMetrics: Sendable {
                 gauges.lostDownlink.record(leg.packetsLostDownlink)
                 gauges.estimate.record(leg.estimatedBitrate)
                 gauges.transportFeedback.record(leg.transportFeedbackReceived)
+                gauges.feedbackReported.record(leg.feedbackPacketsReported)
                 state.legGauges[leg.id] = gauges
             }
             for (id, gauges) in state.legGauges where !open.contains(id) {
@@ -199,6 +201,7 @@ public final class ServerMetrics: Sendable {
         return LegGauges(lossUplink: gauge("loss_ratio", "uplink"), lossDownlink: gauge("loss_ratio", "downlink"),
                          lostUplink: gauge("packets_lost", "uplink"), lostDownlink: gauge("packets_lost", "downlink"),
                          estimate: gauge("estimated_bitrate_bps", nil), transportFeedback: gauge("transport_feedback_received", nil),
+                         feedbackReported: gauge("feedback_packets_reported", nil),
                          last: ForwardingRouter.LegStatistics(id: leg.id, meeting: leg.meeting, account: leg.account))
     }
 
