@@ -11,6 +11,7 @@ at the end one line of JSON: the samples (seconds since navigation, stats), the 
 errors, and the time to the first decoded frame. Chromium is killed at the end.
 """
 import argparse
+import ctypes
 import json
 import os
 import shutil
@@ -66,7 +67,12 @@ def main() -> int:
         command.append(f"--use-file-for-fake-audio-capture={arguments.fake_audio}")
     if arguments.fake_video:
         command.append(f"--use-file-for-fake-video-capture={arguments.fake_video}")
-    browser = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    def die_with_driver() -> None:
+        # PR_SET_PDEATHSIG: if this driver is killed (a test cut short), Chromium dies too.
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)
+
+    browser = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                               preexec_fn=die_with_driver)
     report = {"samples": [], "console": []}
     try:
         deadline = time.monotonic() + 30
