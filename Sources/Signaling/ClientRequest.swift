@@ -15,6 +15,7 @@ public enum ClientRequest: Sendable, Hashable {
     case leaveMeeting(Request.LeaveMeeting)
     case setMeetingRole(Request.SetMeetingRole)
     case setMeetingMute(Request.SetMeetingMute)
+    case renegotiateMeeting(Request.RenegotiateMeeting)
     case switchBypassStreamingURL(Request.SwitchBypassStreamingURL)
     case setBypassStreamingEnabled(Request.SetBypassStreamingEnabled)
     case setBypassStreamingMixMode(Request.SetBypassStreamingMixMode)
@@ -34,6 +35,7 @@ public enum ClientRequest: Sendable, Hashable {
         case .leaveMeeting: MessageType.leaveMeeting
         case .setMeetingRole: MessageType.setMeetingRole
         case .setMeetingMute: MessageType.setMeetingMute
+        case .renegotiateMeeting: MessageType.renegotiateMeeting
         case .switchBypassStreamingURL: MessageType.switchBypassStreamingURL
         case .setBypassStreamingEnabled: MessageType.setBypassStreamingEnabled
         case .setBypassStreamingMixMode: MessageType.setBypassStreamingMixMode
@@ -55,6 +57,7 @@ public enum ClientRequest: Sendable, Hashable {
         case .leaveMeeting(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
         case .setMeetingRole(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
         case .setMeetingMute(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
+        case .renegotiateMeeting(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
         case .switchBypassStreamingURL(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
         case .setBypassStreamingEnabled(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
         case .setBypassStreamingMixMode(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
@@ -154,6 +157,7 @@ extension ClientRequest {
         case MessageType.leaveMeeting: return .leaveMeeting(try read(Request.LeaveMeeting.self))
         case MessageType.setMeetingRole: return .setMeetingRole(try read(Request.SetMeetingRole.self))
         case MessageType.setMeetingMute: return .setMeetingMute(try read(Request.SetMeetingMute.self))
+        case MessageType.renegotiateMeeting: return .renegotiateMeeting(try read(Request.RenegotiateMeeting.self))
         case MessageType.switchBypassStreamingURL: return .switchBypassStreamingURL(try read(Request.SwitchBypassStreamingURL.self))
         case MessageType.setBypassStreamingEnabled: return .setBypassStreamingEnabled(try read(Request.SetBypassStreamingEnabled.self))
         case MessageType.setBypassStreamingMixMode: return .setBypassStreamingMixMode(try read(Request.SetBypassStreamingMixMode.self))

@@ -11,6 +11,9 @@ extension MessageType {
     public static let setMeetingRole = "setMeetingRole"
     /// Stop or resume forwarding one user's audio or video to this participant.
     public static let setMeetingMute = "setMeetingMute"
+    /// A WebRTC participant's new offer (its view of the meeting changed: someone joined,
+    /// left or began to publish); the reply carries the answer.
+    public static let renegotiateMeeting = "renegotiateMeeting"
     // Events (server -> client).
     public static let userJoined = "userJoined"
     public static let userLeft = "userLeft"
@@ -20,7 +23,8 @@ extension MessageType {
     public static let meetingRecord = "meetingRecord"
 
     /// The meeting request types, which the server routes to its meeting registry.
-    public static let meetingRequests: Set<String> = [reserveMeeting, joinMeeting, leaveMeeting, setMeetingRole, setMeetingMute]
+    public static let meetingRequests: Set<String> = [reserveMeeting, joinMeeting, leaveMeeting, setMeetingRole, setMeetingMute,
+                                                      renegotiateMeeting]
 }
 
 /// What a participant does in a meeting (NIM's `NIMNetCallMeetingRole`).
@@ -77,14 +81,18 @@ extension Request {
 
     /// Joins a reserved meeting. `media` is where and how this participant's leg runs: its
     /// key (uplink), SSRCs and check token; its candidates may be empty (the server learns
-    /// the address from the leg's connectivity checks).
+    /// the address from the leg's connectivity checks). A WebRTC peer (a browser) sends
+    /// `sdp`, its JSEP offer, instead: one BUNDLE transport keyed by DTLS-SRTP, its own
+    /// audio and video (when it publishes) and a receiving section pair per participant.
     public struct JoinMeeting: Sendable, Hashable, Codable {
         public var name: String
         public var role: MeetingRole
         public var type: CallType
         public var videoQuality: CallVideoQuality
         public var ext: String?
-        public var media: MediaEndpoint
+        public var media: MediaEndpoint?
+        /// A WebRTC peer's offer, in place of `media`.
+        public var sdp: String?
         /// Joins as the host (with a URL) or a co-host of a live room.
         public var bypass: BypassStreaming?
 
@@ -97,6 +105,28 @@ extension Request {
             self.ext = ext
             self.media = media
             self.bypass = bypass
+        }
+
+        /// A WebRTC peer's join: its offer in place of an SDES endpoint.
+        public init(name: String, role: MeetingRole, type: CallType, ext: String? = nil, sdp: String) {
+            self.name = name
+            self.role = role
+            self.type = type
+            self.videoQuality = .default
+            self.ext = ext
+            self.sdp = sdp
+        }
+    }
+
+    /// A WebRTC participant's new offer on its one transport (same ICE credentials and
+    /// fingerprint): typically a receiving section pair more, after `userJoined`.
+    public struct RenegotiateMeeting: Sendable, Hashable, Codable {
+        public var callID: UInt64
+        public var sdp: String
+
+        public init(callID: UInt64, sdp: String) {
+            self.callID = callID
+            self.sdp = sdp
         }
     }
 
@@ -148,15 +178,39 @@ extension Reply {
     /// To the joining participant: the meeting's ID, who is in it (without this
     /// participant), and the server's end of this participant's leg: its UDP address, the
     /// key it protects what it forwards with, and the token its checks carry.
+    /// A WebRTC participant gets `sdp`, the answer to its offer, and `receiving` in place
+    /// of `media`.
     public struct JoinMeeting: Sendable, Hashable, Codable {
         public var callID: UInt64
         public var participants: [MeetingParticipant]
-        public var media: MediaEndpoint
+        public var media: MediaEndpoint?
+        /// The answer to a WebRTC peer's offer.
+        public var sdp: String?
+        /// Whose media each of a WebRTC peer's receiving sections carries: mid to account.
+        public var receiving: [String: String]?
 
         public init(callID: UInt64, participants: [MeetingParticipant], media: MediaEndpoint) {
             self.callID = callID
             self.participants = participants
             self.media = media
+        }
+
+        public init(callID: UInt64, participants: [MeetingParticipant], sdp: String, receiving: [String: String]) {
+            self.callID = callID
+            self.participants = participants
+            self.sdp = sdp
+            self.receiving = receiving
+        }
+    }
+
+    /// The answer to a renegotiation, and whose media each receiving section carries now.
+    public struct RenegotiateMeeting: Sendable, Hashable, Codable {
+        public var sdp: String
+        public var receiving: [String: String]
+
+        public init(sdp: String, receiving: [String: String]) {
+            self.sdp = sdp
+            self.receiving = receiving
         }
     }
 }

@@ -28,6 +28,7 @@ public enum ServerReply: Sendable, Hashable {
     case response(Reply.Response)
     case reserveMeeting(Reply.ReserveMeeting)
     case joinMeeting(Reply.JoinMeeting)
+    case renegotiateMeeting(Reply.RenegotiateMeeting)
     /// For requests whose success says it all.
     case empty
 
@@ -38,6 +39,7 @@ public enum ServerReply: Sendable, Hashable {
         case .response(let body): TypedEnvelope(id: id, type: MessageType.ok, body: body).encoded()
         case .reserveMeeting(let body): TypedEnvelope(id: id, type: MessageType.ok, body: body).encoded()
         case .joinMeeting(let body): TypedEnvelope(id: id, type: MessageType.ok, body: body).encoded()
+        case .renegotiateMeeting(let body): TypedEnvelope(id: id, type: MessageType.ok, body: body).encoded()
         case .empty: TypedEnvelope(id: id, type: MessageType.ok, body: Reply.Empty()).encoded()
         }
     }

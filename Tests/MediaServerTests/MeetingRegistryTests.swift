@@ -50,7 +50,9 @@ struct MeetingHarness {
         let data = TypedEnvelope(id: id, type: type, body: body).encoded()
         let credentials = LegCredentials(keying: Self.key(1, id), ice: ICECredentials(ufrag: "ufrag\(id)", password: "password\(id)"),
                                          composer: ComposerCredentials(composerKeying: Self.key(2, id), serverKeying: Self.key(3, id),
-                                                                       ice: ICECredentials(ufrag: "composerUfrag\(id)", password: "composerPassword\(id)")))
+                                                                       ice: ICECredentials(ufrag: "composerUfrag\(id)", password: "composerPassword\(id)")),
+                                         webRTC: WebRTCLegCredentials(certificate: Self.certificate, spareAudioSSRC: 90_000 + UInt32(id),
+                                                                      spareVideoSSRC: 95_000 + UInt32(id)))
         // As the server's edge decodes it from the wire.
         let decoded = try! ClientMessage.decode(data, maximumSize: 1 << 20).request
         switch decoded.map(RoutedRequest.init) {
@@ -85,6 +87,9 @@ struct MeetingHarness {
 
     /// A GCM key told apart by what it is for (`kind`: 0 a participant's, 1 the server's,
     /// 2 and 3 the composer's two) and a number (an SSRC, a request's ID).
+    /// The DTLS certificate WebRTC joins' legs get.
+    static let certificate = try! DTLSCertificate()
+
     static func key(_ kind: UInt8, _ number: UInt64) -> SRTPKeyingMaterial {
         let bytes = [kind] + withUnsafeBytes(of: number.bigEndian, Array.init) + [UInt8](repeating: 0x5A, count: 19)
         return try! SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: bytes)
@@ -123,7 +128,7 @@ struct MeetingHarness {
         #expect(h.code(h.reserve(2, "standup")) == SignalingError.Code.meetingExists.rawValue)
         let first = try h.join(1, "standup", ssrc: 100).body(Reply.JoinMeeting.self)
         #expect(first.participants.isEmpty)
-        #expect(first.media.candidates == [MediaCandidate(host: "127.0.0.1", port: 9_000)] && first.media.srtpProfile == "AEAD_AES_128_GCM")
+        #expect(first.media?.candidates == [MediaCandidate(host: "127.0.0.1", port: 9_000)] && first.media?.srtpProfile == "AEAD_AES_128_GCM")
         let second = try h.join(2, "standup", ssrc: 200).body(Reply.JoinMeeting.self)
         #expect(second.callID == first.callID && second.participants.map(\.account) == ["alice"])
         #expect(second.participants.first?.audioSSRC == 100)

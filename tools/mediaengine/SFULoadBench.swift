@@ -116,7 +116,8 @@ struct SFULoadBench: AsyncParsableCommand {
                                                  Request.JoinMeeting(name: name, role: publishing ? .actor : .audience, type: video ? .video : .audio,
                                                                      media: participant.endpoint),
                                                  as: Reply.JoinMeeting.self, timeout: .seconds(30))
-            try participant.connect(to: reply.media, client: client)
+            guard let server = reply.media else { throw SignalingError(.malformedMessage, "joinMeeting: the reply has no media endpoint") }
+            try participant.connect(to: server, client: client)
             participants.append(participant)
             if index == 0 { firstJoin = pid.flatMap(Self.residentMegabytes) }
         }

@@ -33,6 +33,7 @@ public enum MeetingRequest: Sendable, Hashable {
     case leave(Request.LeaveMeeting)
     case setRole(Request.SetMeetingRole)
     case setMute(Request.SetMeetingMute)
+    case renegotiate(Request.RenegotiateMeeting)
     case switchBypassStreamingURL(Request.SwitchBypassStreamingURL)
     case setBypassStreamingEnabled(Request.SetBypassStreamingEnabled)
     case setBypassStreamingMixMode(Request.SetBypassStreamingMixMode)
@@ -48,6 +49,7 @@ public enum MeetingRequest: Sendable, Hashable {
         case .leave(let request): request.callID
         case .setRole(let request): request.callID
         case .setMute(let request): request.callID
+        case .renegotiate(let request): request.callID
         case .switchBypassStreamingURL(let request): request.callID
         case .setBypassStreamingEnabled(let request): request.callID
         case .setBypassStreamingMixMode(let request): request.callID
@@ -75,6 +77,7 @@ enum RoutedRequest: Sendable, Hashable {
         case .leaveMeeting(let body): self = .meeting(.leave(body))
         case .setMeetingRole(let body): self = .meeting(.setRole(body))
         case .setMeetingMute(let body): self = .meeting(.setMute(body))
+        case .renegotiateMeeting(let body): self = .meeting(.renegotiate(body))
         case .switchBypassStreamingURL(let body): self = .meeting(.switchBypassStreamingURL(body))
         case .setBypassStreamingEnabled(let body): self = .meeting(.setBypassStreamingEnabled(body))
         case .setBypassStreamingMixMode(let body): self = .meeting(.setBypassStreamingMixMode(body))
@@ -103,6 +106,7 @@ extension ClientRequest {
         case .leave(let body): self = .leaveMeeting(body)
         case .setRole(let body): self = .setMeetingRole(body)
         case .setMute(let body): self = .setMeetingMute(body)
+        case .renegotiate(let body): self = .renegotiateMeeting(body)
         case .switchBypassStreamingURL(let body): self = .switchBypassStreamingURL(body)
         case .setBypassStreamingEnabled(let body): self = .setBypassStreamingEnabled(body)
         case .setBypassStreamingMixMode(let body): self = .setBypassStreamingMixMode(body)

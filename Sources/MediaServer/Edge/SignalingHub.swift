@@ -225,7 +225,21 @@ public actor SignalingHub {
             await perform([MeetingRegistry.Output.send(id, .error(id: requestID, error))])
             return
         }
-        let outputs = meetings.handle(request, from: id, identity, requestID: requestID, credentials: Self.legCredentials(),
+        var credentials = Self.legCredentials()
+        if case .join(let join) = request, join.sdp != nil {
+            // A WebRTC peer's leg is keyed by DTLS under a certificate of its own.
+            do throws(DTLSError) {
+                var random = SystemRandomNumberGenerator()
+                credentials.webRTC = WebRTCLegCredentials(certificate: try DTLSCertificate(commonName: "mediaengine-sfu"),
+                                                          spareAudioSSRC: UInt32.random(in: 1 ... .max, using: &random),
+                                                          spareVideoSSRC: UInt32.random(in: 1 ... .max, using: &random))
+            } catch {
+                let refusal = SignalingError(.serverUnavailable, "joinMeeting: no DTLS certificate: \(error.message)")
+                await perform([MeetingRegistry.Output.send(id, .error(id: requestID, refusal))])
+                return
+            }
+        }
+        let outputs = meetings.handle(request, from: id, identity, requestID: requestID, credentials: credentials,
                                       assignedID: assignedID, at: time)
         if cluster != nil { meetingHandled(id, identity, request) }
         await perform(outputs)

@@ -47,11 +47,29 @@ public struct LegCredentials: Sendable, Hashable {
     public var ice: ICECredentials
     /// Both halves of the composer's leg, used when this join starts a live room.
     public var composer: ComposerCredentials?
+    /// What a WebRTC peer's leg is keyed with: drawn for a join with an SDP offer.
+    public var webRTC: WebRTCLegCredentials?
 
-    public init(keying: SRTPKeyingMaterial, ice: ICECredentials, composer: ComposerCredentials? = nil) {
+    public init(keying: SRTPKeyingMaterial, ice: ICECredentials, composer: ComposerCredentials? = nil,
+                webRTC: WebRTCLegCredentials? = nil) {
         self.keying = keying
         self.ice = ice
         self.composer = composer
+        self.webRTC = webRTC
+    }
+}
+
+/// The server's half of a WebRTC peer's leg: its DTLS certificate, and SSRCs for a peer
+/// that sends nothing (audience), so that its leg still has numbers of its own.
+public struct WebRTCLegCredentials: Sendable, Hashable {
+    public var certificate: DTLSCertificate
+    public var spareAudioSSRC: UInt32
+    public var spareVideoSSRC: UInt32
+
+    public init(certificate: DTLSCertificate, spareAudioSSRC: UInt32, spareVideoSSRC: UInt32) {
+        self.certificate = certificate
+        self.spareAudioSSRC = spareAudioSSRC
+        self.spareVideoSSRC = spareVideoSSRC
     }
 }
 
@@ -140,15 +158,26 @@ public struct MeetingRegistry: Sendable {
         var mutedVideo: Set<String> = []
         /// A WebRTC endpoint that joined over HTTP (WHIP, WHEP): no signaling connection.
         var webRTC: WebRTCMembership?
+        /// A WebRTC peer that joined over signaling (a browser): its transport's answer.
+        var browser: BrowserLeg?
 
-        /// Whether this member gets `publisher`'s media: everyone's, or for a WHIP
-        /// publisher nobody's, for a WHEP viewer its one publisher's.
+        /// Whether this member gets `publisher`'s media: everyone's; for a WHIP publisher
+        /// nobody's, for a WHEP viewer its one publisher's, for a browser those its
+        /// receiving sections carry.
         func wants(_ publisher: Member) -> Bool {
+            if let browser { return browser.receiving.values.contains(publisher.identity.account) }
             guard let webRTC else { return true }
             switch webRTC.kind {
             case .publisher: return false
             case .viewer(let account): return account == publisher.identity.account
             }
+        }
+
+        /// What this member gets of `publisher`: what it wants, less what it muted for itself.
+        func forwarding(of publisher: Member) -> (audio: Bool, video: Bool) {
+            let wanted = wants(publisher)
+            let account = publisher.identity.account
+            return (wanted && !mutedAudio.contains(account), wanted && !mutedVideo.contains(account))
         }
 
         var participant: MeetingParticipant {
@@ -239,6 +268,8 @@ public struct MeetingRegistry: Sendable {
                 return try setRole(identity, connection, requestID, body, time)
             case .setMute(let body):
                 return try setMute(identity, connection, requestID, body)
+            case .renegotiate(let body):
+                return try renegotiate(identity, connection, requestID, body)
             case .switchBypassStreamingURL, .setBypassStreamingEnabled, .setBypassStreamingMixMode:
                 return try handleLive(identity, connection, requestID, request)
             }
@@ -287,9 +318,17 @@ public struct MeetingRegistry: Sendable {
                                _ credentials: LegCredentials, _ time: ServerTime) throws(SignalingError) -> [Output] {
         try Self.checkName(request.name, in: "joinMeeting")
         try Self.checkExt(request.ext, in: "joinMeeting")
+        if let offer = request.sdp {
+            guard request.media == nil else {
+                throw SignalingError(.invalidRequest, "joinMeeting: send media (an SDES endpoint) or sdp (a WebRTC offer), not both")
+            }
+            return try joinBrowser(identity, connection, requestID, request, offer: offer, credentials, time)
+        }
+        guard let media = request.media else {
+            throw SignalingError(.invalidRequest, "joinMeeting: media (an SDES endpoint) or sdp (a WebRTC offer) is required")
+        }
         let (id, admitted) = try admit(identity, to: request.name, role: request.role, in: "joinMeeting")
         var meeting = admitted
-        let media = request.media
         let profile = credentials.keying.profile
         guard media.candidates.count <= 16, media.srtpKey.utf8.count <= 128, media.srtpProfile == profile.rawValue,
               media.iceUfrag.utf8.count <= 256, media.icePassword.utf8.count <= 256 else {
@@ -419,13 +458,13 @@ public struct MeetingRegistry: Sendable {
         }
         meeting.members[identity.account] = member
         meetings[request.callID] = meeting
+        let forwarding = member.forwarding(of: publisher)
         return [Self.okReply(connection, requestID, .empty),
-                .mediaPlane(.setForwarding(subscriber: member.leg, publisher: publisher.leg, audio: !member.mutedAudio.contains(request.user),
-                                           video: !member.mutedVideo.contains(request.user)))]
+                .mediaPlane(.setForwarding(subscriber: member.leg, publisher: publisher.leg, audio: forwarding.audio, video: forwarding.video))]
     }
 
     /// The member `identity` is in meeting `id`, from this device.
-    private func member(_ identity: Identity, of id: UInt64, in request: String) throws(SignalingError) -> Member {
+    func member(_ identity: Identity, of id: UInt64, in request: String) throws(SignalingError) -> Member {
         guard let meeting = meetings[id] else {
             throw SignalingError(.meetingNotFound, "\(request): meeting \(id) does not exist or has ended")
         }

@@ -1,10 +1,14 @@
 // MediaEngine's web client: plain JavaScript, no build step, nothing fetched from elsewhere.
 // Modes, from the URL's fragment (never sent to the server, so tokens stay out of its logs):
+//   #meeting=NAME&token=TOKEN[&role=audience][&audio=0|&video=0][&processing=0]
+//                                        join a meeting over the signaling WebSocket: publish
+//                                        camera and microphone (an actor) or only watch (audience)
 //   #watch=MEETING/ACCOUNT&token=TOKEN   view one meeting participant over WHEP
 // For automation, window.mediaEngine.stats() resolves to per-participant figures
 // (framesDecoded, frameWidth, frameHeight, audioLevel, packetsLost, jitter) and the
 // transport's dtlsState, srtpCipher and selected candidate pair type; firstFrameAfter is the
-// seconds from opening the page to the first picture.
+// seconds from opening the page to the first picture; mute(account, {audio, video}) stops
+// (or, with false, resumes) that participant's media for this page only.
 "use strict";
 
 const sessions = [];
@@ -13,7 +17,9 @@ function setStatus(text) {
   document.getElementById("status").textContent = text;
 }
 
-function tile(name) {
+// The tile showing `name` (made on first use). Only others' pictures count for
+// firstFrameAfter, not this page's own camera.
+function tile(name, { own = false } = {}) {
   let element = document.querySelector(`.tile[data-name="${CSS.escape(name)}"]`);
   if (!element) {
     element = document.createElement("div");
@@ -24,11 +30,14 @@ function tile(name) {
     video.playsInline = true;
     // Seconds from opening the page to the first picture shown, for measurements.
     video.addEventListener("loadeddata", () => {
-      if (window.mediaEngine.firstFrameAfter === undefined) window.mediaEngine.firstFrameAfter = performance.now() / 1000;
+      if (!own && window.mediaEngine.firstFrameAfter === undefined) window.mediaEngine.firstFrameAfter = performance.now() / 1000;
     });
     const label = document.createElement("div");
     label.className = "name";
     label.textContent = name;
+    const state = document.createElement("span");
+    state.className = "state";
+    label.append(" ", state);
     element.append(video, label);
     document.getElementById("tiles").append(element);
   }
@@ -44,6 +53,244 @@ function gathered(connection) {
     connection.addEventListener("icegatheringstatechange", done);
     setTimeout(resolve, 2000);
   });
+}
+
+// The signaling WebSocket: requests answered by their ID ("ok" or "error"), events to
+// `onEvent`.
+class Signaling {
+  constructor(onEvent) {
+    this.onEvent = onEvent;
+    this.pending = new Map();
+    this.nextID = 1;
+  }
+
+  open() {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    this.socket = new WebSocket(`${scheme}://${location.host}/`);
+    this.socket.onmessage = (message) => {
+      const envelope = JSON.parse(message.data);
+      const waiting = envelope.id != null && this.pending.get(envelope.id);
+      if (waiting) {
+        this.pending.delete(envelope.id);
+        if (envelope.type === "error") waiting.reject(new Error(`${envelope.body.message} (code ${envelope.body.code})`));
+        else waiting.resolve(envelope.body);
+      } else if (envelope.id == null) {
+        this.onEvent(envelope.type, envelope.body);
+      }
+    };
+    this.socket.onclose = () => {
+      for (const waiting of this.pending.values()) waiting.reject(new Error("the signaling connection closed"));
+      this.pending.clear();
+      setStatus("signaling connection closed");
+    };
+    return new Promise((resolve, reject) => {
+      this.socket.onopen = resolve;
+      this.socket.onerror = () => reject(new Error("the signaling connection failed"));
+    });
+  }
+
+  request(type, body) {
+    const id = this.nextID++;
+    this.socket.send(JSON.stringify({ v: 1, id, type, body }));
+    return new Promise((resolve, reject) => this.pending.set(id, { resolve, reject }));
+  }
+}
+
+// One meeting over one RTCPeerConnection: this page's camera and microphone go up in two
+// send-only sections; each other actor comes down in a receive-only pair that the server
+// fills (its answer says which mid carries whom). Whenever the meeting changes (someone
+// joins, leaves or changes role) the page offers again, adding pairs when it has too few.
+class Meeting {
+  constructor(name, token, role, publish) {
+    this.name = name;
+    this.token = token;
+    this.role = role;
+    this.publish = publish;
+    this.participants = new Map(); // account -> participant (role, type)
+    this.receiving = {}; // mid -> account
+    this.muted = new Map(); // account -> {audio, video} muted for this page
+    this.levels = {};
+    this.queue = Promise.resolve();
+    this.signaling = new Signaling((type, body) => this.event(type, body));
+  }
+
+  participantOf(mid) { return this.receiving[mid]; }
+
+  async join() {
+    setStatus("connecting");
+    await this.signaling.open();
+    const login = await this.signaling.request("login", { token: this.token, device: "web" });
+    this.account = login.account;
+    // The server's media port is ICE-lite with host candidates in every answer: of the
+    // servers a login hands out only TURN is of use to a browser (to reach it from behind
+    // a NAT or a firewall that blocks UDP to it).
+    const iceServers = (login.iceServers || []).filter((server) => server.urls.some((url) => url.startsWith("turn")))
+      .map((server) => ({ urls: server.urls, username: server.username, credential: server.credential }));
+    this.connection = new RTCPeerConnection({ iceServers, bundlePolicy: "max-bundle", rtcpMuxPolicy: "require" });
+    this.connection.onconnectionstatechange = () => this.showStatus();
+    let type = 1; // CallType: 1 audio, 2 video
+    if (this.role === "actor") {
+      if (!navigator.mediaDevices) {
+        throw new Error("camera and microphone need a secure origin: open this page over https or on localhost, or join as audience");
+      }
+      // Echo cancellation, noise suppression and gain control stay on for a microphone
+      // near speakers; `processing=0` turns them off (a studio microphone, or a test's
+      // steady tone, which noise suppression takes for noise).
+      const audio = this.publish.audio && (this.publish.processing ? true
+        : { echoCancellation: false, noiseSuppression: false, autoGainControl: false });
+      const wanted = { audio, video: this.publish.video };
+      const stream = await navigator.mediaDevices.getUserMedia(wanted);
+      for (const track of stream.getTracks()) {
+        const transceiver = this.connection.addTransceiver(track, { direction: "sendonly", streams: [stream] });
+        if (track.kind === "video") {
+          type = 2;
+          // Under CPU load Chrome would shrink the picture; a meeting keeps its size and
+          // lowers the frame rate instead.
+          const parameters = transceiver.sender.getParameters();
+          parameters.degradationPreference = "maintain-resolution";
+          await transceiver.sender.setParameters(parameters).catch(() => {});
+        }
+      }
+      const own = tile(`${this.account} (you)`, { own: true });
+      own.muted = true;
+      own.srcObject = stream;
+    }
+    const offer = await this.connection.createOffer();
+    await this.connection.setLocalDescription(offer);
+    setStatus(`joining ${this.name} as ${this.account}`);
+    const reply = await this.signaling.request("joinMeeting", { name: this.name, role: this.role, type, videoQuality: "default",
+                                                                sdp: this.connection.localDescription.sdp });
+    this.callID = reply.callID;
+    await this.connection.setRemoteDescription({ type: "answer", sdp: reply.sdp });
+    this.place(reply.receiving);
+    sessions.push(this);
+    for (const participant of reply.participants) this.participants.set(participant.account, participant);
+    this.showStatus();
+    this.renegotiate();
+  }
+
+  // Offers again (one negotiation at a time), with a receive-only pair per other actor.
+  renegotiate() {
+    this.queue = this.queue.then(async () => {
+      if (this.left) return;
+      const actors = [...this.participants.values()].filter((participant) => participant.role === "actor").length;
+      for (const kind of ["audio", "video"]) {
+        const receivers = this.connection.getTransceivers().filter((transceiver) =>
+          transceiver.direction === "recvonly" && transceiver.receiver.track.kind === kind).length;
+        for (let added = receivers; added < actors; added += 1) this.connection.addTransceiver(kind, { direction: "recvonly" });
+      }
+      await this.connection.setLocalDescription(await this.connection.createOffer());
+      const reply = await this.signaling.request("renegotiateMeeting", { callID: this.callID, sdp: this.connection.localDescription.sdp });
+      await this.connection.setRemoteDescription({ type: "answer", sdp: reply.sdp });
+      this.place(reply.receiving);
+    }).catch((error) => fail(error));
+  }
+
+  // Puts each receiving section's track in its participant's tile.
+  place(receiving) {
+    this.receiving = receiving || {};
+    const streams = new Map();
+    for (const transceiver of this.connection.getTransceivers()) {
+      const account = transceiver.mid != null && this.receiving[transceiver.mid];
+      if (!account) continue;
+      if (!streams.has(account)) streams.set(account, []);
+      streams.get(account).push(transceiver.receiver.track);
+    }
+    for (const [account, tracks] of streams) {
+      const video = tile(account);
+      const current = video.srcObject ? video.srcObject.getTracks() : [];
+      if (current.length !== tracks.length || tracks.some((track) => !current.includes(track))) {
+        video.srcObject = new MediaStream(tracks);
+        video.play().catch(() => {});
+      }
+    }
+    for (const element of document.querySelectorAll(".tile")) {
+      const name = element.dataset.name;
+      if (!name.endsWith("(you)") && !streams.has(name)) element.remove();
+    }
+    this.showStates();
+  }
+
+  event(type, body) {
+    switch (type) {
+      case "userJoined":
+        this.participants.set(body.participant.account, body.participant);
+        this.renegotiate();
+        break;
+      case "userLeft":
+        this.participants.delete(body.account);
+        this.muted.delete(body.account);
+        this.renegotiate();
+        break;
+      case "meetingRoleChanged": {
+        const participant = this.participants.get(body.account);
+        if (participant) participant.role = body.role;
+        this.renegotiate();
+        break;
+      }
+      case "speakingUsers":
+        this.levels = body.levels || {};
+        this.showStates();
+        break;
+      case "meetingError":
+        setStatus(`meeting ended: ${body.message}`);
+        break;
+    }
+  }
+
+  // Mute-for-me: the server stops (or resumes) forwarding that participant to this page.
+  async mute(account, { audio, video } = {}) {
+    const body = { callID: this.callID, user: account };
+    if (audio !== undefined) body.audio = audio;
+    if (video !== undefined) body.video = video;
+    await this.signaling.request("setMeetingMute", body);
+    const muted = this.muted.get(account) || { audio: false, video: false };
+    if (audio !== undefined) muted.audio = audio;
+    if (video !== undefined) muted.video = video;
+    this.muted.set(account, muted);
+    this.showStates();
+  }
+
+  // Each tile's state: the participant's role, what this page muted, whether it speaks,
+  // and its net status from this page's receive statistics.
+  async showStates() {
+    const figures = (await stats()).participants;
+    for (const [account, participant] of this.participants) {
+      const element = document.querySelector(`.tile[data-name="${CSS.escape(account)}"] .state`);
+      if (!element) continue;
+      const muted = this.muted.get(account) || {};
+      const parts = [participant.role];
+      if (muted.audio) parts.push("audio muted for me");
+      if (muted.video) parts.push("video muted for me");
+      if ((this.levels[account] || 0) > 0.05) parts.push("speaking");
+      const figure = figures[account] || {};
+      const lost = (figure.packetsLost || 0) + (figure.videoPacketsLost || 0);
+      parts.push(lost > 50 || (figure.jitter || 0) > 0.05 ? "net: poor" : "net: good");
+      element.textContent = `(${parts.join(", ")})`;
+    }
+  }
+
+  showStatus() {
+    setStatus(`in ${this.name} as ${this.account}: ${this.connection.connectionState}, ${this.participants.size} other(s)`);
+  }
+
+  leave() {
+    this.left = true;
+    if (this.callID !== undefined) this.signaling.request("leaveMeeting", { callID: this.callID }).catch(() => {});
+    this.connection.close();
+  }
+}
+
+function fail(error) {
+  setStatus(`failed: ${error.message}`);
+  console.error(`mediaengine: ${error.message}`);
+}
+
+let meeting;
+
+async function mute(account, muted) {
+  if (!meeting) throw new Error("not in a meeting");
+  await meeting.mute(account, muted);
 }
 
 async function watch(target, token) {
@@ -71,7 +318,7 @@ async function watch(target, token) {
   if (response.status !== 201) throw new Error(`${response.status}: ${body.trim()}`);
   const location = response.headers.get("Location");
   await connection.setRemoteDescription({ type: "answer", sdp: body });
-  sessions.push({ connection, participants: [account], location, token });
+  sessions.push({ connection, participantOf: () => account, location, token });
   connection.onconnectionstatechange = () => setStatus(`watching ${account}: ${connection.connectionState}`);
 }
 
@@ -84,7 +331,8 @@ async function stats() {
     report.forEach((entry) => byID.set(entry.id, entry));
     report.forEach((entry) => {
       if (entry.type === "inbound-rtp") {
-        const name = session.participants[0];
+        const name = session.participantOf(entry.mid);
+        if (!name) return;
         const figures = participants[name] || (participants[name] = {});
         if (entry.kind === "video") {
           Object.assign(figures, { framesDecoded: entry.framesDecoded || 0, frameWidth: entry.frameWidth || 0,
@@ -92,7 +340,8 @@ async function stats() {
                                    videoJitter: entry.jitter || 0 });
         } else {
           Object.assign(figures, { audioLevel: entry.audioLevel || 0, packetsLost: entry.packetsLost || 0, jitter: entry.jitter || 0,
-                                   totalSamplesReceived: entry.totalSamplesReceived || 0 });
+                                   totalSamplesReceived: entry.totalSamplesReceived || 0,
+                                   audioPacketsReceived: entry.packetsReceived || 0 });
         }
       } else if (entry.type === "transport") {
         const pair = byID.get(entry.selectedCandidatePairId);
@@ -105,10 +354,11 @@ async function stats() {
   return Object.assign({ participants }, transport);
 }
 
-window.mediaEngine = { stats };
+window.mediaEngine = { stats, mute };
 
 // A closed tab ends its sessions (the server would time the legs out anyway).
 window.addEventListener("pagehide", () => {
+  if (meeting) meeting.leave();
   for (const session of sessions) {
     if (session.location) {
       fetch(session.location, { method: "DELETE", keepalive: true, headers: { "Authorization": `Bearer ${session.token}` } });
@@ -119,14 +369,19 @@ window.addEventListener("pagehide", () => {
 async function start(parameters) {
   const token = parameters.get("token");
   try {
-    if (parameters.has("watch") && token) {
+    if (parameters.has("meeting") && token) {
+      const role = parameters.get("role") === "audience" ? "audience" : "actor";
+      meeting = new Meeting(parameters.get("meeting"), token, role,
+                            { audio: parameters.get("audio") !== "0", video: parameters.get("video") !== "0",
+                              processing: parameters.get("processing") !== "0" });
+      await meeting.join();
+    } else if (parameters.has("watch") && token) {
       await watch(parameters.get("watch"), token);
     } else {
       document.getElementById("start").hidden = false;
     }
   } catch (error) {
-    setStatus(`failed: ${error.message}`);
-    console.error(`mediaengine: ${error.message}`);
+    fail(error);
   }
 }
 
@@ -134,7 +389,11 @@ document.getElementById("start").addEventListener("submit", (event) => {
   event.preventDefault();
   const form = new FormData(event.target);
   event.target.hidden = true;
-  start(new URLSearchParams({ token: form.get("token"), watch: form.get("watch") }));
+  const parameters = new URLSearchParams({ token: form.get("token") });
+  for (const name of ["meeting", "watch", "role"]) {
+    if (form.get(name)) parameters.set(name, form.get(name));
+  }
+  start(parameters);
 });
 
 start(new URLSearchParams(location.hash.slice(1)));

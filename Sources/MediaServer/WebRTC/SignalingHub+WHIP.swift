@@ -93,10 +93,7 @@ extension SignalingHub {
         }
         var random = SystemRandomNumberGenerator()
         let ice = ICECredentials.random(using: &random)
-        let candidates = meetings.mediaCandidates.enumerated().compactMap { index, candidate -> ICECandidate? in
-            guard let address = try? MediaEngine.SocketAddress(host: candidate.host, port: candidate.port) else { return nil }
-            return ICECandidate.local(.host, address: address, localPreference: ICECandidate.localPreference(for: address, index: index))
-        }
+        let candidates = meetings.webRTCCandidates
         let local = WebRTCAnswerer.Local(iceUfrag: ice.ufrag, icePassword: ice.password, iceLite: true, fingerprint: certificate.fingerprint,
                                          candidates: candidates, candidatesComplete: true, tracks: tracks, receives: viewing == nil,
                                          dtlsRole: .server)

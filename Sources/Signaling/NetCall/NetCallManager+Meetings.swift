@@ -68,8 +68,11 @@ extension NetCallManager {
         }
         meeting = MeetingState(id: reply.callID, name: name, role: role, session: session,
                                participants: Dictionary(uniqueKeysWithValues: reply.participants.map { ($0.account, $0) }))
-        do {
-            try startMeetingMedia(session, server: reply.media, participants: reply.participants, callID: reply.callID)
+        do throws(SignalingError) {
+            guard let server = reply.media else {
+                throw SignalingError(.malformedMessage, "joinMeeting: the server's reply has no media endpoint")
+            }
+            try startMeetingMedia(session, server: server, participants: reply.participants, callID: reply.callID)
         } catch {
             meeting = nil
             _ = try? await request(MessageType.leaveMeeting, Request.LeaveMeeting(callID: reply.callID), as: Reply.Empty.self)

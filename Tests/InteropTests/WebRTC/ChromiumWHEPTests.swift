@@ -22,6 +22,7 @@ import TestSupport
                 var frameHeight: Int?
                 var audioLevel: Double?
                 var totalSamplesReceived: Int?
+                var audioPacketsReceived: Int?
                 var packetsLost: Int?
             }
 
@@ -31,7 +32,13 @@ import TestSupport
             var candidateType: String?
         }
 
+        struct Action: Decodable {
+            var at: Double
+            var result: String?
+        }
+
         var samples: [Sample]
+        var actions: [Action]?
         var console: [String]
         var status: String?
         var first_frame_after: Double?

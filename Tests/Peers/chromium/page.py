@@ -1,14 +1,15 @@
 """Headless Chromium driven over the DevTools protocol, for tests (run with the peers venv's
 python, which has websocket-client).
 
-  page.py --seconds 8 [--fake-audio X.wav] [--fake-video X.y4m] < URL
+  page.py --seconds 8 [--fake-audio X.wav] [--fake-video X.y4m] [--action SECONDS:EXPRESSION ...] < URL
 
 The URL comes on standard input (it may hold a token in its fragment: never on a command
 line). Chromium starts with a profile of its own in a temporary directory, fake media
 devices, and DevTools on 127.0.0.1 (the namespace's own, when run in one); the page is
 opened with Page.navigate. Every second the page's `window.mediaEngine.stats()` is read;
 at the end one line of JSON: the samples (seconds since navigation, stats), the console's
-errors, and the time to the first decoded frame. Chromium is killed at the end.
+errors, and the time to the first decoded frame. An --action's expression is evaluated in
+the page once SECONDS have passed (say, a mute-for-me). Chromium is killed at the end.
 """
 import argparse
 import ctypes
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 
 import websocket
@@ -55,13 +57,19 @@ def main() -> int:
     parser.add_argument("--fake-audio")
     parser.add_argument("--fake-video")
     parser.add_argument("--port", type=int, default=9222)
+    parser.add_argument("--action", action="append", default=[])
     arguments = parser.parse_args()
     url = sys.stdin.readline().strip()
+    # Camera and microphone are for secure origins only: the lab's server is plain HTTP on
+    # a non-loopback address (Chromium pairs no loopback candidates), so its origin is
+    # declared secure, as an operator's HTTPS front would make it.
+    origin = urllib.parse.urlsplit(url)
     profile = tempfile.mkdtemp(prefix="chromium-profile-")
     command = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
                "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
                "--autoplay-policy=no-user-gesture-required", "--disable-features=WebRtcHideLocalIpsWithMdns",
                "--no-first-run", "--no-default-browser-check",
+               f"--unsafely-treat-insecure-origin-as-secure={origin.scheme}://{origin.netloc}",
                f"--remote-debugging-port={arguments.port}", "--remote-debugging-address=127.0.0.1", "about:blank"]
     if arguments.fake_audio:
         command.append(f"--use-file-for-fake-audio-capture={arguments.fake_audio}")
@@ -91,8 +99,15 @@ def main() -> int:
         started = time.monotonic()
         tools.call("Page.navigate", url=url)
         end = started + arguments.seconds
+        actions = sorted((float(at), expression) for at, expression in (action.split(":", 1) for action in arguments.action))
+        report["actions"] = []
         while time.monotonic() < end:
             time.sleep(1)
+            while actions and time.monotonic() - started >= actions[0][0]:
+                _, expression = actions.pop(0)
+                result = tools.evaluate(expression)
+                report["actions"].append({"at": round(time.monotonic() - started, 3),
+                                          "result": result if isinstance(result, str) else json.dumps(result)})
             stats = tools.evaluate("window.mediaEngine ? window.mediaEngine.stats() : null")
             report["samples"].append({"at": round(time.monotonic() - started, 3), "stats": stats})
         report["status"] = tools.evaluate("document.getElementById('status') && document.getElementById('status').textContent")

@@ -13,8 +13,9 @@
 /// answered with `Local.dtlsRole` (`active` by default, as browsers answer, so the answerer
 /// starts the handshake; a server answers `passive`, so its profile order decides).
 public enum WebRTCAnswerer {
-    /// A track this side sends: the first section of its kind that lets this side send
-    /// carries it.
+    /// A track this side sends: the section `mid` names when it is set and that section
+    /// lets this side send (a renegotiation keeps a track where it was), else the first
+    /// free section of its kind that does.
     public struct Track: Sendable, Hashable {
         public var kind: MediaDescription.Kind
         public var ssrc: UInt32
@@ -22,13 +23,16 @@ public enum WebRTCAnswerer {
         public var stream: String
         public var id: String
         public var cname: String
+        /// The section it was in before, if any.
+        public var mid: String?
 
-        public init(kind: MediaDescription.Kind, ssrc: UInt32, stream: String, id: String, cname: String) {
+        public init(kind: MediaDescription.Kind, ssrc: UInt32, stream: String, id: String, cname: String, mid: String? = nil) {
             self.kind = kind
             self.ssrc = ssrc
             self.stream = stream
             self.id = id
             self.cname = cname
+            self.mid = mid
         }
     }
 
@@ -117,12 +121,25 @@ public enum WebRTCAnswerer {
         }
 
         var agreed: [WebRTCNegotiation.Section] = []
-        var unsent = local.tracks
+        // Tracks whose section is still there and receives go back to it; the rest take the
+        // first free receiving sections of their kind, in order.
+        var receivingKinds: [String: MediaDescription.Kind] = [:]
+        for (section, _) in candidates where section.direction == .sendReceive || section.direction == .receiveOnly {
+            if let mid = section.mid { receivingKinds[mid] = section.kind }
+        }
+        var unsent = local.tracks.map { track in
+            var track = track
+            if let mid = track.mid, receivingKinds[mid] != track.kind { track.mid = nil }
+            return track
+        }
         for (section, codec) in candidates {
             let peerSends = section.direction == .sendReceive || section.direction == .sendOnly
             let peerReceives = section.direction == .sendReceive || section.direction == .receiveOnly
             var track: Track?
-            if peerReceives, let index = unsent.firstIndex(where: { $0.kind == section.kind }) { track = unsent.remove(at: index) }
+            if peerReceives, let index = unsent.firstIndex(where: { $0.kind == section.kind && $0.mid != nil && $0.mid == section.mid })
+                ?? unsent.firstIndex(where: { $0.kind == section.kind && $0.mid == nil }) {
+                track = unsent.remove(at: index)
+            }
             let receives = peerSends && local.receives
             let direction: MediaDescription.Direction = switch (track != nil, receives) {
             case (true, true): .sendReceive
