@@ -40,11 +40,16 @@ public enum Request {
         }
     }
 
+    /// Calls `callee`. Our clients send `media` (an SDES endpoint); a WebRTC peer (a
+    /// browser) sends `sdp`, its JSEP offer with its candidates, which the callee's devices
+    /// get in the invitation and answer when they accept.
     public struct Start: Sendable, Hashable, Codable {
         public var callee: String
         public var type: CallType
         public var option: CallOption
-        public var media: MediaEndpoint
+        public var media: MediaEndpoint?
+        /// A WebRTC caller's offer, in place of `media`.
+        public var sdp: String?
 
         public init(callee: String, type: CallType, option: CallOption = CallOption(), media: MediaEndpoint) {
             self.callee = callee
@@ -52,18 +57,29 @@ public enum Request {
             self.option = option
             self.media = media
         }
+
+        public init(callee: String, type: CallType, option: CallOption = CallOption(), sdp: String) {
+            self.callee = callee
+            self.type = type
+            self.option = option
+            self.sdp = sdp
+        }
     }
 
-    /// The callee's answer; `media` is required when accepting.
+    /// The callee's answer; accepting needs `media`, or for a WebRTC caller's offer `sdp`,
+    /// the answer to it.
     public struct Response: Sendable, Hashable, Codable {
         public var callID: UInt64
         public var accept: Bool
         public var media: MediaEndpoint?
+        /// The answer to a WebRTC caller's offer.
+        public var sdp: String?
 
-        public init(callID: UInt64, accept: Bool, media: MediaEndpoint?) {
+        public init(callID: UInt64, accept: Bool, media: MediaEndpoint?, sdp: String? = nil) {
             self.callID = callID
             self.accept = accept
             self.media = media
+            self.sdp = sdp
         }
     }
 
@@ -173,12 +189,15 @@ public enum Event {
         public var from: String
         public var type: CallType
         public var option: CallOption
+        /// A WebRTC caller's offer: accepting answers it (`Request.Response.sdp`).
+        public var sdp: String?
 
-        public init(callID: UInt64, from: String, type: CallType, option: CallOption) {
+        public init(callID: UInt64, from: String, type: CallType, option: CallOption, sdp: String? = nil) {
             self.callID = callID
             self.from = from
             self.type = type
             self.option = option
+            self.sdp = sdp
         }
     }
 
@@ -188,12 +207,15 @@ public enum Event {
         public var from: String
         public var accepted: Bool
         public var media: MediaEndpoint?
+        /// The callee's answer to a WebRTC caller's offer.
+        public var sdp: String?
 
-        public init(callID: UInt64, from: String, accepted: Bool, media: MediaEndpoint?) {
+        public init(callID: UInt64, from: String, accepted: Bool, media: MediaEndpoint?, sdp: String? = nil) {
             self.callID = callID
             self.from = from
             self.accepted = accepted
             self.media = media
+            self.sdp = sdp
         }
     }
 

@@ -48,7 +48,12 @@ extension CallRegistry {
         guard !request.callee.isEmpty, request.callee.utf8.count <= 128 else {
             throw SignalingError(.invalidRequest, "start: callee must be 1 to 128 bytes")
         }
-        try Self.check(request.media, in: "start")
+        switch (request.media, request.sdp) {
+        case (let media?, nil): try Self.check(media, in: "start")
+        case (nil, let offer?): try Self.checkDescription(offer, in: "start")
+        case (nil, nil): throw SignalingError(.invalidRequest, "start: media (an SDES endpoint) or sdp (a WebRTC offer) is required")
+        case (_?, _?): throw SignalingError(.invalidRequest, "start: send media (an SDES endpoint) or sdp (a WebRTC offer), not both")
+        }
         if let current = accountCall[key.account] {
             throw SignalingError(.busy, "start: you are already in call \(current)")
         }
@@ -66,7 +71,7 @@ extension CallRegistry {
         var outputs = [Self.okReply(connection, requestID, .start(Reply.Start(callID: id)))]
         let busy = accountCall[request.callee] != nil || busyElsewhere.contains(request.callee)
         calls[id] = Call(id: id, type: request.type, option: request.option, caller: key, callee: request.callee,
-                         invited: busy ? [] : invited, answeredBy: nil, callerMedia: request.media, phase: .ringing,
+                         invited: busy ? [] : invited, answeredBy: nil, callerMedia: request.media, callerOffer: request.sdp, phase: .ringing,
                          deadline: time.monotonic + configuration.ringTimeout, startedAt: time.epochMilliseconds)
         accountCall[key.account] = id
         if busy {
@@ -74,7 +79,7 @@ extension CallRegistry {
             return outputs + end(id, reason: .busy, by: nil, at: time)
         }
         accountCall[request.callee] = id
-        let invitation = Event.Receive(callID: id, from: key.account, type: request.type, option: request.option)
+        let invitation = Event.Receive(callID: id, from: key.account, type: request.type, option: request.option, sdp: request.sdp)
         for device in invited { outputs += send(device, .receive(invitation)) }
         return outputs
     }
@@ -94,16 +99,26 @@ extension CallRegistry {
         guard request.accept else {
             return [Self.okReply(connection, requestID, .response(Reply.Response(media: nil)))] + reject(call, by: key, at: time)
         }
-        guard let media = request.media else {
-            throw SignalingError(.invalidRequest, "response: accepting needs 'media'")
+        // The callee answers in kind: an SDES endpoint to our clients' calls, an SDP answer
+        // to a WebRTC caller's offer.
+        if call.callerOffer != nil {
+            guard let answer = request.sdp, request.media == nil else {
+                throw SignalingError(.invalidRequest, "response: the caller is a WebRTC peer: accepting needs 'sdp', the answer to its offer")
+            }
+            try Self.checkDescription(answer, in: "response")
+        } else {
+            guard let media = request.media, request.sdp == nil else {
+                throw SignalingError(.invalidRequest, "response: accepting needs 'media'")
+            }
+            try Self.check(media, in: "response")
         }
-        try Self.check(media, in: "response")
         call.answeredBy = key
         call.phase = .accepted
         call.deadline = time.monotonic + configuration.connectTimeout
         calls[call.id] = call
         var outputs = [Self.okReply(connection, requestID, .response(Reply.Response(media: call.callerMedia)))]
-        outputs += send(call.caller, .response(Event.Response(callID: call.id, from: key.account, accepted: true, media: media)))
+        outputs += send(call.caller, .response(Event.Response(callID: call.id, from: key.account, accepted: true, media: request.media,
+                                                              sdp: request.sdp)))
         for other in others {
             outputs += send(other, .responsedByOther(Event.ResponsedByOther(callID: call.id, accepted: true)))
         }
@@ -215,6 +230,17 @@ extension CallRegistry {
     }
 
     /// Bounds on what a peer may announce.
+    /// Largest SDP offer or answer relayed (a browser's is 3 to 8 KB).
+    static let maximumDescriptionSize = 64 * 1_024
+
+    /// An SDP offer or answer the server relays without reading it: only its size and that
+    /// it looks like SDP are checked (the peers negotiate).
+    static func checkDescription(_ text: String, in request: String) throws(SignalingError) {
+        guard text.hasPrefix("v=0"), text.utf8.count <= maximumDescriptionSize else {
+            throw SignalingError(.invalidRequest, "\(request): sdp must be a session description (v=0 ...) of at most \(maximumDescriptionSize) bytes")
+        }
+    }
+
     static func check(_ media: MediaEndpoint, in request: String) throws(SignalingError) {
         guard (1...16).contains(media.candidates.count) else {
             throw SignalingError(.invalidRequest, "\(request): media needs 1 to 16 candidates, got \(media.candidates.count)")

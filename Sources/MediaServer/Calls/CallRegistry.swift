@@ -91,7 +91,9 @@ public struct CallRegistry: Sendable {
         var callee: String
         var invited: [DeviceKey]
         var answeredBy: DeviceKey?
-        var callerMedia: MediaEndpoint
+        var callerMedia: MediaEndpoint?
+        /// A WebRTC caller's offer (then `callerMedia` is nil).
+        var callerOffer: String?
         var phase: Phase
         var deadline: Duration?
         var startedAt: Int64

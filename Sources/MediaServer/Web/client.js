@@ -3,6 +3,9 @@
 //   #meeting=NAME&token=TOKEN[&role=audience][&audio=0|&video=0][&processing=0]
 //                                        join a meeting over the signaling WebSocket: publish
 //                                        camera and microphone (an actor) or only watch (audience)
+//   #call=ACCOUNT&token=TOKEN[&processing=0]
+//                                        call an account (our clients answer the page's offer)
+//   #answer&token=TOKEN                  wait for a WebRTC caller (another page) and answer it
 //   #watch=MEETING/ACCOUNT&token=TOKEN   view one meeting participant over WHEP
 // For automation, window.mediaEngine.stats() resolves to per-participant figures
 // (framesDecoded, frameWidth, frameHeight, audioLevel, packetsLost, jitter) and the
@@ -287,10 +290,139 @@ function fail(error) {
 }
 
 let meeting;
+let call;
 
 async function mute(account, muted) {
   if (!meeting) throw new Error("not in a meeting");
   await meeting.mute(account, muted);
+}
+
+// The page's camera and microphone (see Meeting.join for `processing`).
+async function capture(publish) {
+  if (!navigator.mediaDevices) {
+    throw new Error("camera and microphone need a secure origin: open this page over https or on localhost");
+  }
+  const audio = publish.audio && (publish.processing ? true
+    : { echoCancellation: false, noiseSuppression: false, autoGainControl: false });
+  return navigator.mediaDevices.getUserMedia({ audio, video: publish.video });
+}
+
+// A candidate our clients trickle ({host, port, type, priority, foundation}) as a browser
+// takes it.
+function iceCandidate(candidate, mid) {
+  const type = candidate.type || "host";
+  return new RTCIceCandidate({ sdpMid: mid, candidate:
+    `candidate:${candidate.foundation || "1"} 1 udp ${candidate.priority || 1} ${candidate.host} ${candidate.port} typ ${type}` +
+    (type === "host" ? "" : " raddr 0.0.0.0 rport 0") });
+}
+
+// A P2P call with one account: this page offers (#call=ACCOUNT) or answers a WebRTC
+// caller's offer (#answer). Audio and video go both ways over one BUNDLE transport keyed by
+// DTLS-SRTP; our clients answer with their candidates and trickle the rest.
+class Call {
+  constructor(token, publish) {
+    this.token = token;
+    this.publish = publish;
+    this.signaling = new Signaling((type, body) => this.event(type, body));
+  }
+
+  participantOf() { return this.peer; }
+
+  async open() {
+    setStatus("connecting");
+    await this.signaling.open();
+    const login = await this.signaling.request("login", { token: this.token, device: "web" });
+    this.account = login.account;
+    const iceServers = (login.iceServers || []).map((server) => ({ urls: server.urls, username: server.username,
+                                                                   credential: server.credential }));
+    this.connection = new RTCPeerConnection({ iceServers, bundlePolicy: "max-bundle", rtcpMuxPolicy: "require" });
+    this.connection.onconnectionstatechange = () => setStatus(`call with ${this.peer || "?"}: ${this.connection.connectionState}`);
+    this.connection.ontrack = (event) => {
+      const video = tile(this.peer);
+      const stream = video.srcObject || new MediaStream();
+      stream.addTrack(event.track);
+      video.srcObject = stream;
+      video.play().catch(() => {});
+    };
+    sessions.push(this);
+  }
+
+  async addCapture() {
+    const stream = await capture(this.publish);
+    for (const track of stream.getTracks()) this.connection.addTrack(track, stream);
+    const own = tile(`${this.account} (you)`, { own: true });
+    own.muted = true;
+    own.srcObject = stream;
+  }
+
+  async place(callee) {
+    await this.open();
+    this.peer = callee;
+    await this.addCapture();
+    await this.connection.setLocalDescription(await this.connection.createOffer());
+    await gathered(this.connection);
+    setStatus(`calling ${callee}`);
+    const reply = await this.signaling.request("start", { callee, type: this.publish.video ? 2 : 1,
+                                                          option: { videoQuality: "default", disableCropping: false },
+                                                          sdp: this.connection.localDescription.sdp });
+    this.callID = reply.callID;
+  }
+
+  async wait() {
+    await this.open();
+    setStatus(`${this.account}: waiting for a call`);
+  }
+
+  async answer(invitation) {
+    this.peer = invitation.from;
+    this.callID = invitation.callID;
+    if (!invitation.sdp) {
+      // Our clients offer SDES endpoints, which a browser cannot take.
+      await this.signaling.request("response", { callID: invitation.callID, accept: false });
+      setStatus(`declined ${invitation.from}: it is not a WebRTC caller`);
+      return;
+    }
+    await this.connection.setRemoteDescription({ type: "offer", sdp: invitation.sdp });
+    await this.addCapture();
+    await this.connection.setLocalDescription(await this.connection.createAnswer());
+    await gathered(this.connection);
+    await this.signaling.request("response", { callID: invitation.callID, accept: true, sdp: this.connection.localDescription.sdp });
+  }
+
+  event(type, body) {
+    switch (type) {
+      case "receive":
+        if (this.callID === undefined) this.answer(body).catch(fail);
+        break;
+      case "response":
+        if (body.accepted && body.sdp) {
+          this.connection.setRemoteDescription({ type: "answer", sdp: body.sdp }).catch(fail);
+        } else if (!body.accepted) {
+          setStatus(`${body.from} declined`);
+        }
+        break;
+      case "candidates": {
+        const mid = this.connection.getTransceivers()[0]?.mid || "0";
+        for (const candidate of body.candidates || []) {
+          // One our client cannot be reached at is skipped (the others may do).
+          this.connection.addIceCandidate(iceCandidate(candidate, mid)).catch(() => {});
+        }
+        break;
+      }
+      case "hangup":
+        setStatus(`call ended by ${body.by || "the server"}`);
+        this.connection.close();
+        break;
+      case "callRecord":
+        window.mediaEngine.callRecord = body.record;
+        break;
+    }
+  }
+
+  leave() {
+    if (this.callID !== undefined) this.signaling.request("hangup", { callID: this.callID }).catch(() => {});
+    if (this.connection) this.connection.close();
+  }
 }
 
 async function watch(target, token) {
@@ -359,6 +491,7 @@ window.mediaEngine = { stats, mute };
 // A closed tab ends its sessions (the server would time the legs out anyway).
 window.addEventListener("pagehide", () => {
   if (meeting) meeting.leave();
+  if (call) call.leave();
   for (const session of sessions) {
     if (session.location) {
       fetch(session.location, { method: "DELETE", keepalive: true, headers: { "Authorization": `Bearer ${session.token}` } });
@@ -375,6 +508,11 @@ async function start(parameters) {
                             { audio: parameters.get("audio") !== "0", video: parameters.get("video") !== "0",
                               processing: parameters.get("processing") !== "0" });
       await meeting.join();
+    } else if ((parameters.has("call") || parameters.has("answer")) && token) {
+      call = new Call(token, { audio: parameters.get("audio") !== "0", video: parameters.get("video") !== "0",
+                               processing: parameters.get("processing") !== "0" });
+      if (parameters.has("call")) await call.place(parameters.get("call"));
+      else await call.wait();
     } else if (parameters.has("watch") && token) {
       await watch(parameters.get("watch"), token);
     } else {
@@ -390,7 +528,7 @@ document.getElementById("start").addEventListener("submit", (event) => {
   const form = new FormData(event.target);
   event.target.hidden = true;
   const parameters = new URLSearchParams({ token: form.get("token") });
-  for (const name of ["meeting", "watch", "role"]) {
+  for (const name of ["meeting", "watch", "role", "call"]) {
     if (form.get(name)) parameters.set(name, form.get(name));
   }
   start(parameters);

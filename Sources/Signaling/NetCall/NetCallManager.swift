@@ -244,6 +244,10 @@ public actor NetCallManager {
             return
         }
         guard call == nil else { throw SignalingError(.busy, "response: already in call \(call!.id)") }
+        if let offer = invitation.sdp {
+            try await answerWebRTC(invitation, offer: offer)
+            return
+        }
         let session = try makeSession(type: invitation.type, quality: invitation.option.videoQuality, controlling: false)
         call = Call(id: callID, peer: invitation.from, type: invitation.type, session: session, placed: false)
         session.gather(events: gatheringEvents(of: session))
@@ -253,6 +257,33 @@ public actor NetCallManager {
             invitations[callID] = nil
             guard let media = reply.media else { throw SignalingError(.invalidRequest, "response: the server sent no caller media") }
             try startMedia(session, remote: media, callID: callID, peer: invitation.from)
+            if let early = earlyCandidates.removeValue(forKey: callID) {
+                session.addRemoteCandidates(Self.usable(early.candidates, logger: logger), complete: early.complete)
+            }
+            await sendCandidates(of: session)
+        } catch {
+            if call?.session === session { call = nil }
+            await stop(session)
+            throw error
+        }
+    }
+
+    /// Accepts a WebRTC caller's invitation (a browser): the session answers its offer
+    /// (DTLS-SRTP, the offer's payload types and header extensions, this side ICE
+    /// controlled), the answer goes back in the response, and the media starts at once with
+    /// the offer's candidates; this side's server-reflexive and relayed ones follow by
+    /// trickle.
+    private func answerWebRTC(_ invitation: Event.Receive, offer: String) async throws(SignalingError) {
+        let callID = invitation.callID
+        let session = try makeSession(type: invitation.type, quality: invitation.option.videoQuality, controlling: false, answering: offer)
+        guard let answer = session.webRTCAnswer else { throw SignalingError(.operationFailed, "response: the session made no answer") }
+        call = Call(id: callID, peer: invitation.from, type: invitation.type, session: session, placed: false)
+        session.gather(events: gatheringEvents(of: session))
+        do throws(SignalingError) {
+            _ = try await request(MessageType.response, Request.Response(callID: callID, accept: true, media: nil, sdp: answer),
+                                  as: Reply.Response.self)
+            invitations[callID] = nil
+            try startMedia(session, remote: nil, callID: callID, peer: invitation.from)
             if let early = earlyCandidates.removeValue(forKey: callID) {
                 session.addRemoteCandidates(Self.usable(early.candidates, logger: logger), complete: early.complete)
             }
@@ -530,7 +561,9 @@ public actor NetCallManager {
     /// (paused), so `switchType(.video)` can start it; the encoder's ceiling is the
     /// highest preset's bitrate, so `switchVideoQuality` can go up, and the preset's
     /// bitrate is the live target.
-    func makeSession(type: CallType, quality: CallVideoQuality, meeting: Bool = false, controlling: Bool = true) throws(SignalingError) -> MediaSession {
+    /// - Parameter offer: A WebRTC peer's SDP offer the session answers.
+    func makeSession(type: CallType, quality: CallVideoQuality, meeting: Bool = false, controlling: Bool = true,
+                     answering offer: String? = nil) throws(SignalingError) -> MediaSession {
         do {
             var settings = try configuration.media(type, quality)
             settings.captureHooks = settings.captureHooks ?? captureHooks
@@ -556,7 +589,8 @@ public actor NetCallManager {
             }
             let target = settings.videoBitrate
             settings.videoBitrate = max(target, CallVideoQuality.allCases.map(\.encoding.bitrate).max() ?? target)
-            let session = try MediaSession(configuration: settings)
+            let session = try offer.map { offer throws(MediaSessionError) in try MediaSession(configuration: settings, answering: offer) }
+                ?? MediaSession(configuration: settings)
             session.controls.update { controls in
                 controls.videoBitrate = target
                 controls.videoPaused = type == .audio
@@ -566,13 +600,17 @@ public actor NetCallManager {
             throw error
         } catch let error as DeviceError {
             throw SignalingError(.audioDeviceInitFailed, "media: \(error)")
+        } catch let error as MediaSessionError where offer != nil {
+            throw SignalingError(.invalidRequest, "the caller's offer: \(error.message)")
         } catch {
             throw SignalingError(.operationFailed, "media: \(error)")
         }
     }
 
-    private func startMedia(_ session: MediaSession, remote media: MediaEndpoint, callID: UInt64, peer: String) throws(SignalingError) {
-        let remote = try media.sessionEndpoint()
+    /// Starts the call's media: toward `media` (an SDES endpoint), or when nil toward the
+    /// WebRTC peer whose offer the session answered.
+    private func startMedia(_ session: MediaSession, remote media: MediaEndpoint?, callID: UInt64, peer: String) throws(SignalingError) {
+        let remote = try media.map { media throws(SignalingError) in try media.sessionEndpoint() }
         let emit = self.emit
         let emitMedia = self.emitMedia
         let status = NetStatusMeter()
@@ -581,7 +619,7 @@ public actor NetCallManager {
         let logger = logger
         if call?.session === session { call?.mediaStarted = true }
         do {
-            try session.start(remote: remote) { [weak self] event in
+            let handle: @Sendable (MediaSession.Event) -> Void = { [weak self] event in
                 switch event {
                 case .connected(let pair, let roundTripTime):
                     status.setFirstRoundTrip(roundTripTime)
@@ -628,6 +666,7 @@ public actor NetCallManager {
                     emitMedia.yield(.speakingUsers(Dictionary(uniqueKeysWithValues: users.map { ($0.key.isEmpty ? peer : $0.key, $0.value) })))
                 }
             }
+            if let remote { try session.start(remote: remote, events: handle) } else { try session.start(events: handle) }
         } catch {
             throw SignalingError(.operationFailed, "media: \(error)")
         }
