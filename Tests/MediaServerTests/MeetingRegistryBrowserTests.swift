@@ -156,5 +156,9 @@ import Testing
         #expect(reply.receiving == ["0": "alice", "1": "alice"])
         let dave = try #require(Self.leg(meeting.takeCommands()))
         #expect(!dave.publishing && dave.audioSSRC > 90_000 && dave.videoSSRC == nil)
+        // Its leg has nothing to publish: becoming an actor takes a new join.
+        let promoted = meeting.request(2, MessageType.setMeetingRole, Request.SetMeetingRole(callID: reply.callID, role: .actor))
+        #expect(try promoted.body(ErrorBody.self).message.contains("join again as an actor"))
+        #expect(meeting.takeCommands().isEmpty)
     }
 }

@@ -429,6 +429,9 @@ public struct MeetingRegistry: Sendable {
         guard request.role == .actor || meetings[request.callID]?.live == nil else {
             throw SignalingError(.liveRoomRole, "setMeetingRole: hosts and co-hosts of a live room are actors")
         }
+        if request.role == .actor, member.role == .audience, member.browser != nil {
+            throw SignalingError(.invalidRequest, "setMeetingRole: a WebRTC participant that joined as audience sends nothing; join again as an actor to publish")
+        }
         var outputs = [Self.okReply(connection, requestID, .empty)]
         guard member.role != request.role, var meeting = meetings[request.callID] else { return outputs }
         meeting.attendance.append(MeetingRecord.Attendance(account: member.identity.account, device: member.identity.device, role: member.role,

@@ -119,6 +119,8 @@ class Meeting {
 
   participantOf(mid) { return this.receiving[mid]; }
 
+  static get initialPairs() { return 3; }
+
   async join() {
     setStatus("connecting");
     await this.signaling.open();
@@ -158,6 +160,12 @@ class Meeting {
       own.muted = true;
       own.srcObject = stream;
     }
+    // Receiving pairs for up to three others in the first offer: joining a small meeting
+    // then needs no second round of negotiation before the first picture.
+    for (let pair = 0; pair < Meeting.initialPairs; pair += 1) {
+      this.connection.addTransceiver("audio", { direction: "recvonly" });
+      this.connection.addTransceiver("video", { direction: "recvonly" });
+    }
     const offer = await this.connection.createOffer();
     await this.connection.setLocalDescription(offer);
     setStatus(`joining ${this.name} as ${this.account}`);
@@ -176,11 +184,13 @@ class Meeting {
   renegotiate() {
     this.queue = this.queue.then(async () => {
       if (this.left) return;
-      const actors = [...this.participants.values()].filter((participant) => participant.role === "actor").length;
+      const actors = [...this.participants.values()].filter((participant) => participant.role === "actor").map((actor) => actor.account);
+      const placed = new Set(Object.values(this.receiving));
+      if (placed.size === actors.length && actors.every((account) => placed.has(account))) return;
       for (const kind of ["audio", "video"]) {
         const receivers = this.connection.getTransceivers().filter((transceiver) =>
           transceiver.direction === "recvonly" && transceiver.receiver.track.kind === kind).length;
-        for (let added = receivers; added < actors; added += 1) this.connection.addTransceiver(kind, { direction: "recvonly" });
+        for (let added = receivers; added < actors.length; added += 1) this.connection.addTransceiver(kind, { direction: "recvonly" });
       }
       await this.connection.setLocalDescription(await this.connection.createOffer());
       const reply = await this.signaling.request("renegotiateMeeting", { callID: this.callID, sdp: this.connection.localDescription.sdp });
