@@ -40,9 +40,10 @@ public enum Request {
         }
     }
 
-    /// Calls `callee`. Our clients send `media` (an SDES endpoint); a WebRTC peer (a
-    /// browser) sends `sdp`, its JSEP offer with its candidates, which the callee's devices
-    /// get in the invitation and answer when they accept.
+    /// Calls `callee`. A WebRTC peer (a browser) sends `sdp`, its JSEP offer with its
+    /// candidates; our clients send `media` (an SDES endpoint) and, for callees that are
+    /// WebRTC peers, `sdp` as well (same ICE credentials, candidates and SSRCs). The callee's
+    /// devices get the offer in the invitation; each accepts in its kind (`media` or `sdp`).
     public struct Start: Sendable, Hashable, Codable {
         public var callee: String
         public var type: CallType
@@ -51,11 +52,12 @@ public enum Request {
         /// A WebRTC caller's offer, in place of `media`.
         public var sdp: String?
 
-        public init(callee: String, type: CallType, option: CallOption = CallOption(), media: MediaEndpoint) {
+        public init(callee: String, type: CallType, option: CallOption = CallOption(), media: MediaEndpoint, sdp: String? = nil) {
             self.callee = callee
             self.type = type
             self.option = option
             self.media = media
+            self.sdp = sdp
         }
 
         public init(callee: String, type: CallType, option: CallOption = CallOption(), sdp: String) {
@@ -189,15 +191,20 @@ public enum Event {
         public var from: String
         public var type: CallType
         public var option: CallOption
-        /// A WebRTC caller's offer: accepting answers it (`Request.Response.sdp`).
+        /// The caller's JSEP offer: a WebRTC device accepts by answering it
+        /// (`Request.Response.sdp`).
         public var sdp: String?
+        /// Whether the caller also offered an SDES endpoint (it is one of our clients, which
+        /// offer both): our clients accept with theirs, as between themselves.
+        public var sdes: Bool?
 
-        public init(callID: UInt64, from: String, type: CallType, option: CallOption, sdp: String? = nil) {
+        public init(callID: UInt64, from: String, type: CallType, option: CallOption, sdp: String? = nil, sdes: Bool? = nil) {
             self.callID = callID
             self.from = from
             self.type = type
             self.option = option
             self.sdp = sdp
+            self.sdes = sdes
         }
     }
 

@@ -25,6 +25,8 @@ extension MediaSession {
         /// "no path" failure names.
         var ignored: [(candidate: ICECandidate, reason: ICECandidate.Unusable)] = []
         var eventHandler: EventHandler?
+        /// The JSEP offer this side made (`webRTCOffer()`) and the certificate it names.
+        var offer: (certificate: DTLSCertificate, sdp: SessionDescription)?
 
         // Whom the session receives.
         var participants: [String: ParticipantState] = [:]

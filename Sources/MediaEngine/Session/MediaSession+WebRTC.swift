@@ -136,23 +136,86 @@ extension MediaSession {
         guard let leg = webRTC else {
             throw MediaCoreError(.configuration, "start(events:) starts a session that answered a WebRTC offer; start others with start(remote:events:)")
         }
+        try connect(leg.negotiation, certificate: leg.certificate, audio: leg.receivedAudio, video: leg.receivedVideo, events: events)
+    }
+
+    /// Starts toward a WebRTC peer as `negotiation` agreed: the peer's ICE credentials and
+    /// candidates, DTLS in the agreed role under `certificate`, and its streams as
+    /// participant "". Nothing is sent or read before DTLS agrees the keys.
+    private func connect(_ negotiation: WebRTCNegotiation, certificate: DTLSCertificate, audio: ReceiveStreamConfiguration?,
+                         video: ReceiveStreamConfiguration?, events: @escaping @Sendable (Event) -> Void) throws(MediaCoreError) {
         try begin(events: events) { () throws(MediaCoreError) in
             // Before DTLS exists, so its keys cannot come first.
             state.withLock { $0.keyed = false }
-            let negotiation = leg.negotiation
             let remote = negotiation.remoteTransport
             let candidates = usableRemote(negotiation.remoteCandidates)
             try withCore { core, now throws(MediaCoreError) in
                 do throws(DTLSError) {
-                    try core.useDTLS(role: negotiation.dtlsRole, certificate: leg.certificate, remoteFingerprints: remote.fingerprints, now: now)
+                    try core.useDTLS(role: negotiation.dtlsRole, certificate: certificate, remoteFingerprints: remote.fingerprints, now: now)
                 } catch {
                     throw MediaCoreError(.configuration, "DTLS: \(error.message)")
                 }
-                // The answerer refused offers without credentials: both are there.
+                // Offers and answers without credentials were refused: both are there.
                 core.setRemoteICE(ICECredentials(ufrag: remote.iceUfrag ?? "", password: remote.icePassword ?? ""),
                                   candidates: candidates, complete: negotiation.remoteCandidatesComplete, now: now)
             }
-            try addParticipant("", audio: leg.receivedAudio, video: leg.receivedVideo)
+            try addParticipant("", audio: audio, video: video)
         }
+    }
+}
+
+extension MediaSession {
+    /// This session as the JSEP offerer toward a WebRTC peer (a browser it calls): an offer
+    /// of its audio (and video, with a camera) on its ICE credentials and host candidates,
+    /// keyed by DTLS-SRTP under a certificate made now. Its payload types and header
+    /// extension IDs are the engine's, so the SDES keys the session also holds stay usable
+    /// when the peer turns out to be one of our clients. Start with `start(answer:events:)`.
+    ///
+    /// - Throws: `MediaSessionError` (`.keying`) when no certificate could be made.
+    public func webRTCOffer() throws(MediaSessionError) -> String {
+        if let offer = state.withLock({ $0.offer }) { return offer.sdp.text }
+        let certificate: DTLSCertificate
+        do throws(DTLSError) {
+            certificate = try DTLSCertificate()
+        } catch {
+            throw MediaSessionError(.keying, "no DTLS certificate: \(error.message)")
+        }
+        let configuration = parts.configuration
+        let local = WebRTCOfferer.Local(
+            iceUfrag: self.local.ice.ufrag, icePassword: self.local.ice.password, fingerprint: certificate.fingerprint,
+            candidates: self.local.candidates, candidatesComplete: configuration.stunServers.isEmpty && configuration.turnServer == nil,
+            audioSSRC: self.local.audioSSRC, videoSSRC: self.local.videoSSRC, cname: "mediaengine")
+        let sdp = WebRTCOfferer.offer(local)
+        state.withLock { $0.offer = (certificate, sdp) }
+        return sdp.text
+    }
+
+    /// Starts both directions toward the WebRTC peer that answered `webRTCOffer()` (its
+    /// media is participant ""): ICE with the answer's candidates (more come with
+    /// `addRemoteCandidates`), then DTLS in the role the answer's `a=setup` left this side;
+    /// media flows once the handshake agreed the keys. Returns at once. Call once.
+    ///
+    /// - Throws: `MediaCoreError` (`.configuration`) when no offer was made, the answer
+    ///   does not parse or does not answer it (the message says why), or DTLS refused a
+    ///   setting.
+    public func start(answer text: String, events: @escaping @Sendable (Event) -> Void) throws(MediaCoreError) {
+        guard let offer = state.withLock({ $0.offer }) else {
+            throw MediaCoreError(.configuration, "start(answer:events:) follows webRTCOffer()")
+        }
+        let negotiation: WebRTCNegotiation
+        do throws(JSEPError) {
+            negotiation = try WebRTCOfferer.accept(WebRTCDescription(parsing: text), to: offer.sdp)
+        } catch {
+            throw MediaCoreError(.configuration, "the answer: \(error.message)")
+        }
+        // Bound to the SSRC the answer announced, else to the section's MID.
+        func received(_ kind: MediaDescription.Kind, _ codec: StreamPlan.Codec) -> ReceiveStreamConfiguration? {
+            guard let section = negotiation.sections.first(where: { $0.kind == kind }), section.direction.receives else { return nil }
+            var stream = codec.receive(ssrc: section.remoteSSRCs.first)
+            stream.mid = section.mid
+            return stream
+        }
+        try connect(negotiation, certificate: offer.certificate, audio: received(.audio, StreamPlan.engine.audio),
+                    video: received(.video, StreamPlan.engine.video), events: events)
     }
 }

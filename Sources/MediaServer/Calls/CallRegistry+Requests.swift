@@ -48,12 +48,11 @@ extension CallRegistry {
         guard !request.callee.isEmpty, request.callee.utf8.count <= 128 else {
             throw SignalingError(.invalidRequest, "start: callee must be 1 to 128 bytes")
         }
-        switch (request.media, request.sdp) {
-        case (let media?, nil): try Self.check(media, in: "start")
-        case (nil, let offer?): try Self.checkDescription(offer, in: "start")
-        case (nil, nil): throw SignalingError(.invalidRequest, "start: media (an SDES endpoint) or sdp (a WebRTC offer) is required")
-        case (_?, _?): throw SignalingError(.invalidRequest, "start: send media (an SDES endpoint) or sdp (a WebRTC offer), not both")
+        guard request.media != nil || request.sdp != nil else {
+            throw SignalingError(.invalidRequest, "start: media (an SDES endpoint) or sdp (a WebRTC offer) is required")
         }
+        if let media = request.media { try Self.check(media, in: "start") }
+        if let offer = request.sdp { try Self.checkDescription(offer, in: "start") }
         if let current = accountCall[key.account] {
             throw SignalingError(.busy, "start: you are already in call \(current)")
         }
@@ -79,7 +78,8 @@ extension CallRegistry {
             return outputs + end(id, reason: .busy, by: nil, at: time)
         }
         accountCall[request.callee] = id
-        let invitation = Event.Receive(callID: id, from: key.account, type: request.type, option: request.option, sdp: request.sdp)
+        let invitation = Event.Receive(callID: id, from: key.account, type: request.type, option: request.option, sdp: request.sdp,
+                                       sdes: request.sdp != nil && request.media != nil ? true : nil)
         for device in invited { outputs += send(device, .receive(invitation)) }
         return outputs
     }
@@ -99,18 +99,17 @@ extension CallRegistry {
         guard request.accept else {
             return [Self.okReply(connection, requestID, .response(Reply.Response(media: nil)))] + reject(call, by: key, at: time)
         }
-        // The callee answers in kind: an SDES endpoint to our clients' calls, an SDP answer
-        // to a WebRTC caller's offer.
-        if call.callerOffer != nil {
-            guard let answer = request.sdp, request.media == nil else {
-                throw SignalingError(.invalidRequest, "response: the caller is a WebRTC peer: accepting needs 'sdp', the answer to its offer")
-            }
-            try Self.checkDescription(answer, in: "response")
-        } else {
-            guard let media = request.media, request.sdp == nil else {
-                throw SignalingError(.invalidRequest, "response: accepting needs 'media'")
-            }
+        // The callee answers in a kind the caller offered: an SDES endpoint, or an SDP
+        // answer to its JSEP offer.
+        switch (request.media, request.sdp) {
+        case (let media?, nil) where call.callerMedia != nil:
             try Self.check(media, in: "response")
+        case (nil, let answer?) where call.callerOffer != nil:
+            try Self.checkDescription(answer, in: "response")
+        default:
+            let offered = call.callerMedia != nil ? (call.callerOffer != nil ? "'media' or 'sdp'" : "'media'")
+                : "'sdp', the answer to its offer (the caller is a WebRTC peer)"
+            throw SignalingError(.invalidRequest, "response: accepting needs \(offered), one of them")
         }
         call.answeredBy = key
         call.phase = .accepted

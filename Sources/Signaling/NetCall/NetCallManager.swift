@@ -219,8 +219,11 @@ public actor NetCallManager {
         session.gather(events: gatheringEvents(of: session))
         let reply: Reply.Start
         do {
+            // Both kinds of offer on one session: our clients accept the SDES endpoint, a
+            // callee in a browser answers the JSEP offer (without a certificate, only ours can).
+            let offer = try? session.webRTCOffer()
             reply = try await request(MessageType.start, Request.Start(callee: callee, type: type, option: option,
-                                                                     media: MediaEndpoint(session.local)), as: Reply.Start.self)
+                                                                     media: MediaEndpoint(session.local), sdp: offer), as: Reply.Start.self)
         } catch {
             call = nil
             await stop(session)
@@ -244,46 +247,33 @@ public actor NetCallManager {
             return
         }
         guard call == nil else { throw SignalingError(.busy, "response: already in call \(call!.id)") }
-        if let offer = invitation.sdp {
-            try await answerWebRTC(invitation, offer: offer)
-            return
+        // A WebRTC caller (a browser) offered only SDP: the session answers its offer
+        // (DTLS-SRTP, the offer's payload types and extensions, this side ICE controlled) and
+        // starts at once with its candidates. Our clients' calls are accepted with an SDES
+        // endpoint, the caller's coming back in the reply.
+        let session: MediaSession
+        let acceptance: Request.Response
+        if let offer = invitation.sdp, invitation.sdes != true {
+            session = try makeSession(type: invitation.type, quality: invitation.option.videoQuality, controlling: false, answering: offer)
+            guard let answer = session.webRTCAnswer else { throw SignalingError(.operationFailed, "response: the session made no answer") }
+            acceptance = Request.Response(callID: callID, accept: true, media: nil, sdp: answer)
+        } else {
+            session = try makeSession(type: invitation.type, quality: invitation.option.videoQuality, controlling: false)
+            acceptance = Request.Response(callID: callID, accept: true, media: MediaEndpoint(session.local))
         }
-        let session = try makeSession(type: invitation.type, quality: invitation.option.videoQuality, controlling: false)
         call = Call(id: callID, peer: invitation.from, type: invitation.type, session: session, placed: false)
         session.gather(events: gatheringEvents(of: session))
         do throws(SignalingError) {
-            let reply = try await request(MessageType.response, Request.Response(callID: callID, accept: true, media: MediaEndpoint(session.local)),
-                                          as: Reply.Response.self)
+            let reply = try await request(MessageType.response, acceptance, as: Reply.Response.self)
             invitations[callID] = nil
-            guard let media = reply.media else { throw SignalingError(.invalidRequest, "response: the server sent no caller media") }
-            try startMedia(session, remote: media, callID: callID, peer: invitation.from)
-            if let early = earlyCandidates.removeValue(forKey: callID) {
-                session.addRemoteCandidates(Self.usable(early.candidates, logger: logger), complete: early.complete)
+            let remote: RemoteMedia
+            if acceptance.sdp != nil {
+                remote = .answered
+            } else {
+                guard let media = reply.media else { throw SignalingError(.invalidRequest, "response: the server sent no caller media") }
+                remote = .sdes(media)
             }
-            await sendCandidates(of: session)
-        } catch {
-            if call?.session === session { call = nil }
-            await stop(session)
-            throw error
-        }
-    }
-
-    /// Accepts a WebRTC caller's invitation (a browser): the session answers its offer
-    /// (DTLS-SRTP, the offer's payload types and header extensions, this side ICE
-    /// controlled), the answer goes back in the response, and the media starts at once with
-    /// the offer's candidates; this side's server-reflexive and relayed ones follow by
-    /// trickle.
-    private func answerWebRTC(_ invitation: Event.Receive, offer: String) async throws(SignalingError) {
-        let callID = invitation.callID
-        let session = try makeSession(type: invitation.type, quality: invitation.option.videoQuality, controlling: false, answering: offer)
-        guard let answer = session.webRTCAnswer else { throw SignalingError(.operationFailed, "response: the session made no answer") }
-        call = Call(id: callID, peer: invitation.from, type: invitation.type, session: session, placed: false)
-        session.gather(events: gatheringEvents(of: session))
-        do throws(SignalingError) {
-            _ = try await request(MessageType.response, Request.Response(callID: callID, accept: true, media: nil, sdp: answer),
-                                  as: Reply.Response.self)
-            invitations[callID] = nil
-            try startMedia(session, remote: nil, callID: callID, peer: invitation.from)
+            try startMedia(session, remote: remote, callID: callID, peer: invitation.from)
             if let early = earlyCandidates.removeValue(forKey: callID) {
                 session.addRemoteCandidates(Self.usable(early.candidates, logger: logger), complete: early.complete)
             }
@@ -507,9 +497,10 @@ public actor NetCallManager {
                 // The answer can be handled before `start` has resumed with the call's ID:
                 // take it from here, or the callee's candidates that follow would not match.
                 if call.id == 0 { self.call?.id = body.callID }
-                if body.accepted, let media = body.media {
+                let remote: RemoteMedia? = body.media.map { .sdes($0) } ?? body.sdp.map { .answer($0) }
+                if body.accepted, let remote {
                     do {
-                        try startMedia(call.session, remote: media, callID: body.callID, peer: body.from)
+                        try startMedia(call.session, remote: remote, callID: body.callID, peer: body.from)
                     } catch {
                         emit.yield(.callStatus(callID: body.callID, .disconnected(error.message)))
                         _ = try? await request(MessageType.mediaStatus, Request.MediaStatus(callID: body.callID, connected: false),
@@ -607,10 +598,18 @@ public actor NetCallManager {
         }
     }
 
-    /// Starts the call's media: toward `media` (an SDES endpoint), or when nil toward the
-    /// WebRTC peer whose offer the session answered.
-    private func startMedia(_ session: MediaSession, remote media: MediaEndpoint?, callID: UInt64, peer: String) throws(SignalingError) {
-        let remote = try media.map { media throws(SignalingError) in try media.sessionEndpoint() }
+    /// Whom a call's media starts toward.
+    enum RemoteMedia {
+        /// One of our clients, at its SDES endpoint.
+        case sdes(MediaEndpoint)
+        /// The WebRTC peer whose offer the session answered.
+        case answered
+        /// The WebRTC peer that answered the session's offer with this.
+        case answer(String)
+    }
+
+    /// Starts the call's media toward `remote`.
+    private func startMedia(_ session: MediaSession, remote: RemoteMedia, callID: UInt64, peer: String) throws(SignalingError) {
         let emit = self.emit
         let emitMedia = self.emitMedia
         let status = NetStatusMeter()
@@ -666,7 +665,11 @@ public actor NetCallManager {
                     emitMedia.yield(.speakingUsers(Dictionary(uniqueKeysWithValues: users.map { ($0.key.isEmpty ? peer : $0.key, $0.value) })))
                 }
             }
-            if let remote { try session.start(remote: remote, events: handle) } else { try session.start(events: handle) }
+            switch remote {
+            case .sdes(let media): try session.start(remote: try media.sessionEndpoint(), events: handle)
+            case .answered: try session.start(events: handle)
+            case .answer(let answer): try session.start(answer: answer, events: handle)
+            }
         } catch {
             throw SignalingError(.operationFailed, "media: \(error)")
         }

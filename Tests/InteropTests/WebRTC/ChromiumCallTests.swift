@@ -57,4 +57,46 @@ import TestSupport
             #expect(levels.0 > 0.1 && levels.1 < 0.005, "bob hears the page's tone and not his own: \(levels)")
         }
     }
+
+    @Test func ourClientCallsAPageThatAnswersItsJSEPOffer() async throws {
+        try await Heavy.run {
+            let lab = try NetworkLab()
+            defer { lab.close() }
+            let serverHost = try lab.addPublicHost()
+            let pageHost = try lab.addPublicHost()
+            let server = try LabServer(lab: lab, host: serverHost)
+            defer { server.stop() }
+            let directory = try temporaryDirectory("chromium-called")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let media = try ChromiumMeeting.fakeMedia(in: directory, tone: 660, size: "320x240")
+            let token = try String(contentsOfFile: try server.tokenFile("bob"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            let page = try ChromiumMeeting.page(lab, on: pageHost, url: "\(server.http)/#answer&processing=0&token=\(token)",
+                                                audio: media.audio, video: media.video, seconds: 11)
+            try await Task.sleep(for: .seconds(3))
+            let received = directory.appendingPathComponent("alice-received.webm").path
+            let alice = try lab.run(in: serverHost, CLI.executable.path,
+                                    ["call", "bob", "--server", server.url, "--token-file", try server.tokenFile("alice"), "--video",
+                                     "--audio", "sine:550", "--video-source", "testsrc:352x288@30", "--record-remote", received,
+                                     "--media-host", serverHost.address, "--duration", "5"])
+            let called = try alice.wait(timeout: 40)
+            let report = try ChromiumMeeting.report(of: page, timeout: 60)
+
+            #expect(report.error == nil && report.console.isEmpty, "\(report.error ?? "") \(report.console)")
+            #expect(called.status == 0 && called.stdout.contains("accepted=true"), "\(called.stdout)\(called.stderr)")
+            let samples = report.samples.compactMap { $0.stats?.participants["alice"] }
+            let last = try #require(samples.last, "\(report.samples) \(report.status ?? "")")
+            #expect(last.frameWidth == 352 && last.frameHeight == 288 && (last.framesDecoded ?? 0) > 60, "\(last)")
+            #expect(samples.contains { ($0.audioLevel ?? 0) > 0.1 }, "the page hears alice: \(samples)")
+            let records = called.stdout.components(separatedBy: "callRecord callID=").count - 1
+            #expect(records == 1 && called.stdout.contains("alice->bob video reason="), "\(called.stdout)")
+            let probe = try Probe(path: received)
+            #expect(probe.streams.contains { $0.codec == "vp8" && $0.width == 320 && $0.height == 240 }, "\(probe.streams)")
+            let wav = directory.appendingPathComponent("alice-heard.wav").path
+            try Tool.decodeAudio(received, to: wav)
+            let heard = try AudioFile.read(path: wav).samples
+            let levels = (WHIPPeer.peakLevel(heard, frequency: 660), WHIPPeer.peakLevel(heard, frequency: 550))
+            print("Chromium answers: alice hears 660 Hz at \(levels.0), 550 Hz at \(levels.1); the page decoded \(last.framesDecoded ?? 0) frames")
+            #expect(levels.0 > 0.1 && levels.1 < 0.005, "alice hears the page's tone and not her own: \(levels)")
+        }
+    }
 }
