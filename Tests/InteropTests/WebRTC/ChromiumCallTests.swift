@@ -8,7 +8,9 @@ import TestSupport
 /// offer's payload types and extensions) in `response`, and audio and video go both ways.
 /// Chromium gathers no loopback candidates, so both live on hosts of a namespace lab.
 @Suite(.serialized) struct ChromiumCall {
-    @Test func aPageCallsOurClientWithTonesAndVideoBothWaysAndOneCallRecord() async throws {
+    /// Runs `body` with a lab of two hosts (the server's, where our client runs too, and the
+    /// page's), the server, and a directory for files; all removed after.
+    static func inLab(_ body: (NetworkLab, NetworkLab.Namespace, NetworkLab.Namespace, LabServer, URL) async throws -> Void) async throws {
         try await Heavy.run {
             let lab = try NetworkLab()
             defer { lab.close() }
@@ -18,6 +20,12 @@ import TestSupport
             defer { server.stop() }
             let directory = try temporaryDirectory("chromium-call")
             defer { try? FileManager.default.removeItem(at: directory) }
+            try await body(lab, serverHost, pageHost, server, directory)
+        }
+    }
+
+    @Test func aPageCallsOurClientWithTonesAndVideoBothWaysAndOneCallRecord() async throws {
+        try await Self.inLab { lab, serverHost, pageHost, server, directory in
             let media = try ChromiumMeeting.fakeMedia(in: directory, tone: 440, size: "320x240")
             let received = directory.appendingPathComponent("bob-received.webm").path
             let bob = try lab.run(in: serverHost, CLI.executable.path,
@@ -59,15 +67,7 @@ import TestSupport
     }
 
     @Test func ourClientCallsAPageThatAnswersItsJSEPOffer() async throws {
-        try await Heavy.run {
-            let lab = try NetworkLab()
-            defer { lab.close() }
-            let serverHost = try lab.addPublicHost()
-            let pageHost = try lab.addPublicHost()
-            let server = try LabServer(lab: lab, host: serverHost)
-            defer { server.stop() }
-            let directory = try temporaryDirectory("chromium-called")
-            defer { try? FileManager.default.removeItem(at: directory) }
+        try await Self.inLab { lab, serverHost, pageHost, server, directory in
             let media = try ChromiumMeeting.fakeMedia(in: directory, tone: 660, size: "320x240")
             let token = try String(contentsOfFile: try server.tokenFile("bob"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
             let page = try ChromiumMeeting.page(lab, on: pageHost, url: "\(server.http)/#answer&processing=0&token=\(token)",
