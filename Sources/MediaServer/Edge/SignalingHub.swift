@@ -47,7 +47,7 @@ public actor SignalingHub {
     /// The UDP echo port announced to logged-in clients (net-detect), if one runs.
     private var echoPort: Int?
     /// The TURN server whose credentials logins get, if any.
-    private let turn: TURNRelay?
+    let turn: TURNRelay?
 
     func setEchoPort(_ port: Int?) { echoPort = port }
 

@@ -127,8 +127,9 @@ class Meeting {
     const login = await this.signaling.request("login", { token: this.token, device: "web" });
     this.account = login.account;
     // The server's media port is ICE-lite with host candidates in every answer: of the
-    // servers a login hands out only TURN is of use to a browser (to reach it from behind
-    // a NAT or a firewall that blocks UDP to it).
+    // servers a login hands out only TURN is of use here. A STUN entry names that same
+    // port, and Chrome takes whatever comes from a STUN server's address for STUN server
+    // responses: the answers to its checks would be dropped.
     const iceServers = (login.iceServers || []).filter((server) => server.urls.some((url) => url.startsWith("turn")))
       .map((server) => ({ urls: server.urls, username: server.username, credential: server.credential }));
     this.connection = new RTCPeerConnection({ iceServers, bundlePolicy: "max-bundle", rtcpMuxPolicy: "require" });

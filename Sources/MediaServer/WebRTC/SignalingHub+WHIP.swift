@@ -146,7 +146,7 @@ extension SignalingHub {
         await perform(outputs)
         logger.info("\(request) session", metadata: ["account": "\(account)", "meeting": "\(name)"])
         var headers: [String: [String]] = ["Location": [sessionPath + session]]
-        headers["Link"] = iceServers(for: account).flatMap(Self.links)
+        headers["Link"] = webRTCICEServers(for: account).flatMap(Self.links)
         return WebRTCHTTPReply(status: 201, headers: headers, body: negotiation.answer.text, contentType: "application/sdp")
     }
 
@@ -165,6 +165,15 @@ extension SignalingHub {
         } catch {
             return .refusal(error)
         }
+    }
+
+    /// The ICE servers a WebRTC peer of the SFU is told of: the TURN server only. The
+    /// server is ICE-lite and its answers carry the media port's host candidates, so a
+    /// STUN entry naming that port gives the peer nothing; worse, libwebrtc (Chrome) takes
+    /// every packet from a configured STUN server's address for a STUN server response, so
+    /// the answers to its checks were dropped and the leg never connected.
+    func webRTCICEServers(for account: String) -> [ICEServer] {
+        turn.map { [$0.iceServer(for: account)] } ?? []
     }
 
     /// The token of an `Authorization: Bearer` header.
