@@ -116,6 +116,14 @@ public final class ForwardingRouter {
 
             /// Our clients': Opus 111, VP8 96, the engine's extension map.
             public static let engine = Media()
+
+            /// A WebRTC peer's, as `negotiation` agreed them (the engine's payload type for a
+            /// kind it did not take).
+            public init(_ negotiation: WebRTCNegotiation) {
+                self.init(audioPayloadType: negotiation.sections.first { $0.kind == .audio }?.codec.payloadType ?? 111,
+                          videoPayloadType: negotiation.sections.first { $0.kind == .video }?.codec.payloadType ?? 96,
+                          extensions: negotiation.extensionMap)
+            }
         }
 
         public var id: UInt64

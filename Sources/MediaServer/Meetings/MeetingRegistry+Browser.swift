@@ -11,15 +11,17 @@ struct BrowserLeg: Sendable {
     var local: WebRTCAnswerer.Local
     var remoteTransport: WebRTCDescription.Transport
     var media: ForwardingRouter.LegSetup.Media
-    /// Each track sent (`ACCOUNT-audio`, `ACCOUNT-video`) and the section carrying it.
-    var placed: [String: String]
+    /// Whose stream of which kind a receiving section carries.
+    struct Placement: Sendable, Hashable {
+        var account: String
+        var kind: MediaDescription.Kind
+    }
+
+    /// mid to the stream its section carries.
+    var placed: [String: Placement]
 
     /// mid to account: the participants its receiving sections carry.
-    var receiving: [String: String] {
-        var receiving: [String: String] = [:]
-        for (track, mid) in placed { receiving[mid] = String(track.prefix(upTo: track.lastIndex(of: "-") ?? track.endIndex)) }
-        return receiving
-    }
+    var receiving: [String: String] { placed.mapValues(\.account) }
 }
 
 extension MeetingRegistry {
@@ -77,9 +79,7 @@ extension MeetingRegistry {
             videoSSRC = request.type == .video ? webRTC.spareVideoSSRC : nil
         }
         try checkSSRCs(audio: audioSSRC, video: videoSSRC, in: meeting, request: "joinMeeting")
-        let media = ForwardingRouter.LegSetup.Media(
-            audioPayloadType: negotiation.sections.first { $0.kind == .audio }?.codec.payloadType ?? 111,
-            videoPayloadType: negotiation.sections.first { $0.kind == .video }?.codec.payloadType ?? 96, extensions: negotiation.extensionMap)
+        let media = ForwardingRouter.LegSetup.Media(negotiation)
         lastLeg += 1
         var member = Member(identity: identity, connection: connection, role: request.role, type: request.type,
                             audioSSRC: audioSSRC, videoSSRC: videoSSRC, leg: lastLeg, since: time.epochMilliseconds)
@@ -124,9 +124,7 @@ extension MeetingRegistry {
         guard Set(transport.fingerprints) == Set(browser.remoteTransport.fingerprints), negotiation.dtlsRole == browser.local.dtlsRole else {
             throw SignalingError(.invalidRequest, "renegotiateMeeting: the DTLS certificate and role stay those of the join")
         }
-        let media = ForwardingRouter.LegSetup.Media(
-            audioPayloadType: negotiation.sections.first { $0.kind == .audio }?.codec.payloadType ?? 111,
-            videoPayloadType: negotiation.sections.first { $0.kind == .video }?.codec.payloadType ?? 96, extensions: negotiation.extensionMap)
+        let media = ForwardingRouter.LegSetup.Media(negotiation)
         guard media == browser.media else {
             throw SignalingError(.invalidRequest, "renegotiateMeeting: payload types and header extension IDs stay those of the join")
         }
@@ -154,24 +152,25 @@ extension MeetingRegistry {
     }
 
     /// What a browser receives: each actor's audio and video, where it was before.
-    private static func tracks(of others: [Member], placed: [String: String]) -> [WebRTCAnswerer.Track] {
+    private static func tracks(of others: [Member], placed: [String: BrowserLeg.Placement]) -> [WebRTCAnswerer.Track] {
         var tracks: [WebRTCAnswerer.Track] = []
         for other in others where other.role == .actor {
             let account = other.identity.account
-            let streams = [(MediaDescription.Kind.audio, other.audioSSRC, "audio")] + (other.videoSSRC.map { [(.video, $0, "video")] } ?? [])
-            for (kind, ssrc, name) in streams {
-                let id = "\(account)-\(name)"
-                tracks.append(WebRTCAnswerer.Track(kind: kind, ssrc: ssrc, stream: account, id: id, cname: account, mid: placed[id]))
+            let streams = [(MediaDescription.Kind.audio, other.audioSSRC)] + (other.videoSSRC.map { [(.video, $0)] } ?? [])
+            for (kind, ssrc) in streams {
+                let placement = BrowserLeg.Placement(account: account, kind: kind)
+                tracks.append(WebRTCAnswerer.Track(kind: kind, ssrc: ssrc, stream: account, id: "\(account)-\(kind)", cname: account,
+                                                   mid: placed.first { $0.value == placement }?.key))
             }
         }
         return tracks
     }
 
-    /// Each track of the answer and the section carrying it.
-    private static func placed(_ negotiation: WebRTCNegotiation) -> [String: String] {
-        var placed: [String: String] = [:]
+    /// Whose stream each section of the answer carries.
+    private static func placed(_ negotiation: WebRTCNegotiation) -> [String: BrowserLeg.Placement] {
+        var placed: [String: BrowserLeg.Placement] = [:]
         for section in negotiation.sections {
-            if let track = section.track { placed[track.id] = section.mid }
+            if let track = section.track { placed[section.mid] = BrowserLeg.Placement(account: track.stream, kind: section.kind) }
         }
         return placed
     }

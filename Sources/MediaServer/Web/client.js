@@ -122,30 +122,15 @@ class Meeting {
   static get initialPairs() { return 3; }
 
   async join() {
-    setStatus("connecting");
-    await this.signaling.open();
-    const login = await this.signaling.request("login", { token: this.token, device: "web" });
-    this.account = login.account;
     // The server's media port is ICE-lite with host candidates in every answer: of the
     // servers a login hands out only TURN is of use here. A STUN entry names that same
     // port, and Chrome takes whatever comes from a STUN server's address for STUN server
     // responses: the answers to its checks would be dropped.
-    const iceServers = (login.iceServers || []).filter((server) => server.urls.some((url) => url.startsWith("turn")))
-      .map((server) => ({ urls: server.urls, username: server.username, credential: server.credential }));
-    this.connection = new RTCPeerConnection({ iceServers, bundlePolicy: "max-bundle", rtcpMuxPolicy: "require" });
+    [this.account, this.connection] = await connect(this.signaling, this.token, { turnOnly: true });
     this.connection.onconnectionstatechange = () => this.showStatus();
     let type = 1; // CallType: 1 audio, 2 video
     if (this.role === "actor") {
-      if (!navigator.mediaDevices) {
-        throw new Error("camera and microphone need a secure origin: open this page over https or on localhost, or join as audience");
-      }
-      // Echo cancellation, noise suppression and gain control stay on for a microphone
-      // near speakers; `processing=0` turns them off (a studio microphone, or a test's
-      // steady tone, which noise suppression takes for noise).
-      const audio = this.publish.audio && (this.publish.processing ? true
-        : { echoCancellation: false, noiseSuppression: false, autoGainControl: false });
-      const wanted = { audio, video: this.publish.video };
-      const stream = await navigator.mediaDevices.getUserMedia(wanted);
+      const stream = await capture(this.publish);
       for (const track of stream.getTracks()) {
         const transceiver = this.connection.addTransceiver(track, { direction: "sendonly", streams: [stream] });
         if (track.kind === "video") {
@@ -308,10 +293,23 @@ async function mute(account, muted) {
   await meeting.mute(account, muted);
 }
 
-// The page's camera and microphone (see Meeting.join for `processing`).
+// Opens the signaling connection and logs in; returns the account and a peer connection
+// (one BUNDLE transport) with the login's ICE servers, or only its TURN ones.
+async function connect(signaling, token, { turnOnly }) {
+  setStatus("connecting");
+  await signaling.open();
+  const login = await signaling.request("login", { token, device: "web" });
+  const iceServers = (login.iceServers || []).filter((server) => !turnOnly || server.urls.some((url) => url.startsWith("turn")))
+    .map((server) => ({ urls: server.urls, username: server.username, credential: server.credential }));
+  return [login.account, new RTCPeerConnection({ iceServers, bundlePolicy: "max-bundle", rtcpMuxPolicy: "require" })];
+}
+
+// The page's camera and microphone. Echo cancellation, noise suppression and gain control
+// stay on for a microphone near speakers; `processing=0` turns them off (a studio
+// microphone, or a test's steady tone, which noise suppression takes for noise).
 async function capture(publish) {
   if (!navigator.mediaDevices) {
-    throw new Error("camera and microphone need a secure origin: open this page over https or on localhost");
+    throw new Error("camera and microphone need a secure origin: open this page over https or on localhost, or join as audience");
   }
   const audio = publish.audio && (publish.processing ? true
     : { echoCancellation: false, noiseSuppression: false, autoGainControl: false });
@@ -340,13 +338,8 @@ class Call {
   participantOf() { return this.peer; }
 
   async open() {
-    setStatus("connecting");
-    await this.signaling.open();
-    const login = await this.signaling.request("login", { token: this.token, device: "web" });
-    this.account = login.account;
-    const iceServers = (login.iceServers || []).map((server) => ({ urls: server.urls, username: server.username,
-                                                                   credential: server.credential }));
-    this.connection = new RTCPeerConnection({ iceServers, bundlePolicy: "max-bundle", rtcpMuxPolicy: "require" });
+    // The peer is another address: STUN helps find this page's public one.
+    [this.account, this.connection] = await connect(this.signaling, this.token, { turnOnly: false });
     this.connection.onconnectionstatechange = () => setStatus(`call with ${this.peer || "?"}: ${this.connection.connectionState}`);
     this.connection.ontrack = (event) => {
       const video = tile(this.peer);
@@ -467,6 +460,7 @@ async function watch(target, token) {
 
 async function stats() {
   const participants = {};
+  const sent = {};
   let transport = {};
   for (const session of sessions) {
     const report = await session.connection.getStats();
@@ -486,6 +480,9 @@ async function stats() {
                                    totalSamplesReceived: entry.totalSamplesReceived || 0,
                                    audioPacketsReceived: entry.packetsReceived || 0 });
         }
+      } else if (entry.type === "outbound-rtp" && entry.kind === "video") {
+        // What this page sent of its camera, for comparing with what others decoded.
+        sent.framesSent = (sent.framesSent || 0) + (entry.framesSent || 0);
       } else if (entry.type === "transport") {
         const pair = byID.get(entry.selectedCandidatePairId);
         const remote = pair && byID.get(pair.remoteCandidateId);
@@ -494,7 +491,7 @@ async function stats() {
       }
     });
   }
-  return Object.assign({ participants }, transport);
+  return Object.assign({ participants, sent }, transport);
 }
 
 window.mediaEngine = { stats, mute };

@@ -128,8 +128,7 @@ extension SignalingHub {
                 videoSSRC = ssrc
             }
         }
-        let media = ForwardingRouter.LegSetup.Media(audioPayloadType: audio?.codec.payloadType ?? 111,
-                                                    videoPayloadType: video?.codec.payloadType ?? 96, extensions: negotiation.extensionMap)
+        let media = ForwardingRouter.LegSetup.Media(negotiation)
         var session = ""
         for _ in 0..<4 { session += String(UInt64.random(in: 0 ... .max, using: &random), radix: 16) }
         let join = MeetingRegistry.WebRTCJoin(

@@ -8,6 +8,14 @@ import TestSupport
 /// offer's payload types and extensions) in `response`, and audio and video go both ways.
 /// Chromium gathers no loopback candidates, so both live on hosts of a namespace lab.
 @Suite(.serialized) struct ChromiumCall {
+    /// The loudest one-second levels of two tones in a recording's audio.
+    static func peakLevels(of recording: String, frequencies: (Double, Double)) throws -> (Double, Double) {
+        let wav = recording + ".wav"
+        try Tool.decodeAudio(recording, to: wav)
+        let heard = try AudioFile.read(path: wav).samples
+        return (WHIPPeer.peakLevel(heard, frequency: frequencies.0), WHIPPeer.peakLevel(heard, frequency: frequencies.1))
+    }
+
     /// Runs `body` with a lab of two hosts (the server's, where our client runs too, and the
     /// page's), the server, and a directory for files; all removed after.
     static func inLab(_ body: (NetworkLab, NetworkLab.Namespace, NetworkLab.Namespace, LabServer, URL) async throws -> Void) async throws {
@@ -57,10 +65,7 @@ import TestSupport
             let probe = try Probe(path: received)
             #expect(probe.streams.contains { $0.codec == "vp8" && $0.width == 320 && $0.height == 240 } && probe.streams.contains { $0.codec == "opus" },
                     "\(probe.streams)")
-            let wav = directory.appendingPathComponent("bob-heard.wav").path
-            try Tool.decodeAudio(received, to: wav)
-            let heard = try AudioFile.read(path: wav).samples
-            let levels = (WHIPPeer.peakLevel(heard, frequency: 440), WHIPPeer.peakLevel(heard, frequency: 550))
+            let levels = try Self.peakLevels(of: received, frequencies: (440, 550))
             print("Chromium call: bob hears 440 Hz at \(levels.0), 550 Hz at \(levels.1); the page decoded \(peak) frames of bob")
             #expect(levels.0 > 0.1 && levels.1 < 0.005, "bob hears the page's tone and not his own: \(levels)")
         }
@@ -91,10 +96,7 @@ import TestSupport
             #expect(records == 1 && called.stdout.contains("alice->bob video reason="), "\(called.stdout)")
             let probe = try Probe(path: received)
             #expect(probe.streams.contains { $0.codec == "vp8" && $0.width == 320 && $0.height == 240 }, "\(probe.streams)")
-            let wav = directory.appendingPathComponent("alice-heard.wav").path
-            try Tool.decodeAudio(received, to: wav)
-            let heard = try AudioFile.read(path: wav).samples
-            let levels = (WHIPPeer.peakLevel(heard, frequency: 660), WHIPPeer.peakLevel(heard, frequency: 550))
+            let levels = try Self.peakLevels(of: received, frequencies: (660, 550))
             print("Chromium answers: alice hears 660 Hz at \(levels.0), 550 Hz at \(levels.1); the page decoded \(last.framesDecoded ?? 0) frames")
             #expect(levels.0 > 0.1 && levels.1 < 0.005, "alice hears the page's tone and not her own: \(levels)")
         }

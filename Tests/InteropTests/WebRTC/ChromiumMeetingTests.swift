@@ -132,8 +132,13 @@ import TestSupport
             let run = try alice.wait(timeout: 30)
             #expect(run.stdout.contains("user=bob reason=timedOut") && run.stdout.contains("user=carol reason=timedOut"), "\(run.stdout)")
             // alice decoded both pages' video and heard both tones, and never her own.
-            for user in ["bob", "carol"] {
-                #expect((WHIPPeer.framesDecoded(of: user, in: run.stdout) ?? 0) > 120, "alice decoded \(user): \(run.stdout)")
+            // Of what each page sent (its last reading, a second before it closed): a page
+            // under CPU load keeps its picture size and sends fewer frames, so the count is
+            // checked against what it sent, not against a frame rate.
+            for (user, report) in [("bob", bobReport), ("carol", carolReport)] {
+                let sent = report.samples.last?.stats?.sent?.framesSent ?? 0
+                let decoded = WHIPPeer.framesDecoded(of: user, in: run.stdout) ?? 0
+                #expect(sent > 60 && Double(decoded) >= 0.9 * Double(sent), "alice decoded \(decoded) of the \(sent) frames \(user) sent: \(run.stdout)")
             }
             let samples = try AudioFile.read(path: heard).samples
             let levels = (WHIPPeer.peakLevel(samples, frequency: 440), WHIPPeer.peakLevel(samples, frequency: 660),

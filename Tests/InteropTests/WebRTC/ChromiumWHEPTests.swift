@@ -26,7 +26,13 @@ import TestSupport
                 var packetsLost: Int?
             }
 
+            struct Sent: Decodable {
+                var framesSent: Int?
+            }
+
             var participants: [String: Participant]
+            /// What the page sent of its camera.
+            var sent: Sent?
             var dtlsState: String?
             var srtpCipher: String?
             var candidateType: String?
