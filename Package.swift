@@ -111,10 +111,20 @@ let package = Package(
 
         // recvmmsg/sendmmsg, which Swift's Glibc module does not declare.
         .target(name: "CBatchIO", cSettings: instrumentedC),
+        // Echo cancellation, noise suppression, gain control and voice detection: a C face
+        // over libwebrtc-audio-processing 0.3 (C++, libwebrtc-audio-processing-dev), so that
+        // no Swift module needs C++ interop. Its pkg-config flags, spelled out: SwiftPM takes
+        // pkg-config only for system-library targets, which cannot hold C++ sources.
+        .target(
+            name: "CAudioProcessing",
+            cxxSettings: [.unsafeFlags(["-isystem", "/usr/include/webrtc_audio_processing", "-DWEBRTC_POSIX",
+                                        "-DWEBRTC_AUDIO_PROCESSING_ONLY_BUILD"] + sanitizerCFlags)],
+            linkerSettings: [.linkedLibrary("webrtc_audio_processing"), .linkedLibrary("stdc++")]
+        ),
         .target(
             name: "MediaEngine",
             dependencies: ["COpus", "CVpx", "CSRTP", "CALSA", "CV4L2", "CSndFile", "CYUV", "CTurboJPEG", "CSoxr", "CPNG", "CAVFormat",
-                           "CCrypto", "CSSL", "CZlib", "CBatchIO"],
+                           "CCrypto", "CSSL", "CZlib", "CBatchIO", "CAudioProcessing"],
             swiftSettings: [.swiftLanguageMode(.v6)] + instrumented,
             linkerSettings: instrumentedLink
         ),
@@ -134,7 +144,8 @@ let package = Package(
         ),
         .target(
             name: "MediaSimulation",
-            dependencies: ["MediaEngine"],
+            // CAVFormat for libavutil's FFT (the simulated room's convolution).
+            dependencies: ["MediaEngine", "CAVFormat"],
             swiftSettings: [.swiftLanguageMode(.v6)] + instrumented
         ),
         .target(
@@ -238,6 +249,9 @@ let package = Package(
         .testTarget(name: "FuzzCorpusTests", dependencies: ["FuzzTargets", "MediaEngine", "Signaling"], swiftSettings: testCode),
     ]
 )
+
+// libwebrtc-audio-processing's headers are C++11 and build as C++17 (CAudioProcessing).
+package.cxxLanguageStandard = .cxx17
 
 // The libFuzzer driver, in the fuzzer build only (`tools/fuzz`): it links libFuzzer, which
 // no other build has. Its sources live beside the corpora in Fuzz/.

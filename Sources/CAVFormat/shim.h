@@ -1,5 +1,6 @@
 // libavformat's muxers (Matroska/WebM for recordings; FLV, MP4 and WebM for live pushes)
-// and libavcodec's encoders for live pushes (libx264, aac, libvpx, libopus).
+// and libavcodec's encoders for live pushes (libx264, aac, libvpx, libopus); libavutil's FFT
+// (tx.h) for the simulated room's convolution.
 #include <libavformat/avformat.h>
 #include <libavcodec/avcodec.h>
 #include <libavutil/audio_fifo.h>
@@ -8,6 +9,7 @@
 #include <libavutil/imgutils.h>
 #include <libavutil/mathematics.h>
 #include <libavutil/opt.h>
+#include <libavutil/tx.h>
 #include <errno.h>
 
 // AVERROR is a function-like macro, which Swift does not import.
