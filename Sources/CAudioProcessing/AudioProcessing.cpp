@@ -64,8 +64,9 @@ void fill(webrtc::AudioFrame &frame, int sample_rate, int channels, const int16_
 extern "C" int me_apm_create(int sample_rate, int capture_channels, int render_channels, const me_apm_settings *settings,
                              me_apm **out) {
     *out = nullptr;
-    if ((sample_rate != 8000 && sample_rate != 16000 && sample_rate != 32000 && sample_rate != 48000) ||
-        (capture_channels != 1 && capture_channels != 2) || (render_channels != 1 && render_channels != 2)) {
+    // The library checks the rate (kBadSampleRateError); the blocks here hold at most two
+    // channels of 48 kHz.
+    if (capture_channels < 1 || capture_channels > 2 || render_channels < 1 || render_channels > 2 || sample_rate > 48000) {
         return ME_APM_BAD_FORMAT;
     }
     webrtc::Config config;

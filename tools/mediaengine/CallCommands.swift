@@ -65,6 +65,7 @@ struct CallMediaOptions: ParsableArguments {
 
     @OptionGroup var outputs: LocalOutputOptions
     @OptionGroup var mix: MixOptions
+    @OptionGroup var processing: AudioProcessingOptions
 
     var videoQuality: CallVideoQuality { CallVideoQuality(rawValue: quality) ?? .default }
 
@@ -105,6 +106,7 @@ struct CallMediaOptions: ParsableArguments {
         let videoSource = self.videoSource
         let play = self.play
         let host = mediaHost
+        let processing = self.processing
         return { type, quality in
             let preset = quality.encoding
             let video = videoSource ?? "testsrc:\(preset.width)x\(preset.height)@\(preset.frameRate)"
@@ -114,6 +116,7 @@ struct CallMediaOptions: ParsableArguments {
             configuration.videoBitrate = preset.bitrate
             configuration.audioSink = try play.map { try MediaSources.audioSink($0) }
             if let recorder { configuration.remoteAudio = { recorder.write($0) } }
+            if processing.isSet { configuration.audioProcessing = processing.settings(base: configuration.defaultAudioProcessing) }
             return configuration
         }
     }
@@ -218,9 +221,23 @@ enum CallPrinter {
         if let relay = summary.relay {
             parts.append("relay packets sent=\(relay.packetsSent) received=\(relay.packetsReceived) ignored=\(relay.ignoredDatagrams) requests=\(relay.requestsSent) errors=\(relay.errorsByCode)")
         }
+        if let processed = summary.audioProcessing { parts.append(processingSummary(processed)) }
         if let failure = summary.relayFailure { parts.append("relay failed: \(failure)") }
         if let failure = summary.failure { parts.append("failure: \(failure)") }
         return "media: " + (parts.isEmpty ? "none" : parts.joined(separator: "; "))
+    }
+}
+
+extension CallPrinter {
+    /// The capture processing's figures: the W3C media-source names where they exist.
+    static func processingSummary(_ statistics: AudioProcessor.Statistics) -> String {
+        var text = "processing voice=\(String(format: "%.1f", statistics.voiceFraction * 100))% blocks=\(statistics.captureBlocks)"
+        if let erl = statistics.echoReturnLoss { text += " echoReturnLoss=\(String(format: "%.0f", erl))dB" }
+        if let erle = statistics.echoReturnLossEnhancement { text += " echoReturnLossEnhancement=\(String(format: "%.0f", erle))dB" }
+        if let delay = statistics.reportedDelay { text += " delay=\(Int((delay.seconds * 1_000).rounded()))ms" }
+        if let estimate = statistics.estimatedDelay { text += " estimatedDelay=\(Int((estimate.seconds * 1_000).rounded()))ms" }
+        if statistics.failedBlocks > 0 { text += " failed=\(statistics.failedBlocks)" }
+        return text
     }
 }
 

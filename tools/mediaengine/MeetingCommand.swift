@@ -99,6 +99,8 @@ struct MeetingCommand: AsyncParsableCommand {
         @Option(help: "Local address for media.")
         var mediaHost = "0.0.0.0"
 
+        @OptionGroup var processing: AudioProcessingOptions
+
         @Option(help: "Leave this many seconds after joining (default: on Ctrl-C or `leave`).")
         var duration: Double?
 
@@ -192,6 +194,7 @@ struct MeetingCommand: AsyncParsableCommand {
             let play = self.play
             let host = mediaHost
             let sendsVideo = video
+            let processing = self.processing
             let factory: MediaSessionFactory = { _, quality in
                 let preset = quality.encoding
                 let source = videoSource ?? "testsrc:\(preset.width)x\(preset.height)@\(preset.frameRate)"
@@ -200,6 +203,7 @@ struct MeetingCommand: AsyncParsableCommand {
                 configuration.host = host
                 configuration.videoBitrate = preset.bitrate
                 configuration.audioSink = try play.map { try MediaSources.audioSink($0) }
+                if processing.isSet { configuration.audioProcessing = processing.settings(base: configuration.defaultAudioProcessing) }
                 if !recorders.isEmpty {
                     configuration.participantAudio = { user, pcm in recorders[user]?.write(pcm) }
                 }

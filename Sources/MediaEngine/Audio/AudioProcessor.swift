@@ -111,6 +111,8 @@ public final class AudioProcessor: @unchecked Sendable {
         var applied: Settings
         var statistics = Statistics()
         var failure: AudioProcessingError?
+        /// What the speaker held when the last played audio was written.
+        var playbackDelay = Duration.zero
     }
     private let shared: Mutex<Shared>
     private var renderBlock: [Int16]
@@ -118,10 +120,15 @@ public final class AudioProcessor: @unchecked Sendable {
 
     /// Makes a processor for 48 kHz audio.
     /// - Throws: `AudioProcessingError.initializationFailed` when the library refuses.
-    public init(settings: Settings = .voice, capture: ChannelLayout = .mono, render: ChannelLayout = .mono) throws(AudioProcessingError) {
+    public convenience init(settings: Settings = .voice, capture: ChannelLayout = .mono, render: ChannelLayout = .mono) throws(AudioProcessingError) {
+        try self.init(settings: settings, capture: capture, render: render, sampleRate: AudioFrame.sampleRate)
+    }
+
+    /// At another rate: only for tests of the library refusing to start (the engine's audio is 48 kHz).
+    init(settings: Settings, capture: ChannelLayout, render: ChannelLayout, sampleRate: Int) throws(AudioProcessingError) {
         var handle: OpaquePointer?
         var c = settings.c
-        let status = me_apm_create(Int32(AudioFrame.sampleRate), Int32(capture.count), Int32(render.count), &c, &handle)
+        let status = me_apm_create(Int32(sampleRate), Int32(capture.count), Int32(render.count), &c, &handle)
         guard status == 0, let handle else {
             throw AudioProcessingError(.initializationFailed, status: status,
                                        "libwebrtc-audio-processing did not start (\(Self.describe(status))) with \(settings)")
@@ -180,6 +187,20 @@ public final class AudioProcessor: @unchecked Sendable {
             }
         }
         if blocks > 0 { shared.withLock { $0.statistics.renderBlocks += blocks } }
+    }
+
+    /// Learns from audio written now to a speaker that still holds `playbackDelay` of
+    /// earlier audio (see `render(_:)`).
+    public func render(_ samples: UnsafeBufferPointer<Int16>, playbackDelay: Duration) {
+        shared.withLock { $0.playbackDelay = playbackDelay }
+        render(samples)
+    }
+
+    /// Processes a frame whose first sample was captured `captureDelay` ago: the echo's
+    /// delay is that plus what the speaker held at the last `render(_:playbackDelay:)`.
+    @discardableResult
+    public func process(_ frame: inout AudioFrame, captureDelay: Duration) -> Bool {
+        process(&frame, delay: captureDelay + shared.withLock { $0.playbackDelay })
     }
 
     /// Processes a captured frame in place (a whole number of 10 ms blocks in

@@ -42,6 +42,14 @@ public protocol AudioSink: AnyObject {
     func write(_ samples: UnsafeBufferPointer<Int16>) throws
     /// Flushes and releases the sink.
     func close() throws
+    /// For a loudspeaker: how long audio written now waits before it is heard (what the
+    /// device still holds). Nil for sinks that play nothing aloud (files, the null PCM):
+    /// there is no echo to cancel.
+    var playbackDelay: Duration? { get }
+}
+
+extension AudioSink {
+    public var playbackDelay: Duration? { nil }
 }
 
 /// Discards audio, for headless runs.

@@ -9,6 +9,14 @@ public protocol AudioSource: AnyObject {
     /// Fills `frame.samples` (whose length the caller chose) with the next audio.
     /// - Returns: false at the end of the source.
     func read(into frame: inout AudioFrame) throws -> Bool
+    /// For a microphone: how long ago the first sample of the frame just read was captured
+    /// (what waited in the device and in queues). Nil for sources that are not live
+    /// devices (files, tones): the capture path processes audio only from microphones.
+    var captureDelay: Duration? { get }
+}
+
+extension AudioSource {
+    public var captureDelay: Duration? { nil }
 }
 
 /// Where video comes from. Frames are I420 at a fixed size and nominal rate.

@@ -59,6 +59,10 @@ public final class MediaSender {
         public var capturedVideo: ((VideoFrame) -> Void)?
         /// The app's audio and video hooks, run between capture and encoding.
         public var captureHooks: CaptureHooks?
+        /// Processes each captured audio frame first (echo cancellation and the rest), on
+        /// the sending thread; returns whether it holds voice (nil: not processed). The
+        /// answer is the RFC 6464 voice flag of its packet.
+        public var audioProcessing: ((inout AudioFrame) -> Bool?)?
         /// Sees each Opus packet and VP8 frame as encoded, on the sending thread: for recordings.
         public var encodedMedia: ((EncodedMedia) -> Void)?
 
@@ -264,19 +268,26 @@ public final class MediaSender {
                 continue
             }
             // Every audio frame that is due goes before the next picture: a slow video encode
-            // (a loaded machine, a large picture) delays video, never audio behind it.
-            while audioLive, let source = configuration.audio, let opus, let audioID {
+            // (a loaded machine, a large picture) delays video, never audio behind it. A
+            // few at a time, though: a device that clocks its own reads (a microphone whose
+            // clock is a little slower than this one) keeps frames due for good, and
+            // feedback, pictures and stop() must still get their turn between them.
+            var burst = 0
+            while audioLive, burst < 3, let source = configuration.audio, let opus, let audioID {
                 let nextAudio = Duration.milliseconds(20 * audioIndex)
-                guard nextAudio <= clock.now - start, duration.map({ nextAudio < $0 }) ?? true else { break }
+                guard nextAudio <= clock.now - start, duration.map({ nextAudio < $0 }) ?? true, !stop() else { break }
+                burst += 1
                 if readAudio(source, into: &audioFrame) {
+                    var voice = configuration.audioProcessing?(&audioFrame) ?? nil
                     configuration.captureHooks?.process(&audioFrame)
                     if configuration.controls?.current.audioMuted == true {
                         for index in audioFrame.samples.indices { audioFrame.samples[index] = 0 }
+                        if voice != nil { voice = false }
                     }
                     configuration.audioMix?(&audioFrame)
                     configuration.capturedAudio?(audioFrame)
                     if configuration.controls?.current.audioPaused != true {
-                        try sendAudio(audioFrame, encoder: opus, stream: audioID, packet: &packet, captureTime: base + nextAudio)
+                        try sendAudio(audioFrame, encoder: opus, stream: audioID, packet: &packet, captureTime: base + nextAudio, voice: voice)
                     }
                     audioIndex += 1
                 } else {
@@ -400,8 +411,10 @@ public final class MediaSender {
     }
 
     private func sendAudio(_ frame: AudioFrame, encoder: Opus.Encoder, stream: SendStreamID, packet: inout [UInt8],
-                           captureTime: Duration) throws {
-        let level = frame.samples.withUnsafeBufferPointer { AudioLevel(samples: $0) }
+                           captureTime: Duration, voice: Bool?) throws {
+        var level = frame.samples.withUnsafeBufferPointer { AudioLevel(samples: $0) }
+        // The voice detector's call, where it ran, instead of the level's.
+        if let voice { level.voiceActivity = voice }
         let size = try frame.samples.withUnsafeBufferPointer { pcm in
             try packet.withUnsafeMutableBytes { try encoder.encode(pcm, into: $0) }
         }

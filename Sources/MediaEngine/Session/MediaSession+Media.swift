@@ -14,6 +14,8 @@ extension MediaSession {
         var playout = [Int16](repeating: 0, count: 0)
         playout.reserveCapacity(48_000)
         var playing = [Int16](repeating: 0, count: 1_920)
+        // Stereo playback as mono for the echo canceller.
+        var downmix = [Int16](repeating: 0, count: 1_920)
         var frames: [(ReceiveStreamID, VideoReceiveStream.Frame)] = []
         frames.reserveCapacity(64)
         var events: [Notice] = []
@@ -99,7 +101,7 @@ extension MediaSession {
             }, unlocked: { [self] in
                 // Audio first: its delay is what a listener hears; pictures can wait a decode.
                 if !playout.isEmpty {
-                    try play(&playout, sink: &sink, playing: &playing)
+                    try play(&playout, sink: &sink, playing: &playing, downmix: &downmix)
                     playout.removeAll(keepingCapacity: true)
                 }
                 let now = transport.now
@@ -130,7 +132,7 @@ extension MediaSession {
                 }
                 core.acceptedAudio = nil
             }
-            if !playout.isEmpty { try play(&playout, sink: &sink, playing: &playing) }
+            if !playout.isEmpty { try play(&playout, sink: &sink, playing: &playing, downmix: &downmix) }
             let owners = state.withLock { $0.streamOwners }
             try decoding.releaseAll { id, picture in show(picture, participant: owners[id] ?? "") }
         } catch {
@@ -207,7 +209,7 @@ extension MediaSession {
 
     /// Plays one batch of mixed remote audio: the app's tap, the call recording, the file
     /// mix at its playback volume, the sink (which may block: outside the core's lock).
-    private func play(_ samples: inout [Int16], sink: inout (any AudioSink)?, playing: inout [Int16]) throws {
+    private func play(_ samples: inout [Int16], sink: inout (any AudioSink)?, playing: inout [Int16], downmix: inout [Int16]) throws {
         let configuration = parts.configuration
         try samples.withUnsafeBufferPointer { pcm in
             let (recorder, replacement) = state.withLock { $0.playback() }
@@ -224,11 +226,29 @@ extension MediaSession {
                     let block = UnsafeMutableBufferPointer(rebasing: buffer[0..<pcm.count])
                     _ = block.initialize(from: pcm)
                     playbackMix.mix(into: block, channels: output.layout.count)
+                    renderEcho(UnsafeBufferPointer(block), sink: output, downmix: &downmix)
                     try output.write(UnsafeBufferPointer(block))
                 }
             } else {
+                renderEcho(pcm, sink: output, downmix: &downmix)
                 try output.write(pcm)
             }
+        }
+    }
+
+    /// Hands the echo canceller exactly what the speaker is about to play, with what the
+    /// speaker still holds (mono: a stereo block is averaged). Only loudspeakers have an
+    /// echo: sinks that report no playback delay are skipped.
+    private func renderEcho(_ block: UnsafeBufferPointer<Int16>, sink: any AudioSink, downmix: inout [Int16]) {
+        guard let delay = sink.playbackDelay, let processor = processing.renderProcessor() else { return }
+        guard sink.layout == .stereo else { return processor.render(block, playbackDelay: delay) }
+        let frames = block.count / 2
+        if downmix.count < frames { downmix = [Int16](repeating: 0, count: frames) }
+        downmix.withUnsafeMutableBufferPointer { mono in
+            for index in 0..<frames {
+                mono[index] = Int16((Int32(block[2 * index]) + Int32(block[2 * index + 1])) / 2)
+            }
+            processor.render(UnsafeBufferPointer(rebasing: mono[0..<frames]), playbackDelay: delay)
         }
     }
 
@@ -255,8 +275,21 @@ extension MediaSession {
         settings.captureHooks = configuration.captureHooks
         settings.encodedMedia = { [self] media in state.withLock { $0.recordings[.local] }?.offer(media) }
         var level = LevelMeter()
+        // The voice detector's call on the frame being sent (nil while processing is off).
+        var voice: Bool?
+        let source = configuration.audio
+        settings.audioProcessing = { [self] frame in
+            let (processor, failure) = processing.captureProcessor()
+            if let failure { emit(.audioProcessingFailed(failure)) }
+            voice = processor?.process(&frame, captureDelay: source.captureDelay ?? .zero)
+            return voice
+        }
         settings.capturedAudio = { [self] frame in
-            if let value = frame.samples.withUnsafeBufferPointer({ level.add($0) }) { emit(.localAudioLevel(value)) }
+            // The level a user sees counts only voice when the detector runs: a fan or a
+            // keyboard is not someone speaking.
+            let value = voice == false ? level.addSilence(frame.samples.count)
+                                       : frame.samples.withUnsafeBufferPointer({ level.add($0) })
+            if let value { emit(.localAudioLevel(value)) }
             state.withLock { $0.audioRecorder }?.local(frame)
         }
         settings.capturedVideo = { [self] frame in
@@ -282,5 +315,7 @@ extension MediaSession {
         } catch {
             state.withLock { $0.summary.failure = "send: \(error)" }
         }
+        let processed = processing.statistics
+        state.withLock { $0.summary.audioProcessing = processed }
     }
 }

@@ -98,6 +98,13 @@ public final class MediaSession: Sendable {
         /// leg, whose keys the signaling side handed out); nil: drawn here.
         public var localKeying: SRTPKeyingMaterial?
         public var localAudioSSRC: UInt32?
+        /// The capture path's processing (echo cancellation, noise suppression, gain
+        /// control, high-pass filter, voice detection); `setAudioProcessing` changes it
+        /// during the call. Nil: everything on when `audio` is a microphone and
+        /// `audioSink` a loudspeaker, off otherwise (files, tones, `--play file:`).
+        public var audioProcessing: AudioProcessor.Settings?
+        /// The library's rate: only tests of the library refusing to start change it.
+        var audioProcessingSampleRate = AudioFrame.sampleRate
 
         public init(audio: any AudioSource, video: (any VideoSource)?) {
             self.audio = audio
@@ -145,6 +152,9 @@ public final class MediaSession: Sendable {
         case recordStopped(RecordingTarget, MediaRecorder.Summary)
         /// The recorded video's picture size changed (the recording goes on).
         case recordVideoSizeChanged(RecordingTarget, width: Int, height: Int)
+        /// The capture path's processing could not start: the call goes on with the
+        /// microphone's audio unprocessed (a warning, not a failure).
+        case audioProcessingFailed(AudioProcessingError)
     }
 
     /// Whose media a per-user recording holds.
@@ -188,6 +198,8 @@ public final class MediaSession: Sendable {
         public var relay: TURNStatistics?
         /// Why a direction stopped early, if one did.
         public var failure: String?
+        /// What the capture path's processing did (nil when it never ran).
+        public var audioProcessing: AudioProcessor.Statistics?
     }
 
     /// The pair ICE selected (the last one, after any change).
@@ -223,6 +235,8 @@ public final class MediaSession: Sendable {
     /// answered one (`init(configuration:answering:)`); nil for SDES sessions.
     let webRTC: WebRTCLeg?
     let playbackMix = PlaybackMixRing()
+    /// The capture path's processing and its settings.
+    let processing: CaptureProcessing
 
     /// One remote participant's streams and what the app set for it.
     struct ParticipantState: Sendable {
@@ -308,6 +322,8 @@ public final class MediaSession: Sendable {
             settings.outboundKeying = keying
         }
         streamPlan = plan
+        processing = CaptureProcessing(settings: configuration.audioProcessing ?? Self.automaticProcessing(configuration),
+                                       captureLayout: configuration.audio.layout, sampleRate: configuration.audioProcessingSampleRate)
         parts = Parts(configuration)
         settings.consent = configuration.consent
         let videoRate = configuration.video == nil ? 0 : configuration.videoBitrate
@@ -608,5 +624,16 @@ struct LevelMeter {
             count = 0
         }
         return AudioLevel(rms: (sum / Double(count)).squareRoot() / 32_768).amplitude
+    }
+
+    /// `add` for `count` samples of silence (a frame without voice).
+    mutating func addSilence(_ count: Int) -> Double? {
+        self.count += count
+        guard self.count >= 4_800 else { return nil }
+        defer {
+            sum = 0
+            self.count = 0
+        }
+        return AudioLevel(rms: (sum / Double(self.count)).squareRoot() / 32_768).amplitude
     }
 }

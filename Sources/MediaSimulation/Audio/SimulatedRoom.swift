@@ -44,6 +44,8 @@ public final class Convolver {
     public static let blockLength = 256
     private let size = 2 * Convolver.blockLength
     private let partitions: Int
+    /// The response's length in taps.
+    public let length: Int
     /// Spectra of the response's partitions, shifted one block earlier: partition p holds
     /// taps (p + 1)·B ..< (p + 2)·B.
     private var partitionSpectra: [AVComplexFloat]
@@ -68,6 +70,7 @@ public final class Convolver {
         let block = Self.blockLength
         precondition(response.taps.prefix(block).allSatisfy { $0 == 0 }, "the response must start with \(block) zero taps")
         let shifted = Array(response.taps.dropFirst(block))
+        length = response.taps.count
         partitions = max(1, (shifted.count + block - 1) / block)
         partitionSpectra = []
         history = [AVComplexFloat](repeating: AVComplexFloat(re: 0, im: 0), count: partitions * size)
@@ -138,14 +141,25 @@ public final class Convolver {
                 transform(forward, forwardRun, input.baseAddress!, ring.baseAddress! + newest * size)
             }
         }
-        for index in 0..<size { spectrum[index] = AVComplexFloat(re: 0, im: 0) }
-        for partition in 0..<partitions {
-            let slot = ((newest - partition) % partitions + partitions) % partitions
-            for index in 0..<size {
-                let x = history[slot * size + index]
-                let h = partitionSpectra[partition * size + index]
-                spectrum[index].re += x.re * h.re - x.im * h.im
-                spectrum[index].im += x.re * h.im + x.im * h.re
+        // The multiply-accumulate over every partition, on raw pointers: it is the
+        // simulation's whole cost, and a real-time room must keep up in a debug build too.
+        let (n, count, latest) = (size, partitions, newest)
+        spectrum.withUnsafeMutableBufferPointer { sum in
+            history.withUnsafeBufferPointer { ring in
+                partitionSpectra.withUnsafeBufferPointer { response in
+                    let out = sum.baseAddress!
+                    out.update(repeating: AVComplexFloat(re: 0, im: 0), count: n)
+                    for partition in 0..<count {
+                        let slot = (latest - partition + count) % count
+                        let x = ring.baseAddress! + slot * n
+                        let h = response.baseAddress! + partition * n
+                        for index in 0..<n {
+                            let a = x[index], b = h[index]
+                            out[index].re += a.re * b.re - a.im * b.im
+                            out[index].im += a.re * b.im + a.im * b.re
+                        }
+                    }
+                }
             }
         }
         spectrum.withUnsafeMutableBufferPointer { input in
@@ -200,5 +214,166 @@ public enum SimulatedRoom {
             microphone[index] = Int16(max(-32_768, min(32_767, sum.rounded())))
         }
         return Recording(microphone: AudioFrame(layout: .mono, samples: microphone), echo: echo, near: spoken, noise: noise)
+    }
+}
+
+/// A room in real time for calls: a loudspeaker (`speaker`, an `AudioSink`) and a
+/// microphone (`microphone`, an `AudioSource`) on one 48 kHz clock, as a sound card's
+/// playback and capture share one. What the speaker plays reaches the microphone through
+/// the room's response, beside near-end speech and noise.
+///
+/// The speaker plays each write after what it still holds; when it ran dry it starts again
+/// one period (20 ms) ahead of the clock, as a device restarting after an underrun. The
+/// microphone's reads block until the clock has passed the frame, as a capture device's do.
+/// Both report their delays as ALSA devices do, so a session treats them as real devices.
+public final class LiveRoom: @unchecked Sendable {
+    // @unchecked: everything mutable is behind `lock`.
+    private let lock = NSLock()
+    private let convolver: Convolver
+    private let near: [Int16]
+    private let noiseAmplitude: Double
+    private var random = SeededRandom(seed: 11)
+    private var start: Duration?
+    /// Samples of played audio scheduled (and convolved) from the clock's start.
+    private var scheduled = 0
+    /// The echo of every scheduled sample from `echoBase` on.
+    private var echo: [Float] = []
+    private var echoBase = 0
+    /// The microphone's next sample.
+    private var captured: Int?
+    private var feed = [Float](repeating: 0, count: 4_800)
+    private var result = [Float](repeating: 0, count: 4_800)
+
+    public let speaker: Speaker
+    public let microphone: Microphone
+
+    /// - Parameters:
+    ///   - response: speaker to microphone (its delay at least `Convolver.blockLength` samples).
+    ///   - near: what the near end says, from the microphone's first frame on (repeated).
+    ///   - noiseLevel: steady white noise at the microphone, dBFS RMS.
+    public init(response: RoomResponse, near: AudioFrame?, noiseLevel: Double = -66) {
+        convolver = Convolver(response: response)
+        self.near = near?.samples ?? []
+        noiseAmplitude = 32_768 * pow(10, noiseLevel / 20)
+        speaker = Speaker()
+        microphone = Microphone()
+        speaker.room = self
+        microphone.room = self
+    }
+
+    /// The clock, in samples since the room's first use.
+    private func clock() -> Int {
+        let now = MonotonicClock.now()
+        if start == nil { start = now }
+        return Int(((now - start!).seconds * Double(AudioFrame.sampleRate)).rounded(.down))
+    }
+
+    /// Plays `samples` (mono) after what is queued; returns what was queued before, as time.
+    fileprivate func play(_ samples: UnsafeBufferPointer<Int16>) {
+        lock.lock()
+        defer { lock.unlock() }
+        let now = clock()
+        // Ran dry: the device starts again a period ahead.
+        if scheduled < now { schedule(silence: now + 960 - scheduled) }
+        var offset = 0
+        while offset < samples.count {
+            let count = min(feed.count, samples.count - offset)
+            for index in 0..<count { feed[index] = Float(samples[offset + index]) }
+            convolve(count)
+            offset += count
+        }
+    }
+
+    fileprivate var queued: Duration {
+        lock.lock()
+        defer { lock.unlock() }
+        return AudioFrame.duration(samplesPerChannel: max(0, scheduled - clock()))
+    }
+
+    private func schedule(silence count: Int) {
+        // Past the response's length, silence echoes as silence: only that much is
+        // convolved (a long gap costs no more than a short one).
+        let convolved = min(count, convolver.length + 2 * Convolver.blockLength)
+        if count > convolved {
+            defer {
+                echo.append(contentsOf: repeatElement(0, count: count - convolved))
+                scheduled += count - convolved
+            }
+        }
+        var left = convolved
+        while left > 0 {
+            let chunk = min(feed.count, left)
+            for index in 0..<chunk { feed[index] = 0 }
+            convolve(chunk)
+            left -= chunk
+        }
+    }
+
+    private func convolve(_ count: Int) {
+        feed.withUnsafeBufferPointer { input in
+            result.withUnsafeMutableBufferPointer { output in
+                convolver.process(UnsafeBufferPointer(rebasing: input[0..<count]), into: output)
+            }
+        }
+        echo.append(contentsOf: result[0..<count])
+        scheduled += count
+    }
+
+    /// Fills `frame` (mono) with what the microphone hears next, once the clock has passed
+    /// it; returns how long ago its first sample was captured.
+    fileprivate func capture(into frame: inout AudioFrame) -> Duration {
+        let count = frame.samples.count
+        lock.lock()
+        var now = clock()
+        let first = captured ?? max(0, now - count)
+        lock.unlock()
+        while now < first + count {
+            Thread.sleep(forTimeInterval: Double(first + count - now) / Double(AudioFrame.sampleRate))
+            lock.lock()
+            now = clock()
+            lock.unlock()
+        }
+        lock.lock()
+        defer { lock.unlock() }
+        // The speaker played nothing for this stretch: silence, and its echo.
+        if scheduled < first + count { schedule(silence: first + count - scheduled) }
+        for index in 0..<count {
+            let position = first + index
+            var sample = Double(echo[position - echoBase]) + random.normal() * noiseAmplitude
+            if !near.isEmpty { sample += Double(near[position % near.count]) }
+            frame.samples[index] = Int16(max(-32_768, min(32_767, sample.rounded())))
+        }
+        captured = first + count
+        // Keep the echo from the next frame on.
+        let keep = first + count - echoBase
+        if keep > 48_000 {
+            echo.removeFirst(keep)
+            echoBase += keep
+        }
+        return AudioFrame.duration(samplesPerChannel: max(0, clock() - first))
+    }
+
+    /// The room's loudspeaker.
+    public final class Speaker: AudioSink, @unchecked Sendable {
+        fileprivate weak var room: LiveRoom?
+        public let layout = ChannelLayout.mono
+        public let name = "room speaker"
+        public func write(_ samples: UnsafeBufferPointer<Int16>) throws { room?.play(samples) }
+        public func close() throws {}
+        public var playbackDelay: Duration? { room?.queued ?? .zero }
+    }
+
+    /// The room's microphone.
+    public final class Microphone: AudioSource, @unchecked Sendable {
+        fileprivate weak var room: LiveRoom?
+        private var lastDelay = Duration.zero
+        public let layout = ChannelLayout.mono
+        public let name = "room microphone"
+        public func read(into frame: inout AudioFrame) throws -> Bool {
+            guard let room else { return false }
+            lastDelay = room.capture(into: &frame)
+            return true
+        }
+        public var captureDelay: Duration? { lastDelay }
     }
 }

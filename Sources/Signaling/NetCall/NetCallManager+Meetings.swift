@@ -216,6 +216,7 @@ extension NetCallManager {
         let emitMedia = self.emitMedia
         let status = NetStatusMeter()
         let me = account ?? ""
+        let logger = logger
         let members = participants.map { MediaSession.Participant(id: $0.account, audioSSRC: $0.audioSSRC, videoSSRC: $0.videoSSRC) }
         do {
             try session.join(server: endpoint, participants: members) { [weak self] event in
@@ -254,6 +255,8 @@ extension NetCallManager {
                 case .remoteAudioLevel, .speakingUsers, .dtlsConnected:
                     // Meetings report speakers from the server (`speakingUsers` events).
                     break
+                case .audioProcessingFailed(let error):
+                    logger.warning("meeting \(callID): audio processing is off, the microphone goes out unprocessed: \(error.message)")
                 }
             }
         } catch {

@@ -306,6 +306,20 @@ public actor NetCallManager {
         call?.session.controls.update { $0.audioMuted = muted }
     }
 
+    /// Changes the capture path's processing (echo cancellation, noise suppression, gain
+    /// control, high-pass filter) of the current call or meeting from its next frame on.
+    /// A session starts with its configuration's `audioProcessing` (by default: on for a
+    /// microphone next to a loudspeaker, off for files and tones).
+    public func setAudioProcessing(_ settings: AudioProcessor.Settings) {
+        (call?.session ?? meeting?.session)?.setAudioProcessing(settings)
+    }
+
+    /// What the current call's or meeting's capture processing measured: ERLE, the echo
+    /// delay, the fraction of frames with voice. Nil without a session or while it never ran.
+    public var audioProcessingStatistics: AudioProcessor.Statistics? {
+        (call?.session ?? meeting?.session)?.audioProcessingStatistics
+    }
+
     /// Stops sending video while keeping the camera (or sends it again, from a keyframe).
     public func setCameraDisabled(_ disabled: Bool) {
         call?.session.controls.update { $0.videoPaused = disabled }
@@ -659,6 +673,8 @@ public actor NetCallManager {
                     emit.yield(.recordVideoSizeChanged(callID: callID, user: target == .local ? me : peer, width: width, height: height))
                 case .remoteAudioLevel, .dtlsConnected:
                     break
+                case .audioProcessingFailed(let error):
+                    logger.warning("call \(callID): audio processing is off, the microphone goes out unprocessed: \(error.message)")
                 case .speakingUsers(let levels):
                     // The peer's RFC 6464 levels (participant ""), above the app's threshold.
                     let users = levels.filter { $0.value >= threshold }

@@ -33,7 +33,7 @@ import TestSupport
                 case .remoteAudioLevel(let level, _): seen.remoteLevels.append(level)
                 case .audioMixTaskCompleted: seen.mixCompletions += 1
                 case .statistics, .localAudioLevel, .speakingUsers, .recordStarted, .recordError, .recordStopped, .recordVideoSizeChanged,
-                     .pathChanged, .localCandidate, .gatheringComplete, .dtlsConnected: break
+                     .pathChanged, .localCandidate, .gatheringComplete, .dtlsConnected, .audioProcessingFailed: break
                 }
             }
         }

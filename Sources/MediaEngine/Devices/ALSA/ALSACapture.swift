@@ -1,4 +1,5 @@
 import CALSA
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -156,6 +157,9 @@ public final class ALSACapture: AudioSource, Sendable {
 
     deinit { stop() }
 
+    /// The capture time of the frame read last, ns on CLOCK_MONOTONIC (-1 before the first).
+    private let lastRead = Atomic<Int64>(-1)
+
     /// Fills `frame` with the next captured frame and its capture time (CLOCK_MONOTONIC).
     ///
     /// Waits up to `Options.readTimeout` for it; when none comes the frame is silence,
@@ -176,6 +180,8 @@ public final class ALSACapture: AudioSource, Sendable {
         switch outcome {
         case .frame(let timestamp), .silence(let timestamp):
             frame.timestamp = timestamp
+            let (seconds, attoseconds) = timestamp.components
+            lastRead.store(seconds * 1_000_000_000 + attoseconds / 1_000_000_000, ordering: .relaxed)
             return true
         case .stopped:
             return false
@@ -193,4 +199,12 @@ public final class ALSACapture: AudioSource, Sendable {
 
     /// Counters so far.
     public var statistics: Statistics { queue.statistics }
+
+    /// How long ago the frame just read began: its capture time (CLOCK_MONOTONIC, stamped
+    /// as the device handed it over) to now.
+    public var captureDelay: Duration? {
+        let last = lastRead.load(ordering: .relaxed)
+        guard last >= 0 else { return .zero }
+        return max(.zero, MonotonicClock.now() - .nanoseconds(last))
+    }
 }

@@ -68,6 +68,10 @@ public final class ALSAPlayback: AudioSink {
     /// 48 kHz frames converted per step: one period.
     private let chunkFrames: Int
     private var failure: DeviceError?
+    /// The device holds audio for real ears (not the null PCM).
+    private let audible: Bool
+    /// Device frames queued after the last write (`snd_pcm_delay`), and when.
+    private var queuedFrames = 0
 
     /// Opens `name` for playback.
     /// - Parameters:
@@ -100,6 +104,7 @@ public final class ALSAPlayback: AudioSink {
             throw DeviceError(error.code, device: name, "the device's \(format.channels) channels at \(format.sampleRate) Hz: \(error.message)")
         }
         self.pcm = pcm
+        audible = snd_pcm_type(pcm.handle) != SND_PCM_TYPE_NULL
         self.layout = options.layout
         self.name = name
         self.options = options
@@ -108,6 +113,13 @@ public final class ALSAPlayback: AudioSink {
 
     deinit {
         if let pcm { snd_pcm_drop(pcm.handle) }
+    }
+
+    /// What the device held after the last write, as time: audio written now plays after
+    /// it. Nil for the null PCM, which plays nothing aloud.
+    public var playbackDelay: Duration? {
+        guard audible else { return nil }
+        return AudioFrame.duration(samplesPerChannel: queuedFrames * AudioFrame.sampleRate / max(1, deviceFormat.sampleRate))
     }
 
     /// Plays interleaved 48 kHz samples in `layout`, blocking while the device buffer is
@@ -153,6 +165,8 @@ public final class ALSAPlayback: AudioSink {
                 frames -= Int(result)
                 position = current + Int(result) * channels
                 statistics.deviceFramesWritten += Int(result)
+                var delay = snd_pcm_sframes_t(0)
+                if audible, snd_pcm_delay(pcm.handle, &delay) == 0 { queuedFrames = max(0, Int(delay)) }
                 continue
             }
             switch Int32(-result) {
