@@ -190,6 +190,8 @@ let package = Package(
                 "LiveStreaming",
                 "MediaSimulation",
                 "MediaServer",
+                // `bench audio-processing` measures AudioProcessor against the shim's own C calls.
+                "CAudioProcessing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),

@@ -33,6 +33,10 @@ struct DemoCommand: AsyncParsableCommand {
     @Flag(help: "Print the measurements as JSON.")
     var json = false
 
+    /// The demo's sources are synthetic, so the capture processing is off unless forced on
+    /// here (for its cost: `--aec on`).
+    @OptionGroup var processing: AudioProcessingOptions
+
     /// Width and height from `--video-size`.
     var size: (width: Int, height: Int)? {
         let parts = (videoSize ?? (meeting == nil ? "640x480" : "320x240")).split(separator: "x").compactMap { Int($0) }
@@ -89,10 +93,11 @@ struct DemoCommand: AsyncParsableCommand {
         let (width, height) = size ?? (640, 480)
         if !json { say("server on \(url); alice calls bob, a \(Int(seconds)) s video call (\(width)x\(height), 30 fps)") }
 
+        let forced = processing.isSet ? processing.settings(base: .off) : nil
         let alice = try await DemoEndpoint(account: "alice", tone: 440, url: url, answers: false, width: width, height: height,
-                                           token: try await demo.token("alice"))
+                                           token: try await demo.token("alice"), processing: forced)
         let bob = try await DemoEndpoint(account: "bob", tone: 660, url: url, answers: true, width: width, height: height,
-                                         token: try await demo.token("bob"))
+                                         token: try await demo.token("bob"), processing: forced)
         let usage = CPUUsage()
         let started = ContinuousClock.now
         let callID = try await alice.manager.start(callee: "bob", type: .video)
@@ -169,7 +174,7 @@ final class DemoEndpoint: Sendable {
 
     /// - Parameter answers: Accept every invitation (the callee).
     init(account: String, tone frequency: Double, url: String, answers: Bool, width: Int = 640, height: Int = 480,
-         token: String) async throws {
+         token: String, processing: AudioProcessor.Settings? = nil) async throws {
         self.account = account
         let tone = MarkedTone(frequency: frequency)
         self.tone = tone
@@ -186,6 +191,7 @@ final class DemoEndpoint: Sendable {
             var configuration = MediaSession.Configuration(audio: source,
                                                            video: type == .video ? try MediaSources.video("testsrc:\(width)x\(height)@30") : nil)
             configuration.host = "127.0.0.1"
+            configuration.audioProcessing = processing
             configuration.remoteAudio = { pcm in
                 let now = ContinuousClock.now
                 state.received.withLock { received in

@@ -9,8 +9,9 @@ import Signaling
 struct BenchGroup: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Benchmarks: codecs (default), the signaling server under load, call setup, the SFU, the live composer, the TURN relay, and long soaks.",
-        subcommands: [BenchCommand.self, SignalingBench.self, CallSetupBench.self, SFULoadBench.self, LiveBench.self, RelayBench.self, SoakBench.self],
+        abstract: "Benchmarks: codecs (default), the signaling server under load, call setup, the SFU, the live composer, the TURN relay, long soaks, and audio processing.",
+        subcommands: [BenchCommand.self, SignalingBench.self, CallSetupBench.self, SFULoadBench.self, LiveBench.self, RelayBench.self, SoakBench.self,
+                      AudioProcessingBench.self],
         defaultSubcommand: BenchCommand.self
     )
 }
