@@ -125,16 +125,5 @@ struct AudioProcessingRoomTests {
         #expect(after.speech >= before.speech - 3)
     }
 
-    /// RMS dBFS of `samples` over the 10 ms blocks marked true.
-    static func level(_ samples: [Int16], blocks: [Bool]) -> Double {
-        var sum = 0.0
-        var count = 0
-        for (block, chosen) in blocks.enumerated() where chosen {
-            for sample in samples[(block * 480)..<min(samples.count, block * 480 + 480)] {
-                sum += Double(sample) * Double(sample)
-                count += 1
-            }
-        }
-        return 10 * log10(max(sum / Double(max(count, 1)), 1e-6) / (32_768 * 32_768))
-    }
+    static func level(_ samples: [Int16], blocks: [Bool]) -> Double { Speech.level(samples, blocks: blocks) }
 }

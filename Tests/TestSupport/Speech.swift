@@ -60,11 +60,15 @@ public enum Speech {
 
     /// RMS dBFS over the active blocks.
     public static func activeLevel(_ samples: [Int16]) -> Double {
-        let active = activity(samples)
+        level(samples, blocks: activity(samples))
+    }
+
+    /// RMS dBFS of `samples` over the 10 ms blocks marked true (-150 for none).
+    public static func level(_ samples: [Int16], blocks: [Bool]) -> Double {
         var sum = 0.0
         var count = 0
-        for (block, isActive) in active.enumerated() where isActive {
-            for sample in samples[(block * 480)..<min(samples.count, block * 480 + 480)] {
+        for (block, chosen) in blocks.enumerated() where chosen {
+            for sample in samples[min(samples.count, block * 480)..<min(samples.count, block * 480 + 480)] {
                 sum += Double(sample) * Double(sample)
                 count += 1
             }
