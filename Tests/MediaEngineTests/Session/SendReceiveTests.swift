@@ -160,7 +160,38 @@ private final class SlowCamera: VideoSource {
     }
 }
 
+/// A microphone whose clock runs behind the sender's: each 20 ms frame takes 25 ms to come,
+/// so frames stay due for as long as it runs.
+private final class LateMicrophone: AudioSource {
+    let layout = ChannelLayout.mono
+    let name = "late microphone"
+    func read(into frame: inout AudioFrame) throws -> Bool {
+        Thread.sleep(forTimeInterval: 0.025)
+        return true
+    }
+}
+
 @Suite struct TrackFailure {
+    /// A device-clocked source that never catches up kept the sender reading due frames for
+    /// good, so it never saw stop() (nor sent pictures).
+    @Test func aMicrophoneBehindTheSendersClockStillLetsItStopAndSendVideo() async throws {
+        try await Heavy.run {
+            let receiver = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
+            var configuration = MediaSender.Configuration(audio: LateMicrophone(), video: try MediaSources.video("testsrc:160x120@15"),
+                                                          audioDestination: receiver.localAddress,
+                                                          videoDestination: receiver.localAddress)
+            configuration.rtcpMux = true
+            let sender = try MediaSender(configuration: configuration)
+            let clock = ContinuousClock()
+            let started = clock.now
+            let statistics = try sender.run(duration: nil, stop: { clock.now - started >= .seconds(1) })
+            let took = clock.now - started
+            #expect(took < .seconds(1.5), "stopped after \(took)")
+            #expect(statistics.audioFrames >= 30, "audio \(statistics.audioFrames)")
+            #expect(statistics.videoFrames >= 8, "video went out between the audio: \(statistics.videoFrames)")
+        }
+    }
+
     @Test func slowVideoNeverHoldsBackAudio() async throws {
         try await Heavy.run {
             let receiver = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
