@@ -136,7 +136,10 @@ extern "C" int me_apm_read_metrics(me_apm *apm, me_apm_metrics *metrics) {
     auto *echo = apm->processor->echo_cancellation();
     if (!echo->is_enabled()) return ME_APM_OK;
     webrtc::EchoCancellation::Metrics figures;
-    if (echo->GetMetrics(&figures) == 0) {
+    // The library reports -100 dB (its offset level) before it has measured anything,
+    // as when nothing was played: no figure.
+    if (echo->GetMetrics(&figures) == 0 && figures.echo_return_loss.average > -100 &&
+        figures.echo_return_loss_enhancement.average > -100) {
         metrics->echo_valid = 1;
         metrics->echo_return_loss = figures.echo_return_loss.average;
         metrics->echo_return_loss_enhancement = figures.echo_return_loss_enhancement.average;

@@ -73,6 +73,8 @@ struct DemoCommand: AsyncParsableCommand {
         var directions: [Direction]
         var record: CallRecord?
         var cpuPercentOfOneCore: Double
+        /// Each side's capture processing, when it ran (forced with --aec and the rest).
+        var audioProcessing: [String: AudioProcessor.Statistics]?
     }
 
     func run() async throws {
@@ -118,10 +120,15 @@ struct DemoCommand: AsyncParsableCommand {
         await bob.manager.logout()
         await server.shutdown()
 
-        let report = Report(seconds: seconds, setupMilliseconds: setup / .milliseconds(1),
+        var report = Report(seconds: seconds, setupMilliseconds: setup / .milliseconds(1),
                             directions: [DemoEndpoint.direction(from: alice, to: bob, sent: aliceSummary, received: bobSummary),
                                          DemoEndpoint.direction(from: bob, to: alice, sent: bobSummary, received: aliceSummary)],
                             record: record, cpuPercentOfOneCore: cpu)
+        var processed: [String: AudioProcessor.Statistics] = [:]
+        for (account, summary) in [("alice", aliceSummary), ("bob", bobSummary)] {
+            if let statistics = summary?.audioProcessing { processed[account] = statistics }
+        }
+        report.audioProcessing = processed.isEmpty ? nil : processed
         say(json ? try prettyJSON(report) : Self.text(report))
         guard record?.endReason == .completed else { throw CommandFailure("the call did not end as completed") }
     }
@@ -143,6 +150,9 @@ struct DemoCommand: AsyncParsableCommand {
                 + "connected \(f(Double(record.connectedDuration) / 1_000)) s")
         }
         lines.append("CPU: \(f(report.cpuPercentOfOneCore, 0)) % of one core (server and both endpoints: VP8 and Opus, each way)")
+        for (account, statistics) in (report.audioProcessing ?? [:]).sorted(by: { $0.key < $1.key }) {
+            lines.append("\(account) \(CallPrinter.processingSummary(statistics))")
+        }
         return lines.joined(separator: "\n")
     }
 }
