@@ -127,9 +127,7 @@ struct AudioProcessingBench: ParsableCommand {
 
     /// µs of CPU per block through the shim's C calls: the same library work, no Swift.
     static func cRun(_ settings: AudioProcessor.Settings, far: [Int16], microphone: [Int16], blocks: Int) throws -> Double {
-        var c = me_apm_settings(echo_cancellation: settings.echoCancellation ? 1 : 0,
-                                noise_suppression: settings.noiseSuppression == .off ? -1 : 1, gain_control: settings.gainControl ? 1 : 0,
-                                high_pass_filter: settings.highPassFilter ? 1 : 0)
+        var c = settings.c
         var handle: OpaquePointer?
         guard me_apm_create(48_000, 1, 1, &c, &handle) == 0, let handle else { throw CommandFailure("the library did not start") }
         defer { me_apm_destroy(handle) }

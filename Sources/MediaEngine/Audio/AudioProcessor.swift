@@ -55,7 +55,8 @@ public final class AudioProcessor: @unchecked Sendable {
                 + "hpf \(highPassFilter ? "on" : "off")"
         }
 
-        var c: me_apm_settings {
+        /// The shim's settings (also for `bench audio-processing`'s C side).
+        package var c: me_apm_settings {
             let level: Int32 = switch noiseSuppression {
             case .off: -1
             case .low: 0

@@ -617,23 +617,20 @@ struct LevelMeter {
     /// have come.
     mutating func add(_ samples: UnsafeBufferPointer<Int16>) -> Double? {
         for sample in samples { sum += Double(sample) * Double(sample) }
-        count += samples.count
+        return advance(samples.count)
+    }
+
+    /// `add` for `count` samples of silence (a frame without voice).
+    mutating func addSilence(_ count: Int) -> Double? { advance(count) }
+
+    /// Counts `samples` more; the level once 100 ms have come.
+    private mutating func advance(_ samples: Int) -> Double? {
+        count += samples
         guard count >= 4_800 else { return nil }
         defer {
             sum = 0
             count = 0
         }
         return AudioLevel(rms: (sum / Double(count)).squareRoot() / 32_768).amplitude
-    }
-
-    /// `add` for `count` samples of silence (a frame without voice).
-    mutating func addSilence(_ count: Int) -> Double? {
-        self.count += count
-        guard self.count >= 4_800 else { return nil }
-        defer {
-            sum = 0
-            self.count = 0
-        }
-        return AudioLevel(rms: (sum / Double(self.count)).squareRoot() / 32_768).amplitude
     }
 }
