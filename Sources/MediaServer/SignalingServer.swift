@@ -61,6 +61,12 @@ public final class SignalingServer: Sendable {
         /// node registers under its ID, heartbeats, writes its logins to presence, and
         /// takes part in calls with devices on the other nodes. Nil: a single server.
         public var cluster: ClusterNode.Configuration?
+        /// Real-time sessions and conferences: limits, timeouts and the quota.
+        public var rts = RTSRegistry.Configuration()
+        /// The data relay's limits (its quota is `rts.quota`).
+        public var rtsRelay = RTSRelay.Configuration()
+        /// Where members' data is recorded (one file per member and channel); nil: nowhere.
+        public var rtsRecordingDirectory: String?
 
         public init() {}
     }
@@ -81,10 +87,22 @@ public final class SignalingServer: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.store = store
+        var rts = configuration.rts
+        rts.recording = configuration.rtsRecordingDirectory != nil
         hub = SignalingHub(authority: authority, store: store, limits: configuration.limits, registry: configuration.calls,
-                           meetings: configuration.meetings, turn: configuration.turn,
+                           meetings: configuration.meetings, rts: rts, turn: configuration.turn,
                            logger: logger)
+        var relaySettings = configuration.rtsRelay
+        relaySettings.quota = configuration.rts.quota
+        relaySettings.recordingDirectory = configuration.rtsRecordingDirectory
+        let (reports, sink) = AsyncStream<RTSRelayReport>.makeStream()
+        relay = RTSRelay(configuration: relaySettings, authority: authority, logger: logger) { sink.yield($0) }
+        relayReports = (reports, sink)
     }
+
+    /// The data relay of real-time sessions (its figures).
+    public let relay: RTSRelay
+    private let relayReports: (stream: AsyncStream<RTSRelayReport>, sink: AsyncStream<RTSRelayReport>.Continuation)
 
     /// Binds and starts serving in the background.
     ///
@@ -94,6 +112,18 @@ public final class SignalingServer: Sendable {
     /// - Throws: When the address cannot be bound (the error names it).
     public func start(signals: [UnixSignal] = []) async throws -> Int {
         let hub = self.hub
+        let relay = self.relay
+        if let directory = configuration.rtsRecordingDirectory {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw StoreError("--rts-recording-directory \(directory): no such directory")
+            }
+        }
+        await hub.attach(rtsRelay: relay)
+        let relayReports = self.relayReports.stream
+        state.setRelayReports(Task {
+            for await report in relayReports { await hub.rtsRelayReported(report) }
+        })
         let http = Router(context: BasicRequestContext.self)
         if configuration.metrics {
             let expected = configuration.metricsToken.map { Array("Bearer \($0)".utf8) }
@@ -122,7 +152,13 @@ public final class SignalingServer: Sendable {
             server: .http1WebSocketUpgrade(
                 configuration: .init(ws: .init(maxFrameSize: configuration.maximumFrameSize, autoPing: .enabled(timePeriod: .seconds(30))))
             ) { request, _, _ in
-                guard request.method == .get, request.path.map({ $0 == "/" || $0.hasPrefix("/?") }) ?? false else { return .dontUpgrade }
+                guard request.method == .get, let path = request.path else { return .dontUpgrade }
+                if path == "/rts" || path.hasPrefix("/rts?") {
+                    return .upgrade([:]) { inbound, outbound, _ in
+                        try await Self.serve(inbound: inbound, outbound: outbound, relay: relay)
+                    }
+                }
+                guard path == "/" || path.hasPrefix("/?") else { return .dontUpgrade }
                 return .upgrade([:]) { inbound, outbound, _ in
                     try await Self.serve(inbound: inbound, outbound: outbound, hub: hub)
                 }
@@ -242,6 +278,8 @@ public final class SignalingServer: Sendable {
         _ = try? await state.task?.value
         // After the hub's shutdown queued its hangups and records for other nodes.
         await state.cluster?.stop()
+        relayReports.sink.finish()
+        await state.relayReports?.value
         if let (rooms, reports, sink) = state.live {
             await withCheckedContinuation { continuation in Thread.detachNewThread { rooms.stopAll(); continuation.resume() } }
             sink.finish()
@@ -308,6 +346,60 @@ public final class SignalingServer: Sendable {
     }
 }
 
+extension SignalingServer {
+    /// One data connection (`/rts`): a writer draining the relay's queue for it, and this task
+    /// reading messages into the relay. The reader awaits the relay for each message, so a
+    /// member sending faster than the relay takes is slowed by TCP, not queued.
+    static func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, relay: RTSRelay) async throws {
+        let (stream, sink) = AsyncStream<RTSOutbound>.makeStream()
+        let gauge = RTSQueueGauge()
+        guard let id = await relay.open(sink, gauge: gauge) else {
+            try await outbound.close(.goingAway, reason: "server shutting down")
+            return
+        }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    for await message in stream {
+                        switch message {
+                        case .data(let buffer):
+                            try await outbound.write(.binary(buffer))
+                            gauge.sent(buffer.readableBytes)
+                        case .message(let message):
+                            try await outbound.write(.text(String(decoding: message.encoded(), as: UTF8.self)))
+                            gauge.sent(256)
+                        case .close(let code, let reason):
+                            try await outbound.close(.init(codeNumber: Int(code)), reason: reason)
+                            return
+                        }
+                    }
+                } catch {
+                    // The peer went away; the reader sees it too.
+                }
+            }
+            group.addTask {
+                do {
+                    for try await message in inbound.messages(maxSize: 1 << 21) {
+                        switch message {
+                        case .text(let text): await relay.received(text: Data(text.utf8), from: id)
+                        case .binary(let buffer): await relay.received(data: buffer, from: id)
+                        }
+                    }
+                } catch {
+                    // A protocol error or an oversize frame: the transport closes the connection.
+                }
+            }
+            group.addTask {
+                // The relay gave up on a peer that reads nothing: drop the connection now.
+                for await _ in gauge.aborted {}
+            }
+            await group.next()
+            group.cancelAll()
+        }
+        await relay.closed(id)
+    }
+}
+
 /// Ticks the hub's deadlines; on graceful shutdown, shuts the hub down first (the
 /// service group stops services in reverse order, so this runs while connections are up).
 struct HubTimer: Service {
@@ -349,6 +441,12 @@ final class ServerState: Sendable {
     var live: (rooms: LiveRooms, reports: Task<Void, Never>, sink: AsyncStream<LivePlaneReport>.Continuation)? {
         liveLock.withLock { $0 }
     }
+
+    private let relayLock = Locked<Task<Void, Never>?>(nil)
+
+    func setRelayReports(_ task: Task<Void, Never>) { relayLock.withLock { $0 = task } }
+
+    var relayReports: Task<Void, Never>? { relayLock.withLock { $0 } }
 
     private let clusterLock = Locked<ClusterNode?>(nil)
 

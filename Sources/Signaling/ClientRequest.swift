@@ -19,6 +19,14 @@ public enum ClientRequest: Sendable, Hashable {
     case switchBypassStreamingURL(Request.SwitchBypassStreamingURL)
     case setBypassStreamingEnabled(Request.SetBypassStreamingEnabled)
     case setBypassStreamingMixMode(Request.SetBypassStreamingMixMode)
+    case rtsRequest(Request.RTSRequest)
+    case rtsResponse(Request.RTSResponse)
+    case rtsTerminate(Request.RTSTerminate)
+    case rtsControl(Request.RTSControl)
+    case reserveConference(Request.ReserveConference)
+    case joinConference(Request.JoinConference)
+    case leaveConference(Request.LeaveConference)
+    case rtsSync(Request.RTSSync)
 
     /// The message type it travels as.
     public var type: String {
@@ -39,6 +47,14 @@ public enum ClientRequest: Sendable, Hashable {
         case .switchBypassStreamingURL: MessageType.switchBypassStreamingURL
         case .setBypassStreamingEnabled: MessageType.setBypassStreamingEnabled
         case .setBypassStreamingMixMode: MessageType.setBypassStreamingMixMode
+        case .rtsRequest: MessageType.rtsRequest
+        case .rtsResponse: MessageType.rtsResponse
+        case .rtsTerminate: MessageType.rtsTerminate
+        case .rtsControl: MessageType.rtsControl
+        case .reserveConference: MessageType.reserveConference
+        case .joinConference: MessageType.joinConference
+        case .leaveConference: MessageType.leaveConference
+        case .rtsSync: MessageType.rtsSync
         }
     }
 
@@ -61,6 +77,14 @@ public enum ClientRequest: Sendable, Hashable {
         case .switchBypassStreamingURL(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
         case .setBypassStreamingEnabled(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
         case .setBypassStreamingMixMode(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
+        case .rtsRequest(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
+        case .rtsResponse(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
+        case .rtsTerminate(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
+        case .rtsControl(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
+        case .reserveConference(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
+        case .joinConference(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
+        case .leaveConference(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
+        case .rtsSync(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
         }
     }
 }
@@ -161,6 +185,14 @@ extension ClientRequest {
         case MessageType.switchBypassStreamingURL: return .switchBypassStreamingURL(try read(Request.SwitchBypassStreamingURL.self))
         case MessageType.setBypassStreamingEnabled: return .setBypassStreamingEnabled(try read(Request.SetBypassStreamingEnabled.self))
         case MessageType.setBypassStreamingMixMode: return .setBypassStreamingMixMode(try read(Request.SetBypassStreamingMixMode.self))
+        case MessageType.rtsRequest: return .rtsRequest(try read(Request.RTSRequest.self))
+        case MessageType.rtsResponse: return .rtsResponse(try read(Request.RTSResponse.self))
+        case MessageType.rtsTerminate: return .rtsTerminate(try read(Request.RTSTerminate.self))
+        case MessageType.rtsControl: return .rtsControl(try read(Request.RTSControl.self))
+        case MessageType.reserveConference: return .reserveConference(try read(Request.ReserveConference.self))
+        case MessageType.joinConference: return .joinConference(try read(Request.JoinConference.self))
+        case MessageType.leaveConference: return .leaveConference(try read(Request.LeaveConference.self))
+        case MessageType.rtsSync: return .rtsSync(try read(Request.RTSSync.self))
         default: throw SignalingError(.invalidRequest, "unknown request type '\(type)'")
         }
     }

@@ -29,6 +29,10 @@ public enum ServerReply: Sendable, Hashable {
     case reserveMeeting(Reply.ReserveMeeting)
     case joinMeeting(Reply.JoinMeeting)
     case renegotiateMeeting(Reply.RenegotiateMeeting)
+    case rtsRequest(Reply.RTSRequest)
+    case rtsResponse(Reply.RTSResponse)
+    case joinConference(Reply.JoinConference)
+    case rtsLogin(Reply.RTSLogin)
     /// For requests whose success says it all.
     case empty
 
@@ -40,6 +44,10 @@ public enum ServerReply: Sendable, Hashable {
         case .reserveMeeting(let body): TypedEnvelope(id: id, type: MessageType.ok, body: body).encoded()
         case .joinMeeting(let body): TypedEnvelope(id: id, type: MessageType.ok, body: body).encoded()
         case .renegotiateMeeting(let body): TypedEnvelope(id: id, type: MessageType.ok, body: body).encoded()
+        case .rtsRequest(let body): TypedEnvelope(id: id, type: MessageType.ok, body: body).encoded()
+        case .rtsResponse(let body): TypedEnvelope(id: id, type: MessageType.ok, body: body).encoded()
+        case .joinConference(let body): TypedEnvelope(id: id, type: MessageType.ok, body: body).encoded()
+        case .rtsLogin(let body): TypedEnvelope(id: id, type: MessageType.ok, body: body).encoded()
         case .empty: TypedEnvelope(id: id, type: MessageType.ok, body: Reply.Empty()).encoded()
         }
     }
@@ -63,6 +71,15 @@ public enum PushedEvent: Sendable, Hashable {
     case bypassStreamingStatus(Event.BypassStreamingStatus)
     case bypassStreamingURLSwitched(Event.BypassStreamingResult)
     case bypassStreamingEnabled(Event.BypassStreamingResult)
+    case rtsReceive(Event.RTSReceive)
+    case rtsResponse(Event.RTSResponse)
+    case rtsResponsedByOther(Event.RTSResponsedByOther)
+    case rtsTerminate(Event.RTSTerminate)
+    case rtsControl(Event.RTSControl)
+    case rtsUserJoined(Event.RTSUserJoined)
+    case rtsUserLeft(Event.RTSUserLeft)
+    case rtsLeftConference(Event.RTSLeftConference)
+    case rtsDataRefused(Event.RTSDataRefused)
 
     /// The message type it travels as.
     public var type: String {
@@ -83,10 +100,19 @@ public enum PushedEvent: Sendable, Hashable {
         case .bypassStreamingStatus: MessageType.bypassStreamingStatus
         case .bypassStreamingURLSwitched: MessageType.bypassStreamingURLSwitched
         case .bypassStreamingEnabled: MessageType.bypassStreamingEnabled
+        case .rtsReceive: MessageType.rtsReceive
+        case .rtsResponse: MessageType.rtsResponse
+        case .rtsResponsedByOther: MessageType.rtsResponsedByOther
+        case .rtsTerminate: MessageType.rtsTerminate
+        case .rtsControl: MessageType.rtsControl
+        case .rtsUserJoined: MessageType.rtsUserJoined
+        case .rtsUserLeft: MessageType.rtsUserLeft
+        case .rtsLeftConference: MessageType.rtsLeftConference
+        case .rtsDataRefused: MessageType.rtsDataRefused
         }
     }
 
-    func encoded() -> Data {
+    public func encoded() -> Data {
         switch self {
         case .receive(let body): TypedEnvelope(id: nil, type: type, body: body).encoded()
         case .response(let body): TypedEnvelope(id: nil, type: type, body: body).encoded()
@@ -104,6 +130,15 @@ public enum PushedEvent: Sendable, Hashable {
         case .bypassStreamingStatus(let body): TypedEnvelope(id: nil, type: type, body: body).encoded()
         case .bypassStreamingURLSwitched(let body): TypedEnvelope(id: nil, type: type, body: body).encoded()
         case .bypassStreamingEnabled(let body): TypedEnvelope(id: nil, type: type, body: body).encoded()
+        case .rtsReceive(let body): TypedEnvelope(id: nil, type: type, body: body).encoded()
+        case .rtsResponse(let body): TypedEnvelope(id: nil, type: type, body: body).encoded()
+        case .rtsResponsedByOther(let body): TypedEnvelope(id: nil, type: type, body: body).encoded()
+        case .rtsTerminate(let body): TypedEnvelope(id: nil, type: type, body: body).encoded()
+        case .rtsControl(let body): TypedEnvelope(id: nil, type: type, body: body).encoded()
+        case .rtsUserJoined(let body): TypedEnvelope(id: nil, type: type, body: body).encoded()
+        case .rtsUserLeft(let body): TypedEnvelope(id: nil, type: type, body: body).encoded()
+        case .rtsLeftConference(let body): TypedEnvelope(id: nil, type: type, body: body).encoded()
+        case .rtsDataRefused(let body): TypedEnvelope(id: nil, type: type, body: body).encoded()
         }
     }
 }

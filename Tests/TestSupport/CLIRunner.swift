@@ -40,6 +40,11 @@ public enum CLI {
     public static func start(_ arguments: [String], environment: [String: String] = [:], input: Bool = false) throws -> BackgroundProcess {
         try BackgroundProcess(executable: executable, arguments: arguments, environment: environment, input: input)
     }
+
+    /// Starts `mediaengine arguments...` reading standard input from `inputFile`.
+    public static func start(_ arguments: [String], inputFile: String) throws -> BackgroundProcess {
+        try BackgroundProcess(executable: executable, arguments: arguments, inputFile: inputFile)
+    }
 }
 
 /// A child process whose output goes to files, so a chatty child can never block on a
@@ -63,7 +68,7 @@ public final class BackgroundProcess: @unchecked Sendable {
     /// for writing too, so it never reads an end of file); otherwise /dev/null. It runs in
     /// `workingDirectory` (nil: ours).
     public init(executable: URL, arguments: [String], environment: [String: String] = [:], input: Bool = false,
-                workingDirectory: URL? = nil) throws {
+                inputFile: String? = nil, workingDirectory: URL? = nil) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("proc-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         outURL = directory.appendingPathComponent("stdout")
@@ -76,7 +81,9 @@ public final class BackgroundProcess: @unchecked Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        if input {
+        if let inputFile {
+            posix_spawn_file_actions_addopen(&actions, 0, inputFile, O_RDONLY, 0)
+        } else if input {
             posix_spawn_file_actions_addopen(&actions, 0, inURL.path, O_RDWR, 0)
         } else {
             posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)

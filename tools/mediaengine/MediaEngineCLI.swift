@@ -16,7 +16,7 @@ struct MediaEngineCLI: AsyncParsableCommand {
         version: "0.1.0",
         subcommands: [BenchGroup.self, SendCommand.self, ReceiveCommand.self, DevicesCommand.self, NetsimCommand.self, NetemCommand.self,
                       ServerCommand.self, TokenCommand.self, CallCommand.self, AnswerCommand.self, MeetingCommand.self, DemoCommand.self,
-                      NetDetectCommand.self, ProcessAudioCommand.self]
+                      NetDetectCommand.self, ProcessAudioCommand.self, RTSCommand.self]
     )
 
     static func main() async {

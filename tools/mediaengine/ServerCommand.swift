@@ -4,6 +4,7 @@ import LiveStreaming
 import Logging
 import MediaEngine
 import MediaServer
+import Signaling
 import UnixSignals
 
 struct ServerCommand: AsyncParsableCommand {
@@ -107,6 +108,15 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: "Seconds the TURN credentials of a login work (default 86400; coturn ends allocations with them).")
     var turnCredentialLifetime: Int?
 
+    @Option(help: "Directory for real-time sessions' recordings (one file per member; default: none are recorded).")
+    var rtsRecordingDirectory: String?
+
+    @Option(help: "Bytes a second each real-time session member may send (default 4194304).")
+    var rtsBytesPerSecond = RTSQuota().bytesPerSecond
+
+    @Option(help: "Messages a second each real-time session member may send (default 1000).")
+    var rtsMessagesPerSecond = RTSQuota().messagesPerSecond
+
     /// --turn-credential-lifetime's bounds: a minute to 30 days.
     static let turnCredentialLifetimes = 60...2_592_000
 
@@ -128,6 +138,21 @@ struct ServerCommand: AsyncParsableCommand {
 
     func validate() throws {
         _ = try liveFormat()
+        if let rtsRecordingDirectory {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: rtsRecordingDirectory, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw ValidationError("--rts-recording-directory \(rtsRecordingDirectory): no such directory")
+            }
+            guard FileManager.default.isWritableFile(atPath: rtsRecordingDirectory) else {
+                throw ValidationError("--rts-recording-directory \(rtsRecordingDirectory): not writable")
+            }
+        }
+        guard (1_024...1_073_741_824).contains(rtsBytesPerSecond) else {
+            throw ValidationError("--rts-bytes-per-second \(rtsBytesPerSecond) must be within 1024...1073741824")
+        }
+        guard (1...1_000_000).contains(rtsMessagesPerSecond) else {
+            throw ValidationError("--rts-messages-per-second \(rtsMessagesPerSecond) must be within 1...1000000")
+        }
         guard (1...1_000).contains(meetingParticipants) else { throw ValidationError("--meeting-participants must be within 1...1000") }
         guard maximumMeetings >= 1 else { throw ValidationError("--maximum-meetings must be at least 1") }
         guard legTimeout >= 1 && legTimeout <= 3_600 else { throw ValidationError("--leg-timeout must be within 1...3600 s") }
@@ -281,6 +306,9 @@ struct ServerCommand: AsyncParsableCommand {
         configuration.live = noLive ? nil : try liveFormat()
         configuration.liveRecordingDirectory = liveRecordingDirectory
         configuration.turn = turn
+        configuration.rtsRecordingDirectory = rtsRecordingDirectory
+        configuration.rts.quota.bytesPerSecond = rtsBytesPerSecond
+        configuration.rts.quota.messagesPerSecond = rtsMessagesPerSecond
         configuration.meetings.maximumParticipants = meetingParticipants
         configuration.meetings.maximumMeetings = maximumMeetings
         configuration.forwarding.legTimeout = .milliseconds(Int64(legTimeout * 1_000))

@@ -59,6 +59,9 @@ extension CallRegistry {
         guard !busyElsewhere.contains(key.account) else {
             throw SignalingError(.busy, "start: you are already in a call")
         }
+        guard !busyInSessions.contains(key.account) else {
+            throw SignalingError(.busy, "start: you are in a voice session (RTS)")
+        }
         let invited = devices.keys.filter { $0.account == request.callee && devices[$0]?.connection != nil }.sorted()
         guard !invited.isEmpty else {
             throw SignalingError(.calleeOffline, "start: \(request.callee) has no device online")
@@ -68,7 +71,7 @@ extension CallRegistry {
         }
         let id = nextCallID(assigned: assigned, at: time)
         var outputs = [Self.okReply(connection, requestID, .start(Reply.Start(callID: id)))]
-        let busy = accountCall[request.callee] != nil || busyElsewhere.contains(request.callee)
+        let busy = accountCall[request.callee] != nil || busyElsewhere.contains(request.callee) || busyInSessions.contains(request.callee)
         calls[id] = Call(id: id, type: request.type, option: request.option, caller: key, callee: request.callee,
                          invited: busy ? [] : invited, answeredBy: nil, callerMedia: request.media, callerOffer: request.sdp, phase: .ringing,
                          deadline: time.monotonic + configuration.ringTimeout, startedAt: time.epochMilliseconds)

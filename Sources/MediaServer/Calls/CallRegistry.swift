@@ -114,6 +114,9 @@ public struct CallRegistry: Sendable {
     /// Accounts in a call another node owns, as a node of a cluster found just before a
     /// `start` (its caller and callee): they count as busy as if the call were here.
     var busyElsewhere: Set<String> = []
+    /// Accounts in a real-time session with audio (`RTSRegistry.audioAccounts`), set by the
+    /// hub before each request: the voice channel is exclusive with calls.
+    var busyInSessions: Set<String> = []
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration

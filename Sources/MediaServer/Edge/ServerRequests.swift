@@ -62,6 +62,9 @@ enum RoutedRequest: Sendable, Hashable {
     case login(Request.Login)
     case call(CallRequest)
     case meeting(MeetingRequest)
+    case rts(RTSRequest)
+    /// A request of the data connection, sent on the signaling one.
+    case dataConnection(String)
 
     init(_ request: ClientRequest) {
         switch request {
@@ -81,6 +84,14 @@ enum RoutedRequest: Sendable, Hashable {
         case .switchBypassStreamingURL(let body): self = .meeting(.switchBypassStreamingURL(body))
         case .setBypassStreamingEnabled(let body): self = .meeting(.setBypassStreamingEnabled(body))
         case .setBypassStreamingMixMode(let body): self = .meeting(.setBypassStreamingMixMode(body))
+        case .rtsRequest(let body): self = .rts(.request(body))
+        case .rtsResponse(let body): self = .rts(.response(body))
+        case .rtsTerminate(let body): self = .rts(.terminate(body))
+        case .rtsControl(let body): self = .rts(.control(body))
+        case .reserveConference(let body): self = .rts(.reserve(body))
+        case .joinConference(let body): self = .rts(.join(body))
+        case .leaveConference(let body): self = .rts(.leave(body))
+        case .rtsSync: self = .dataConnection(MessageType.rtsSync)
         }
     }
 }

@@ -32,10 +32,14 @@ public actor SignalingHub {
     public static let outboundQueueLimit = 4_096
 
     let authority: TokenAuthority
-    private let store: any CallStore
+    let store: any CallStore
     private let limits: ConnectionGuard.Limits
     var registry: CallRegistry
     var meetings: MeetingRegistry
+    /// Real-time sessions and conferences (their data goes through `rtsRelay`).
+    var rts: RTSRegistry
+    var rtsRelay: RTSRelay?
+    var unsavedRTS: [RTSRecord] = []
     var mediaPlane: (any MediaPlane)?
     private var livePlane: (any LivePlane)?
     private var connections: [ConnectionID: Connection] = [:]
@@ -62,13 +66,14 @@ public actor SignalingHub {
 
     public init(authority: TokenAuthority, store: any CallStore, limits: ConnectionGuard.Limits = .init(),
                 registry: CallRegistry.Configuration = .init(), meetings: MeetingRegistry.Configuration = .init(),
-                turn: TURNRelay? = nil, logger: Logger) {
+                rts: RTSRegistry.Configuration = .init(), turn: TURNRelay? = nil, logger: Logger) {
         self.authority = authority
         self.turn = turn
         self.store = store
         self.limits = limits
         self.registry = CallRegistry(configuration: registry)
         self.meetings = MeetingRegistry(configuration: meetings)
+        self.rts = RTSRegistry(configuration: rts)
         self.logger = logger
         origin = clock.now
     }
@@ -139,6 +144,7 @@ public actor SignalingHub {
         let now = time
         let party = registry.device(of: id)
         meetings.disconnected(id, at: now)
+        await perform(rts.disconnected(id, at: now))
         await perform(registry.disconnected(id, at: now))
         if cluster != nil { await clusterClosed(id, account: party?.account, device: party?.device) }
     }
@@ -190,6 +196,10 @@ public actor SignalingHub {
         switch RoutedRequest(request) {
         case .login:
             send(.message(.error(id: requestID, SignalingError(.invalidRequest, "login: this connection is already logged in"))), to: id)
+        case .dataConnection(let type):
+            send(.message(.error(id: requestID, SignalingError(.invalidRequest, "\(type): goes on the data connection (/rts)"))), to: id)
+        case .rts(let rtsRequest):
+            await handleRTS(rtsRequest, from: RTSRegistry.Identity(account: account, device: device, connection: id), requestID: requestID)
         case .meeting(let meetingRequest):
             let identity = MeetingRegistry.Identity(account: account, device: device, grants: connection.grants)
             if let cluster, let host = await meetingHost(of: meetingRequest, from: id) {
@@ -209,6 +219,7 @@ public actor SignalingHub {
             } else if case .start(let start) = callRequest, cluster != nil {
                 await startAcrossNodes(id, requestID: requestID, start)
             } else {
+                registry.busyInSessions = rts.audioAccounts
                 await perform(registry.handle(callRequest, from: id, requestID: requestID, at: now))
             }
         }
@@ -334,6 +345,8 @@ public actor SignalingHub {
         }
         await perform(registry.tick(at: now))
         await perform(meetings.tick(at: now))
+        await perform(rts.tick(at: now))
+        await rtsRelay?.tick()
         await retryUnsaved()
     }
 
@@ -342,6 +355,8 @@ public actor SignalingHub {
     public func shutdown() async {
         shuttingDown = true
         await perform(meetings.shutdown(at: time))
+        await perform(rts.shutdown(at: time))
+        await rtsRelay?.shutdown()
         await perform(registry.shutdown(at: time))
         await retryUnsaved()
         for id in connections.keys { close(id, code: 1_001, reason: "server shutting down") }
@@ -426,7 +441,7 @@ public actor SignalingHub {
         if cluster != nil { await meetingsSettled() }
     }
 
-    private func retryUnsaved() async {
+    func retryUnsaved() async {
         if !unsaved.isEmpty {
             var failed: [CallRecord] = []
             for record in unsaved {
@@ -440,6 +455,13 @@ public actor SignalingHub {
                 do { try await store.saveMeeting(record) } catch { failed.append(record) }
             }
             unsavedMeetings = failed
+        }
+        if !unsavedRTS.isEmpty {
+            var failed: [RTSRecord] = []
+            for record in unsavedRTS {
+                do { try await store.saveRTS(record) } catch { failed.append(record) }
+            }
+            unsavedRTS = failed
         }
     }
 

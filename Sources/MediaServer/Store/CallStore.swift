@@ -28,6 +28,11 @@ public protocol CallStore: Sendable {
     func saveMeeting(_ record: MeetingRecord) async throws(StoreError)
     /// The newest meeting records `account` attended (nil: any), newest first.
     func meetingRecords(of account: String?, limit: Int) async throws(StoreError) -> [MeetingRecord]
+    /// Stores one finished real-time session or conference with its members. A record with
+    /// the same channelID replaces the old one.
+    func saveRTS(_ record: RTSRecord) async throws(StoreError)
+    /// The newest real-time session and conference records `account` was in (nil: any), newest first.
+    func rtsRecords(of account: String?, limit: Int) async throws(StoreError) -> [RTSRecord]
 }
 
 /// The embedded default store: one SQLite file through GRDB, created on first start and
@@ -141,6 +146,50 @@ public final class SQLiteCallStore: CallStore {
                 }
                 return MeetingRecord(callID: UInt64(bitPattern: id), name: row["name"], reservedBy: row["reservedBy"],
                                      startedAt: row["startedAt"], endedAt: row["endedAt"], attendance: attendance)
+            }
+        }
+    }
+
+    public func saveRTS(_ record: RTSRecord) async throws(StoreError) {
+        try await write { db in
+            let id = Int64(bitPattern: record.channelID)
+            try db.execute(sql: "DELETE FROM rtsMember WHERE channelID = ?", arguments: [id])
+            try db.execute(sql: """
+                INSERT OR REPLACE INTO rtsRecord (channelID, kind, name, createdBy, services, startedAt, endedAt, endReason)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """, arguments: [id, record.kind.rawValue, record.name, record.createdBy, RTSRecord.servicesText(record.services),
+                                 record.startedAt, record.endedAt, record.endReason.rawValue])
+            for (position, member) in record.members.enumerated() {
+                try db.execute(sql: """
+                    INSERT INTO rtsMember (channelID, position, account, device, joinedAt, leftAt, reason, recordFile)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """, arguments: [id, position, member.account, member.device, member.joinedAt, member.leftAt,
+                                     member.reason.rawValue, member.recordFile])
+            }
+        }
+    }
+
+    public func rtsRecords(of account: String?, limit: Int) async throws(StoreError) -> [RTSRecord] {
+        try await read { db in
+            let rows = try Row.fetchAll(db, sql: """
+                SELECT * FROM rtsRecord
+                WHERE ?1 IS NULL OR channelID IN (SELECT channelID FROM rtsMember WHERE account = ?1)
+                ORDER BY channelID DESC LIMIT ?2
+                """, arguments: [account, max(0, limit)])
+            return try rows.compactMap { row -> RTSRecord? in
+                let id: Int64 = row["channelID"]
+                guard let kind = RTSRecord.Kind(rawValue: row["kind"]), let reason = RTSEndReason(rawValue: row["endReason"]) else {
+                    return nil
+                }
+                let members = try Row.fetchAll(db, sql: "SELECT * FROM rtsMember WHERE channelID = ? ORDER BY position",
+                                               arguments: [id]).compactMap { entry -> RTSRecord.Member? in
+                    guard let reason = RTSLeaveReason(rawValue: entry["reason"]) else { return nil }
+                    return RTSRecord.Member(account: entry["account"], device: entry["device"], joinedAt: entry["joinedAt"],
+                                            leftAt: entry["leftAt"], reason: reason, recordFile: entry["recordFile"])
+                }
+                return RTSRecord(channelID: UInt64(bitPattern: id), kind: kind, name: row["name"], createdBy: row["createdBy"],
+                                 services: RTSRecord.services(row["services"]), startedAt: row["startedAt"], endedAt: row["endedAt"],
+                                 endReason: reason, members: members)
             }
         }
     }

@@ -240,6 +240,62 @@ public final class PostgresCallStore: CallStore {
         }
     }
 
+    public func saveRTS(_ record: RTSRecord) async throws(StoreError) {
+        let logger = logger
+        try await run("write") { client in
+            try await client.withTransaction(logger: logger) { connection in
+                let id = Int64(bitPattern: record.channelID)
+                try await connection.query("DELETE FROM rtsMember WHERE channelID = \(id)", logger: logger)
+                try await connection.query("""
+                    INSERT INTO rtsRecord (channelID, kind, name, createdBy, services, startedAt, endedAt, endReason)
+                    VALUES (\(id), \(record.kind.rawValue), \(record.name), \(record.createdBy), \(RTSRecord.servicesText(record.services)),
+                            \(record.startedAt), \(record.endedAt), \(record.endReason.rawValue))
+                    ON CONFLICT (channelID) DO UPDATE SET kind = EXCLUDED.kind, name = EXCLUDED.name, createdBy = EXCLUDED.createdBy,
+                        services = EXCLUDED.services, startedAt = EXCLUDED.startedAt, endedAt = EXCLUDED.endedAt,
+                        endReason = EXCLUDED.endReason
+                    """, logger: logger)
+                for (position, member) in record.members.enumerated() {
+                    try await connection.query("""
+                        INSERT INTO rtsMember (channelID, position, account, device, joinedAt, leftAt, reason, recordFile)
+                        VALUES (\(id), \(Int32(position)), \(member.account), \(member.device), \(member.joinedAt), \(member.leftAt),
+                                \(member.reason.rawValue), \(member.recordFile))
+                        """, logger: logger)
+                }
+            }
+        }
+    }
+
+    public func rtsRecords(of account: String?, limit: Int) async throws(StoreError) -> [RTSRecord] {
+        try await run("read") { client in
+            let rows = try await client.query("""
+                SELECT channelID, kind, name, createdBy, services, startedAt, endedAt, endReason FROM rtsRecord
+                WHERE \(account)::TEXT IS NULL OR channelID IN (SELECT channelID FROM rtsMember WHERE account = \(account))
+                ORDER BY channelID DESC LIMIT \(Int64(max(0, limit)))
+                """)
+            var records: [RTSRecord] = []
+            for try await (id, kind, name, createdBy, services, startedAt, endedAt, endReason)
+                in rows.decode((Int64, String, String, String, String, Int64, Int64, String).self) {
+                guard let kind = RTSRecord.Kind(rawValue: kind), let reason = RTSEndReason(rawValue: endReason) else { continue }
+                records.append(RTSRecord(channelID: UInt64(bitPattern: id), kind: kind, name: name, createdBy: createdBy,
+                                         services: RTSRecord.services(services), startedAt: startedAt, endedAt: endedAt,
+                                         endReason: reason, members: []))
+            }
+            for index in records.indices {
+                let entries = try await client.query("""
+                    SELECT account, device, joinedAt, leftAt, reason, recordFile FROM rtsMember
+                    WHERE channelID = \(Int64(bitPattern: records[index].channelID)) ORDER BY position
+                    """)
+                for try await (account, device, joinedAt, leftAt, reason, recordFile)
+                    in entries.decode((String, String, Int64, Int64, String, String?).self) {
+                    guard let reason = RTSLeaveReason(rawValue: reason) else { continue }
+                    records[index].members.append(RTSRecord.Member(account: account, device: device, joinedAt: joinedAt, leftAt: leftAt,
+                                                                   reason: reason, recordFile: recordFile))
+                }
+            }
+            return records
+        }
+    }
+
     /// Runs `body` in one transaction (retried whole when the connection went).
     func transaction<T: Sendable>(_ what: String, _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T)
         async throws(StoreError) -> T {

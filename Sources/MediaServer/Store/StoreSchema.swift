@@ -164,6 +164,43 @@ enum StoreSchema {
             """,
             "CREATE INDEX meetingMember_on_host ON meetingMember (host)",
         ]),
+        // Real-time sessions and conferences, with their members (and recording files).
+        Migration(name: "v8: real-time session records", sqlite: { db in
+            try db.create(table: "rtsRecord") { table in
+                table.primaryKey("channelID", .integer)
+                table.column("kind", .text).notNull()
+                table.column("name", .text).notNull().indexed()
+                table.column("createdBy", .text).notNull()
+                table.column("services", .text).notNull()
+                table.column("startedAt", .integer).notNull()
+                table.column("endedAt", .integer).notNull()
+                table.column("endReason", .text).notNull()
+            }
+            try db.create(table: "rtsMember") { table in
+                table.column("channelID", .integer).notNull().indexed()
+                    .references("rtsRecord", column: "channelID", onDelete: .cascade)
+                table.column("position", .integer).notNull()
+                table.column("account", .text).notNull().indexed()
+                table.column("device", .text).notNull()
+                table.column("joinedAt", .integer).notNull()
+                table.column("leftAt", .integer).notNull()
+                table.column("reason", .text).notNull()
+                table.column("recordFile", .text)
+                table.primaryKey(["channelID", "position"])
+            }
+        }, postgres: [
+            """
+            CREATE TABLE rtsRecord (channelID BIGINT PRIMARY KEY, kind TEXT NOT NULL, name TEXT NOT NULL, createdBy TEXT NOT NULL,
+                services TEXT NOT NULL, startedAt BIGINT NOT NULL, endedAt BIGINT NOT NULL, endReason TEXT NOT NULL)
+            """,
+            "CREATE INDEX rtsRecord_on_name ON rtsRecord (name)",
+            """
+            CREATE TABLE rtsMember (channelID BIGINT NOT NULL REFERENCES rtsRecord (channelID) ON DELETE CASCADE,
+                position INTEGER NOT NULL, account TEXT NOT NULL, device TEXT NOT NULL, joinedAt BIGINT NOT NULL,
+                leftAt BIGINT NOT NULL, reason TEXT NOT NULL, recordFile TEXT, PRIMARY KEY (channelID, position))
+            """,
+            "CREATE INDEX rtsMember_on_account ON rtsMember (account)",
+        ]),
     ]
 
     /// The SQLite migrator: the history, in order.

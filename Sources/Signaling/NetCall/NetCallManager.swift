@@ -79,10 +79,16 @@ public actor NetCallManager {
     public nonisolated let captureHooks = CaptureHooks()
     let emit: AsyncStream<NetCallEvent>.Continuation
     let emitMedia: AsyncStream<NetCallMediaUpdate>.Continuation
-    private var client: SignalingClient?
+    var client: SignalingClient?
     private var call: Call?
     /// The meeting this device is in, if any (see `NetCallManager+Meetings`).
     var meeting: MeetingState?
+    /// Real-time sessions and conferences (see `NetCallManager+RTS`).
+    var rts = RTSState()
+    /// Real-time sessions' data and events, in order, none dropped; one reader. Data the
+    /// reader has not taken holds the data connection back (the server then sees this device
+    /// as slow): read it steadily.
+    public nonisolated let rtsEvents = RTSEventStream()
     private var invitations: [UInt64: Event.Receive] = [:]
     private var closing = false
     let logger = Logger(label: "mediaengine.netcall")
@@ -142,6 +148,7 @@ public actor NetCallManager {
         closing = true
         if let call { try? await hangup(callID: call.id) }
         if let meeting { try? await leaveMeeting(callID: meeting.id) }
+        await closeRTS()
         await stopMedia()
         await client?.close()
         client = nil
@@ -174,6 +181,7 @@ public actor NetCallManager {
         guard !closing, self.client === client else { return false }
         self.client = nil
         emit.yield(.connectionLost(client.connection.closure?.reason ?? "connection closed"))
+        rtsConnectionLost(SignalingError(.serverDisconnected, "the signaling connection closed"))
         return configuration.reconnect
     }
 
@@ -553,7 +561,9 @@ public actor NetCallManager {
                 if stopping != nil { await stopMedia() }
                 emit.yield(.callRecord(record))
             default:
-                if try await !handleMeetingEvent(event) { logger.debug("ignored event \(event.type)") }
+                if try await !handleMeetingEvent(event), try !handleRTSSignalingEvent(event) {
+                    logger.debug("ignored event \(event.type)")
+                }
             }
         } catch {
             logger.notice("malformed \(event.type) event: \(error.message)")

@@ -1,0 +1,293 @@
+import Foundation
+import MediaEngine
+
+/// What the manager keeps of real-time sessions.
+struct RTSState {
+    struct Session {
+        var channelID: UInt64
+        var peer: String
+        var services: [RTSService]
+        var accepted: Bool
+        var placed: Bool
+    }
+
+    var connection: RTSDataConnection?
+    /// Sessions this device is in (requested, or accepted here).
+    var sessions: [String: Session] = [:]
+    /// Requests ringing here, by session ID.
+    var requests: [String: Event.RTSReceive] = [:]
+    /// Conferences this device is in: channel ID to name.
+    var conferences: [UInt64: String] = [:]
+    /// Sessions by channel ID (to name a data message's session).
+    var channelSessions: [UInt64: String] = [:]
+}
+
+/// A session this side requested.
+public struct RTSSessionInfo: Sendable, Hashable {
+    public var sessionID: String
+    public var channelID: UInt64
+    /// This member's recording file on the server; nil when it is not recorded.
+    public var recordFile: String?
+}
+
+/// A conference this side joined.
+public struct RTSConferenceInfo: Sendable, Hashable {
+    public var name: String
+    public var channelID: UInt64
+    public var recordFile: String?
+    /// Who was in it before this device, in the order they joined.
+    public var members: [String]
+}
+
+/// Real-time sessions (NIM's `NIMRTSManager`) and conferences (`NIMRTSConferenceManager`):
+/// reliable, ordered data between two users or among a conference's members, relayed (and
+/// recorded, unless a member opts out) by the server. Events and data come out of
+/// `rtsEvents`, in order.
+///
+/// Data goes on a data connection of its own (`/rts`), opened at the first request,
+/// response or join: a member sending at full rate delays none of the signaling. Sending
+/// waits for the quota the server gives (`RTSQuota`: 50 KB a message, bytes and messages a
+/// second), so a sender is slowed, never refused; messages sent from one task arrive in order.
+extension NetCallManager {
+    // MARK: Sessions
+
+    /// Asks `callee` for a session (`requestRTS`).
+    /// - Parameters:
+    ///   - services: `.data` for now (the voice channel is exclusive with calls).
+    ///   - extendMessage: Text the callee gets with the request.
+    ///   - disableRecord: Whether the server records nobody's data in this session.
+    /// - Throws: `SignalingError`: `calleeOffline`, `busy`, `rtsFull`, `serverDisconnected`, ...
+    public func requestRTS(callee: String, services: [RTSService] = [.data], extendMessage: String? = nil,
+                           disableRecord: Bool = false) async throws(SignalingError) -> RTSSessionInfo {
+        guard !services.contains(.audio) else {
+            throw SignalingError(.operationFailed, "rtsRequest: the audio service is not available in this version")
+        }
+        try await openDataConnection()
+        let reply = try await request(MessageType.rtsRequest, Request.RTSRequest(callee: callee, services: services, extendMessage: extendMessage,
+                                                                                   disableRecord: disableRecord ? true : nil),
+                                      as: Reply.RTSRequest.self)
+        rts.sessions[reply.sessionID] = RTSState.Session(channelID: reply.channelID, peer: callee, services: services, accepted: false,
+                                                         placed: true)
+        rts.channelSessions[reply.channelID] = reply.sessionID
+        return RTSSessionInfo(sessionID: reply.sessionID, channelID: reply.channelID, recordFile: reply.recordFile)
+    }
+
+    /// Answers a request (`responseRTS`). Accepting makes the data service connected.
+    /// - Returns: This member's recording file when accepted and recorded.
+    /// - Throws: `SignalingError`: `handledElsewhere` when another device answered first,
+    ///   `rtsNotFound` when the request ended.
+    @discardableResult
+    public func responseRTS(sessionID: String, accept: Bool, disableRecord: Bool = false) async throws(SignalingError) -> String? {
+        if accept { try await openDataConnection() }
+        let invitation = rts.requests[sessionID]
+        let reply = try await request(MessageType.rtsResponse, Request.RTSResponse(sessionID: sessionID, accept: accept,
+                                                                                    disableRecord: disableRecord ? true : nil),
+                                      as: Reply.RTSResponse.self)
+        rts.requests[sessionID] = nil
+        guard accept else { return nil }
+        rts.sessions[sessionID] = RTSState.Session(channelID: reply.channelID, peer: invitation?.from ?? "", services: invitation?.services ?? [.data],
+                                                   accepted: true, placed: false)
+        rts.channelSessions[reply.channelID] = sessionID
+        rtsEvents.push(.serviceStatus(sessionID: sessionID, .data, .connected))
+        return reply.recordFile
+    }
+
+    /// Ends a session (`terminateRTS`), once everything this side sent was relayed.
+    public func terminateRTS(sessionID: String) async throws(SignalingError) {
+        if rts.sessions[sessionID] != nil { try? await rts.connection?.sync(timeout: configuration.requestTimeout) }
+        _ = try await request(MessageType.rtsTerminate, Request.RTSTerminate(sessionID: sessionID), as: Reply.Empty.self)
+        endSession(sessionID)
+    }
+
+    /// Sends `data` to the other member (`sendRTSData`): at most the quota's size (50 KB).
+    /// Waits while the quota is spent.
+    /// - Throws: `messageTooLarge`, `rtsNotFound` for a session not in progress here,
+    ///   `rtsNotAccepted` before the callee accepted, `serverDisconnected`.
+    public func sendRTSData(_ data: Data, sessionID: String) async throws(SignalingError) {
+        guard let session = rts.sessions[sessionID], let connection = rts.connection else {
+            throw SignalingError(.rtsNotFound, "sendRTSData: no session \(sessionID) in progress here")
+        }
+        guard session.accepted else { throw SignalingError(.rtsNotAccepted, "sendRTSData: \(session.peer) has not accepted the session yet") }
+        try await connection.send(data, channelID: session.channelID, to: "")
+    }
+
+    /// Sends control text to the other member (`sendRTSControl`). It arrives after the data
+    /// sent before it.
+    public func sendRTSControl(_ text: String, sessionID: String) async throws(SignalingError) {
+        if rts.sessions[sessionID] != nil { try await rts.connection?.sync(timeout: configuration.requestTimeout) }
+        _ = try await request(MessageType.rtsControl, Request.RTSControl(sessionID: sessionID, control: text), as: Reply.Empty.self)
+    }
+
+    // MARK: Conferences
+
+    /// Reserves a conference name (`reserveConference`).
+    /// - Throws: `meetingExists` (NIM 417) when the name is in use.
+    public func reserveConference(name: String, ext: String? = nil) async throws(SignalingError) {
+        _ = try await request(MessageType.reserveConference, Request.ReserveConference(name: name, ext: ext), as: Reply.Empty.self)
+    }
+
+    /// Joins a reserved conference (`joinConference`); its data and events come out of `rtsEvents`.
+    public func joinConference(name: String, disableRecord: Bool = false) async throws(SignalingError) -> RTSConferenceInfo {
+        try await openDataConnection()
+        let reply = try await request(MessageType.joinConference, Request.JoinConference(name: name, disableRecord: disableRecord ? true : nil),
+                                      as: Reply.JoinConference.self)
+        rts.conferences[reply.channelID] = reply.name
+        return RTSConferenceInfo(name: reply.name, channelID: reply.channelID, recordFile: reply.recordFile, members: reply.members)
+    }
+
+    /// Leaves a conference (`leaveConference`), once everything this side sent was relayed.
+    public func leaveConference(channelID: UInt64) async throws(SignalingError) {
+        if rts.conferences[channelID] != nil { try? await rts.connection?.sync(timeout: configuration.requestTimeout) }
+        _ = try await request(MessageType.leaveConference, Request.LeaveConference(channelID: channelID), as: Reply.Empty.self)
+        rts.conferences[channelID] = nil
+    }
+
+    /// Sends `data` in a conference: to `account`, or to everyone else (nil).
+    public func sendConferenceData(_ data: Data, channelID: UInt64, to account: String? = nil) async throws(SignalingError) {
+        guard rts.conferences[channelID] != nil, let connection = rts.connection else {
+            throw SignalingError(.rtsNotFound, "sendConferenceData: not in a conference with channel \(channelID)")
+        }
+        try await connection.send(data, channelID: channelID, to: account ?? "")
+    }
+
+    /// The quota the server gives this device's data (after the first request or join).
+    public var rtsQuota: RTSQuota? { rts.connection?.quota }
+
+    // MARK: Data connection
+
+    private func openDataConnection() async throws(SignalingError) {
+        guard rts.connection == nil else { return }
+        guard client != nil else { throw SignalingError(.serverDisconnected, "not connected to the server") }
+        let stream = rtsEvents
+        let connection = try await RTSDataConnection.open(
+            server: configuration.server, token: configuration.token, device: configuration.device, timeout: configuration.requestTimeout,
+            logger: logger,
+            received: { [weak self] inbound in
+                switch inbound {
+                case .data(let frame):
+                    let names = await self?.names(of: frame.channelID)
+                    await stream.push(data: RTSData(channelID: frame.channelID, sessionID: names?.session, conference: names?.conference,
+                                                    from: frame.peer, data: Data(frame.payload.readableBytesView)))
+                case .event(let event):
+                    await self?.handleRTSDataEvent(event)
+                }
+            },
+            ended: { [weak self] reason in
+                await self?.dataConnectionEnded(reason)
+            })
+        if rts.connection == nil {
+            rts.connection = connection
+        } else {
+            await connection.close()
+        }
+    }
+
+    private func names(of channelID: UInt64) -> (session: String?, conference: String?) {
+        (rts.channelSessions[channelID], rts.conferences[channelID])
+    }
+
+    private func dataConnectionEnded(_ reason: String?) {
+        rts.connection = nil
+        let error = reason.map { $0.hasPrefix("too slow") ? SignalingError(.rtsTooSlow, "the server closed the data connection: \($0)") : nil }
+            ?? nil
+        rtsConnectionLost(error ?? SignalingError(.serverDisconnected, "the data connection closed\(reason.map { ": \($0)" } ?? "")"))
+    }
+
+    /// Everything this device was in ends: its connection to the server went.
+    func rtsConnectionLost(_ error: SignalingError) {
+        for id in rts.sessions.keys.sorted() {
+            rtsEvents.push(.serviceStatus(sessionID: id, .data, .disconnected))
+            rtsEvents.push(.terminate(sessionID: id, by: nil, reason: .failed))
+            endSession(id)
+        }
+        for (channelID, name) in rts.conferences.sorted(by: { $0.key < $1.key }) {
+            rtsEvents.push(.leftConference(channelID: channelID, conference: name, error))
+        }
+        rts.conferences.removeAll()
+    }
+
+    /// Closes the data connection (logout).
+    func closeRTS() async {
+        let connection = rts.connection
+        rts.connection = nil
+        await connection?.close()
+        rtsEvents.finish()
+    }
+
+    private func endSession(_ sessionID: String) {
+        guard let session = rts.sessions.removeValue(forKey: sessionID) else { return }
+        rts.channelSessions[session.channelID] = nil
+    }
+
+    // MARK: Events
+
+    /// Events of the data connection: in order with the data.
+    private func handleRTSDataEvent(_ event: ServerEvent) {
+        do {
+            switch event.type {
+            case MessageType.rtsResponse:
+                let body = try event.body(Event.RTSResponse.self)
+                rtsEvents.push(.response(sessionID: body.sessionID, from: body.from, accepted: body.accepted))
+                if body.accepted {
+                    rts.sessions[body.sessionID]?.accepted = true
+                    rtsEvents.push(.serviceStatus(sessionID: body.sessionID, .data, .connected))
+                } else {
+                    endSession(body.sessionID)
+                }
+            case MessageType.rtsTerminate:
+                let body = try event.body(Event.RTSTerminate.self)
+                guard rts.sessions[body.sessionID] != nil else { return }
+                rtsEvents.push(.serviceStatus(sessionID: body.sessionID, .data, .disconnected))
+                rtsEvents.push(.terminate(sessionID: body.sessionID, by: body.by, reason: body.reason))
+                endSession(body.sessionID)
+            case MessageType.rtsControl:
+                let body = try event.body(Event.RTSControl.self)
+                rtsEvents.push(.control(sessionID: body.sessionID, from: body.from, body.control))
+            case MessageType.rtsUserJoined:
+                let body = try event.body(Event.RTSUserJoined.self)
+                rtsEvents.push(.userJoined(channelID: body.channelID, conference: body.name, account: body.account))
+            case MessageType.rtsUserLeft:
+                let body = try event.body(Event.RTSUserLeft.self)
+                rtsEvents.push(.userLeft(channelID: body.channelID, conference: body.name, account: body.account, reason: body.reason))
+            case MessageType.rtsDataRefused:
+                let body = try event.body(Event.RTSDataRefused.self)
+                rtsEvents.push(.dataRefused(first: body.first, last: body.last, body.error))
+            default:
+                logger.debug("ignored data connection event \(event.type)")
+            }
+        } catch {
+            logger.notice("malformed \(event.type) event: \(error.message)")
+        }
+    }
+
+    /// Events of the signaling connection; false when `event` is none of these.
+    func handleRTSSignalingEvent(_ event: ServerEvent) throws(SignalingError) -> Bool {
+        switch event.type {
+        case MessageType.rtsReceive:
+            let body = try event.body(Event.RTSReceive.self)
+            rts.requests[body.sessionID] = body
+            rtsEvents.push(.request(sessionID: body.sessionID, channelID: body.channelID, from: body.from, services: body.services,
+                                    extendMessage: body.extendMessage))
+        case MessageType.rtsResponsedByOther:
+            let body = try event.body(Event.RTSResponsedByOther.self)
+            rts.requests[body.sessionID] = nil
+            rtsEvents.push(.responsedByOther(sessionID: body.sessionID, accepted: body.accepted))
+        case MessageType.rtsTerminate:
+            // A request that rang here ended, or this device's data connection went.
+            let body = try event.body(Event.RTSTerminate.self)
+            if rts.requests.removeValue(forKey: body.sessionID) != nil || rts.sessions[body.sessionID] != nil {
+                if rts.sessions[body.sessionID] != nil { rtsEvents.push(.serviceStatus(sessionID: body.sessionID, .data, .disconnected)) }
+                rtsEvents.push(.terminate(sessionID: body.sessionID, by: body.by, reason: body.reason))
+                endSession(body.sessionID)
+            }
+        case MessageType.rtsLeftConference:
+            let body = try event.body(Event.RTSLeftConference.self)
+            if rts.conferences.removeValue(forKey: body.channelID) != nil {
+                rtsEvents.push(.leftConference(channelID: body.channelID, conference: body.name, body.error))
+            }
+        default:
+            return false
+        }
+        return true
+    }
+}

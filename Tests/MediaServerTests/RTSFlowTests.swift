@@ -1,0 +1,232 @@
+import Foundation
+import MediaEngine
+@testable import MediaServer
+import NIOCore
+import Signaling
+import Testing
+import TestSupport
+
+/// Real-time sessions and conferences through a real server on loopback: `NetCallManager`s
+/// for members, raw data connections for members that misbehave.
+@Suite(.serialized) struct RTSFlows {
+    /// A member: its manager and every RTS event it got, in order.
+    final class Member: Sendable {
+        let manager: NetCallManager
+        let account: String
+        let events = Locked<[RTSEvent]>([])
+        private let reader: Task<Void, Never>
+
+        init(_ server: TestServer, _ account: String, device: String = "default") async throws {
+            self.account = account
+            var settings = NetCallManager.Configuration(server: server.url, token: try await server.token(account),
+                                                        media: { _, _ in throw SignalingError(.operationFailed, "no media here") })
+            settings.device = device
+            manager = NetCallManager(configuration: settings)
+            try await manager.login()
+            let events = self.events
+            let stream = manager.rtsEvents
+            reader = Task { for await event in stream { events.withLock { $0.append(event) } } }
+        }
+
+        var data: [RTSData] {
+            events.withLock { $0.compactMap { if case .data(let data) = $0 { data } else { nil } } }
+        }
+
+        /// Waits until `match` holds for the events so far.
+        func wait(timeout: Double = 10, _ what: String = "", until match: @escaping ([RTSEvent]) -> Bool) async -> Bool {
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                if match(events.withLock { $0 }) { return true }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            return match(events.withLock { $0 })
+        }
+
+        func finish() async {
+            await manager.logout()
+            await reader.value
+        }
+    }
+
+    static func conference(_ event: RTSEvent) -> String? {
+        switch event {
+        case .userJoined(_, _, let account): "joined \(account)"
+        case .userLeft(_, _, let account, let reason): "left \(account) \(reason.rawValue)"
+        default: nil
+        }
+    }
+
+    static func refusals(_ events: [RTSEvent]) -> [(UInt64, UInt64, Int)] {
+        events.compactMap { if case .dataRefused(let first, let last, let error) = $0 { (first, last, error.code.rawValue) } else { nil } }
+    }
+
+    @Test func fourMembersBroadcastAndUnicastInOrderAndTheNameIsFreeOnlyOnceAllLeft() async throws {
+        let directory = try temporaryDirectory("rts")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = try await TestServer.start { $0.rtsRecordingDirectory = directory.path }
+        defer { Task { await server.server.shutdown() } }
+        let members = [try await Member(server, "ann"), try await Member(server, "ben"), try await Member(server, "cat"),
+                       try await Member(server, "dan")]
+        try await members[0].manager.reserveConference(name: "board")
+        await #expect(throws: SignalingError.self) { try await members[1].manager.reserveConference(name: "board") }
+        var infos: [RTSConferenceInfo] = []
+        for member in members { infos.append(try await member.manager.joinConference(name: "board")) }
+        #expect(infos.map(\.members) == [[], ["ann"], ["ann", "ben"], ["ann", "ben", "cat"]])
+        #expect(Set(infos.map(\.channelID)).count == 1)
+        #expect(infos[0].recordFile == "\(infos[0].channelID)-ann.rts")
+        // Everyone sees the later joins in order.
+        for (index, member) in members.enumerated() {
+            let expected = members[(index + 1)...].map { "joined \($0.account)" }
+            #expect(await member.wait { $0.compactMap(Self.conference) == expected }, "\(member.account): \(member.events.withLock { $0 })")
+        }
+        let channel = infos[0].channelID
+        for index in 0..<20 {
+            try await members[0].manager.sendConferenceData(Data("all \(index)".utf8), channelID: channel)
+        }
+        try await members[1].manager.sendConferenceData(Data("for dan".utf8), channelID: channel, to: "dan")
+        for member in members[1...] {
+            let expected = (0..<20).map { "all \($0)" } + (member.account == "dan" ? ["for dan"] : [])
+            #expect(await member.wait { _ in member.data.map { String(decoding: $0.data, as: UTF8.self) } == expected },
+                    "\(member.account): \(member.data.map { String(decoding: $0.data, as: UTF8.self) })")
+            #expect(member.data.allSatisfy { $0.conference == "board" && $0.channelID == channel })
+        }
+        #expect(members[0].data.isEmpty, "a broadcast does not come back to its sender")
+        #expect(members[1].data.allSatisfy { $0.from == "ann" })
+        // Leaves come in order; the name stays in use until the last one.
+        try await members[3].manager.leaveConference(channelID: channel)
+        try await members[1].manager.leaveConference(channelID: channel)
+        #expect(await members[0].wait { $0.compactMap(Self.conference).suffix(2) == ["left dan left", "left ben left"] })
+        await #expect(throws: SignalingError.self) { try await members[3].manager.reserveConference(name: "board") }
+        try await members[2].manager.leaveConference(channelID: channel)
+        try await members[0].manager.leaveConference(channelID: channel)
+        try await members[3].manager.reserveConference(name: "board")
+        // The record names every member with its file; ann's file holds her 20 messages.
+        let records = try await server.server.hub.rtsRecords(of: "ann")
+        #expect(records.first?.kind == .conference && records.first?.members.map(\.account) == ["dan", "ben", "cat", "ann"],
+                "\(records)")
+        let ann = try RTSRecording.read(directory.appendingPathComponent("\(channel)-ann.rts").path)
+        #expect(ann.records.map { String(decoding: $0.data, as: UTF8.self) } == (0..<20).map { "all \($0)" })
+        #expect(ann.truncatedTail == 0)
+        for member in members { await member.finish() }
+    }
+
+    @Test func aSessionRefusesDataBeforeTheAnswerAndAnswersFromASecondDevice() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.server.shutdown() } }
+        let alice = try await Member(server, "alice")
+        let bobPhone = try await Member(server, "bob", device: "phone")
+        let bobDesk = try await Member(server, "bob", device: "desk")
+        let session = try await alice.manager.requestRTS(callee: "bob", extendMessage: "draw?")
+        #expect(session.recordFile == nil, "the server records nothing without a directory")
+        for bob in [bobPhone, bobDesk] {
+            #expect(await bob.wait { $0.contains(.request(sessionID: session.sessionID, channelID: session.channelID, from: "alice",
+                                                          services: [.data], extendMessage: "draw?")) })
+        }
+        // Before the answer: the API refuses, and so does the server for a raw message.
+        await #expect(throws: SignalingError.self) { try await alice.manager.sendRTSData(Data("early".utf8), sessionID: session.sessionID) }
+        var frame = ByteBufferAllocator().buffer(capacity: 64)
+        RTSFrame.writeHeader(into: &frame, channelID: session.channelID, peer: "bob")
+        frame.writeString("early")
+        let rawEvents = Locked<[ServerEvent]>([])
+        let probe = try await RTSDataConnection.open(server: server.url, token: try await server.token("carol"), device: "x",
+                                                     received: { inbound in if case .event(let event) = inbound { rawEvents.withLock { $0.append(event) } } },
+                                                     ended: { _ in })
+        try await probe.sendRaw(frame)
+        try await probe.sync()
+        let refused = try rawEvents.withLock { $0 }.first.map { try $0.body(Event.RTSDataRefused.self) }
+        #expect(refused?.code == SignalingError.Code.rtsNotMember.rawValue, "carol is in no session: \(String(describing: refused))")
+        // The callee must answer before it terminates.
+        await #expect(throws: SignalingError.self) { try await bobPhone.manager.terminateRTS(sessionID: session.sessionID) }
+        try await bobPhone.manager.responseRTS(sessionID: session.sessionID, accept: true)
+        #expect(await bobDesk.wait { $0.contains(.responsedByOther(sessionID: session.sessionID, accepted: true)) })
+        do {
+            try await bobDesk.manager.responseRTS(sessionID: session.sessionID, accept: true)
+            Issue.record("a second answer must be refused")
+        } catch {
+            #expect(error.code == .handledElsewhere, "\(error)")
+        }
+        #expect(await alice.wait { $0.contains(.response(sessionID: session.sessionID, from: "bob", accepted: true)) })
+        try await alice.manager.sendRTSData(Data("hello".utf8), sessionID: session.sessionID)
+        try await bobPhone.manager.sendRTSData(Data("hi".utf8), sessionID: session.sessionID)
+        try await bobPhone.manager.sendRTSControl("undo", sessionID: session.sessionID)
+        #expect(await bobPhone.wait { _ in bobPhone.data.map(\.data) == [Data("hello".utf8)] })
+        #expect(await alice.wait { $0.contains(.control(sessionID: session.sessionID, from: "bob", "undo")) })
+        #expect(alice.data.map(\.data) == [Data("hi".utf8)] && alice.data.first?.sessionID == session.sessionID)
+        try await alice.manager.terminateRTS(sessionID: session.sessionID)
+        #expect(await bobPhone.wait { $0.contains(.terminate(sessionID: session.sessionID, by: "alice", reason: .completed)) })
+        // A refused session needs no terminate: it is over.
+        let second = try await alice.manager.requestRTS(callee: "bob")
+        try await bobDesk.manager.responseRTS(sessionID: second.sessionID, accept: false)
+        #expect(await alice.wait { $0.contains(.response(sessionID: second.sessionID, from: "bob", accepted: false)) })
+        await #expect(throws: SignalingError.self) { try await alice.manager.terminateRTS(sessionID: second.sessionID) }
+        let records = try await server.server.hub.rtsRecords(of: "alice")
+        #expect(records.map(\.endReason) == [.rejected, .completed], "\(records)")
+        await probe.close()
+        for member in [alice, bobPhone, bobDesk] { await member.finish() }
+    }
+
+    @Test func oversizedMalformedAndFloodingMessagesAreRefusedAndCounted() async throws {
+        let server = try await TestServer.start { configuration in
+            configuration.rts.quota.messagesPerSecond = 100
+            configuration.rts.quota.bytesPerSecond = 1_048_576
+        }
+        defer { Task { await server.server.shutdown() } }
+        let ann = try await Member(server, "ann")
+        let ben = try await Member(server, "ben")
+        try await ann.manager.reserveConference(name: "flood")
+        let channel = try await ann.manager.joinConference(name: "flood").channelID
+        _ = try await ben.manager.joinConference(name: "flood")
+        // The API refuses a message over 50 KB before sending it.
+        do {
+            try await ann.manager.sendConferenceData(Data(count: 50 * 1_024 + 1), channelID: channel)
+            Issue.record("51201 bytes must be refused")
+        } catch {
+            #expect(error.code == .messageTooLarge)
+        }
+        // A client that ignores the quota: ann's own device connects a second data connection
+        // (it replaces her first) and sends raw.
+        let events = Locked<[ServerEvent]>([])
+        let raw = try await RTSDataConnection.open(server: server.url, token: try await server.token("ann"), device: "default",
+                                                   received: { inbound in if case .event(let event) = inbound { events.withLock { $0.append(event) } } },
+                                                   ended: { _ in })
+        func frame(_ payload: Data, to peer: String = "") -> ByteBuffer {
+            var buffer = ByteBufferAllocator().buffer(capacity: payload.count + 32)
+            RTSFrame.writeHeader(into: &buffer, channelID: channel, peer: peer)
+            buffer.writeBytes(payload)
+            return buffer
+        }
+        try await raw.sendRaw(frame(Data(count: 60_000)))                     // 1: too large
+        try await raw.sendRaw(frame(Data("x".utf8), to: "mallory"))           // 2: not a member
+        try await raw.sendRaw(ByteBuffer(bytes: [1, 2, 3]))                   // 3: shorter than a header
+        try await raw.sendRaw(ByteBuffer(bytes: [9] + [UInt8](repeating: 0, count: 12)))  // 4: unknown kind
+        var badName = ByteBufferAllocator().buffer(capacity: 16)
+        badName.writeInteger(UInt8(1))
+        badName.writeInteger(channel)
+        badName.writeInteger(UInt8(2))
+        badName.writeBytes([0xFF, 0xFE])
+        try await raw.sendRaw(badName)                                        // 5: peer not UTF-8
+        try await raw.sync()
+        let codes = try events.withLock { $0 }.map { try $0.body(Event.RTSDataRefused.self) }.map { ($0.first, $0.code) }
+        #expect(codes.map(\.0) == [1, 2, 3, 4, 5], "\(codes)")
+        #expect(codes.map(\.1) == [413, 9_202, 400, 400, 400], "\(codes)")
+        // A flood of 2,000 one-byte messages at once, 20 times the quota: about a second's worth
+        // (100, plus what refilled meanwhile) goes through, the rest is refused in a few reports.
+        events.withLock { $0.removeAll() }
+        for index in 0..<2_000 { try await raw.sendRaw(frame(Data([UInt8(index % 256)]))) }
+        try await raw.sync()
+        let flood = try events.withLock { $0 }.map { try $0.body(Event.RTSDataRefused.self) }
+        let refused = flood.reduce(0) { $0 + Int($1.last - $1.first + 1) }
+        #expect(flood.allSatisfy { $0.code == 429 }, "\(flood)")
+        #expect((1_700...1_900).contains(refused), "\(refused) of 2000 refused")
+        #expect(flood.count <= 20, "refusals are reported in ranges: \(flood.count) reports")
+        #expect(await ben.wait { _ in ben.data.count == 2_000 - refused }, "\(ben.data.count) relayed")
+        // The server still answers signaling at once.
+        let started = ContinuousClock.now
+        try await ben.manager.reserveConference(name: "other")
+        #expect(ContinuousClock.now - started < .milliseconds(500))
+        let statistics = await server.server.relay.statistics
+        #expect(statistics.refused >= refused + 5 && statistics.malformed >= 3)
+        await raw.close()
+        for member in [ann, ben] { await member.finish() }
+    }
+}

@@ -1,0 +1,616 @@
+import ArgumentParser
+import Foundation
+import MediaEngine
+import MediaServer
+import Signaling
+
+/// `mediaengine rts`: real-time sessions (reliable data between two users) and conferences.
+struct RTSCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rts",
+        abstract: "Real-time sessions: reliable, ordered data between two users or in a conference, relayed by the server.",
+        discussion: """
+        Data to send comes from standard input, one message per line (the newline is not sent), or from \
+        --send-file in chunks. What arrives goes to standard output, one message per line, or to --receive-file \
+        as raw bytes. Events go to standard error.
+        """,
+        subcommands: [RTSCallCommand.self, RTSAnswerCommand.self, RTSReserveCommand.self, RTSJoinCommand.self, RTSDumpCommand.self]
+    )
+}
+
+/// Where a session's data comes from and where what arrives goes.
+struct RTSDataOptions: ParsableArguments {
+    @Option(help: "Send this file in chunks (default: standard input, one message per line).")
+    var sendFile: String?
+
+    @Option(help: "Bytes per chunk of --send-file (1 to 51200; 4096 is what NIM recommends).")
+    var chunkSize = 4_096
+
+    @Option(help: "Write what arrives to this file, as raw bytes (default: standard output, one message per line).")
+    var receiveFile: String?
+
+    @Flag(help: "Prefix each message written to standard output with its sender and a tab.")
+    var showSender = false
+
+    @Flag(help: "Ask the server not to record this member's data.")
+    var noRecord = false
+
+    func check() throws {
+        guard (1...(50 * 1_024)).contains(chunkSize) else { throw ValidationError("--chunk-size \(chunkSize) must be 1 to 51200") }
+        if let sendFile {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: sendFile, isDirectory: &isDirectory) else {
+                throw ValidationError("--send-file \(sendFile): no such file")
+            }
+            guard !isDirectory.boolValue else { throw ValidationError("--send-file \(sendFile): is a directory") }
+            guard FileManager.default.isReadableFile(atPath: sendFile) else {
+                throw ValidationError("--send-file \(sendFile): cannot be read (permission denied)")
+            }
+        }
+        if let receiveFile {
+            let directory = (receiveFile as NSString).deletingLastPathComponent
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: directory.isEmpty ? "." : directory, isDirectory: &isDirectory),
+                  isDirectory.boolValue else {
+                throw ValidationError("--receive-file \(receiveFile): directory \(directory) does not exist")
+            }
+        }
+    }
+
+    /// Where received data goes.
+    func sink() throws -> RTSDataSink {
+        if let receiveFile {
+            guard FileManager.default.createFile(atPath: receiveFile, contents: nil), let handle = FileHandle(forWritingAtPath: receiveFile) else {
+                throw CommandFailure("--receive-file \(receiveFile): cannot be created")
+            }
+            return RTSDataSink(handle: handle, lines: false, showSender: false)
+        }
+        return RTSDataSink(handle: .standardOutput, lines: true, showSender: showSender)
+    }
+
+    /// Sends every message of the input through `send`; returns how many were sent.
+    func sendInput(_ send: @escaping @Sendable (Data) async throws(SignalingError) -> Void) async throws -> Int {
+        var sent = 0
+        if let sendFile {
+            guard let handle = FileHandle(forReadingAtPath: sendFile) else { throw CommandFailure("--send-file \(sendFile): cannot be read") }
+            defer { try? handle.close() }
+            while !Interruption.requested {
+                let chunk = handle.readData(ofLength: chunkSize)
+                if chunk.isEmpty { break }
+                try await send(chunk)
+                sent += 1
+            }
+            return sent
+        }
+        let lines = LineReader(descriptor: 0, maximumLength: 50 * 1_024)
+        var number = 0
+        while !Interruption.requested, let line = await lines.next() {
+            number += 1
+            switch line {
+            case .line(let data):
+                try await send(data)
+                sent += 1
+            case .tooLong(let length):
+                printError("rts: line \(number) is longer than the \(50 * 1_024) bytes a message may hold (\(length)+ bytes); not sent")
+            }
+        }
+        return sent
+    }
+}
+
+/// Writes received data: lines to standard output, or raw bytes to a file.
+final class RTSDataSink: Sendable {
+    let handle: FileHandle
+    let lines: Bool
+    let showSender: Bool
+
+    init(handle: FileHandle, lines: Bool, showSender: Bool) {
+        self.handle = handle
+        self.lines = lines
+        self.showSender = showSender
+    }
+
+    func write(_ data: RTSData) {
+        guard lines else {
+            handle.write(data.data)
+            return
+        }
+        var out = Data(capacity: data.data.count + data.from.utf8.count + 2)
+        if showSender { out.append(contentsOf: Array((data.from + "\t").utf8)) }
+        out.append(data.data)
+        out.append(0x0A)
+        handle.write(out)
+    }
+
+    func close() {
+        if !lines { try? handle.close() }
+    }
+}
+
+/// Lines of a file descriptor, read on a thread of their own (a read blocks) and handed over
+/// at most 256 ahead of the reader.
+final class LineReader: Sendable {
+    enum Line: Sendable {
+        case line(Data)
+        /// A line longer than the maximum (its bytes are skipped); its length so far.
+        case tooLong(Int)
+    }
+
+    private let queue = Locked<(lines: [Line?], waiter: CheckedContinuation<Line?, Never>?)>(([], nil))
+    private let room = DispatchSemaphore(value: 256)
+
+    init(descriptor: Int32, maximumLength: Int) {
+        Thread.detachNewThread { [self] in
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            var current = Data()
+            var skipping = 0
+            while true {
+                let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                guard count > 0 else { break }
+                var start = 0
+                for index in 0..<count where buffer[index] == 0x0A {
+                    if skipping > 0 {
+                        self.deliver(.tooLong(skipping + index - start))
+                        skipping = 0
+                    } else {
+                        current.append(contentsOf: buffer[start..<index])
+                        if current.count > maximumLength {
+                            self.deliver(.tooLong(current.count))
+                        } else {
+                            self.deliver(.line(current))
+                        }
+                    }
+                    current = Data()
+                    start = index + 1
+                }
+                if skipping > 0 {
+                    skipping += count - start
+                } else {
+                    current.append(contentsOf: buffer[start..<count])
+                    if current.count > maximumLength {
+                        skipping = current.count
+                        current = Data()
+                    }
+                }
+            }
+            if skipping > 0 { self.deliver(.tooLong(skipping)) } else if !current.isEmpty { self.deliver(.line(current)) }
+            self.deliver(nil)
+        }
+    }
+
+    private func deliver(_ line: Line?) {
+        room.wait()
+        let waiter = queue.withLock { state -> CheckedContinuation<Line?, Never>? in
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            state.lines.append(line)
+            return nil
+        }
+        if let waiter {
+            room.signal()
+            waiter.resume(returning: line)
+        }
+    }
+
+    /// The next line; nil at the end of the input.
+    func next() async -> Line? {
+        await withCheckedContinuation { continuation in
+            let line: Line?? = queue.withLock { state in
+                guard !state.lines.isEmpty else {
+                    state.waiter = continuation
+                    return .none
+                }
+                return .some(state.lines.removeFirst())
+            }
+            if case .some(let line) = line {
+                room.signal()
+                continuation.resume(returning: line)
+            }
+        }
+    }
+}
+
+/// What the commands share: a logged-in manager, and printing events.
+enum RTSRunner {
+    static func manager(_ signaling: SignalingOptions) throws -> NetCallManager {
+        NetCallManager(configuration: NetCallManager.Configuration(
+            server: signaling.server, token: try signaling.loginToken(), device: signaling.device,
+            media: { _, _ in throw SignalingError(.operationFailed, "this command places no calls") }))
+    }
+
+    static func describe(_ event: RTSEvent) -> String? {
+        switch event {
+        case .request(let session, _, let from, let services, let text):
+            "rts: request from \(from) session=\(session) services=\(services.map(\.rawValue).joined(separator: ","))"
+                + (text.map { " extendMessage=\($0)" } ?? "")
+        case .response(let session, let from, let accepted): "rts: \(from) \(accepted ? "accepted" : "rejected") session=\(session)"
+        case .responsedByOther(let session, let accepted): "rts: another device \(accepted ? "accepted" : "rejected") session=\(session)"
+        case .serviceStatus(let session, let service, let status): "rts: \(service) \(status.rawValue) session=\(session)"
+        case .data: nil
+        case .control(let session, let from, let text): "rts: control from \(from) session=\(session): \(text)"
+        case .terminate(let session, let by, let reason): "rts: session \(session) ended (\(reason.rawValue))" + (by.map { " by \($0)" } ?? "")
+        case .userJoined(_, let name, let account): "rts: \(account) joined \(name)"
+        case .userLeft(_, let name, let account, let reason): "rts: \(account) left \(name) (\(reason.rawValue))"
+        case .leftConference(_, let name, let error): "rts: out of \(name): \(error.message) (\(error.code.rawValue))"
+        case .dataRefused(let first, let last, let error):
+            "rts: the server refused message\(first == last ? " \(first)" : "s \(first)-\(last)"): \(error.message) (\(error.code.rawValue))"
+        }
+    }
+
+    /// The control text a side sends once its input is all sent: a session ends once both
+    /// sides sent it (or one side ends it).
+    static let endOfInput = "mediaengine:eof"
+
+    static func failure(_ error: SignalingError) -> CommandFailure {
+        CommandFailure("\(error.message) (\(error.code.rawValue))")
+    }
+}
+
+/// Waits for one session to end, writing its data; returns when it ended.
+actor RTSSessionWatch {
+    private var ended = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func end() {
+        ended = true
+        for waiter in waiters { waiter.resume() }
+        waiters.removeAll()
+    }
+
+    var isEnded: Bool { ended }
+
+    func wait() async {
+        if ended { return }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+}
+
+struct RTSCallCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "call",
+        abstract: "Request a session with ACCOUNT, send the input once it accepts, and print what arrives.",
+        discussion: """
+        Ends the session once both sides sent their input (each side's end of input is the control text \
+        'mediaengine:eof'), when the other side ends it, or on Ctrl-C; with --stay, only the last two.
+        """
+    )
+
+    @Argument(help: "The account to ask.")
+    var account: String
+
+    @OptionGroup var signaling: SignalingOptions
+    @OptionGroup var data: RTSDataOptions
+
+    @Option(help: "Text delivered with the request.")
+    var extendMessage: String?
+
+    @Flag(help: "A voice channel as well (not available yet).")
+    var audio = false
+
+    @Flag(help: "Keep the session after the input ends, until the other side ends it or Ctrl-C.")
+    var stay = false
+
+    func validate() throws {
+        try data.check()
+        if audio { throw ValidationError("--audio: the voice channel of real-time sessions is not available yet") }
+    }
+
+    func run() async throws {
+        Interruption.install()
+        let manager = try RTSRunner.manager(signaling)
+        let sink = try data.sink()
+        defer { sink.close() }
+        do {
+            guard try await Interruption.unlessRequested({ try await manager.login() }) != nil else {
+                await manager.logout()
+                return
+            }
+            let session = try await manager.requestRTS(callee: account, extendMessage: extendMessage, disableRecord: data.noRecord)
+            printError("rts: requested session=\(session.sessionID) channel=\(session.channelID)"
+                       + (session.recordFile.map { " recordFile=\($0)" } ?? ""))
+            let accepted = RTSSessionWatch()
+            let ended = RTSSessionWatch()
+            let peerDone = RTSSessionWatch()
+            let reader = Task {
+                for await event in manager.rtsEvents {
+                    if case .data(let message) = event {
+                        sink.write(message)
+                        continue
+                    }
+                    if case .control(session.sessionID, _, RTSRunner.endOfInput) = event {
+                        await peerDone.end()
+                        continue
+                    }
+                    if let text = RTSRunner.describe(event) { printError(text) }
+                    switch event {
+                    case .response(session.sessionID, _, true): await accepted.end()
+                    case .response(session.sessionID, _, false), .terminate(session.sessionID, _, _):
+                        await ended.end()
+                        await accepted.end()
+                        await peerDone.end()
+                    default: break
+                    }
+                }
+                await ended.end()
+                await accepted.end()
+                await peerDone.end()
+            }
+            let interrupted = Task {
+                await Interruption.wait()
+                await accepted.end()
+                await ended.end()
+                await peerDone.end()
+            }
+            await accepted.wait()
+            if await !ended.isEnded, !Interruption.requested {
+                let sent = try await data.sendInput { message throws(SignalingError) in
+                    try await manager.sendRTSData(message, sessionID: session.sessionID)
+                }
+                printError("rts: sent \(sent) messages")
+                try? await manager.sendRTSControl(RTSRunner.endOfInput, sessionID: session.sessionID)
+                if stay { await ended.wait() } else { await peerDone.wait() }
+            }
+            if await !ended.isEnded || Interruption.requested {
+                try? await manager.terminateRTS(sessionID: session.sessionID)
+            }
+            interrupted.cancel()
+            await manager.logout()
+            await reader.value
+        } catch let error as SignalingError {
+            await manager.logout()
+            throw RTSRunner.failure(error)
+        }
+    }
+}
+
+struct RTSAnswerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "answer",
+        abstract: "Wait for session requests, accept or reject them, and print what arrives.",
+        discussion: """
+        An accepted session sends the input (standard input's lines or --send-file), then the control text \
+        'mediaengine:eof', and lasts until the other side ends it. Exits after --sessions sessions, or on Ctrl-C.
+        """
+    )
+
+    @OptionGroup var signaling: SignalingOptions
+    @OptionGroup var data: RTSDataOptions
+
+    @Flag(help: "Accept every request.")
+    var autoAccept = false
+
+    @Flag(help: "Reject every request.")
+    var reject = false
+
+    @Option(help: "Sessions to handle before exiting.")
+    var sessions = 1
+
+    func validate() throws {
+        guard autoAccept != reject else { throw ValidationError("give one of --auto-accept or --reject") }
+        guard sessions > 0 else { throw ValidationError("--sessions \(sessions) must be at least 1") }
+        try data.check()
+    }
+
+    func run() async throws {
+        Interruption.install()
+        let manager = try RTSRunner.manager(signaling)
+        let sink = try data.sink()
+        defer { sink.close() }
+        do {
+            guard let login = try await Interruption.unlessRequested({ try await manager.login() }) else {
+                await manager.logout()
+                return
+            }
+            printError("rts: waiting for requests as \(login.account)")
+        } catch let error as SignalingError {
+            await manager.logout()
+            throw RTSRunner.failure(error)
+        }
+        let done = RTSSessionWatch()
+        let interrupted = Task {
+            await Interruption.wait()
+            await done.end()
+        }
+        let accept = autoAccept
+        let limit = sessions
+        let options = data
+        let reader = Task {
+            var handled = 0
+            var current: String?
+            var sending: Task<Void, Never>?
+            for await event in manager.rtsEvents {
+                if case .data(let message) = event {
+                    sink.write(message)
+                    continue
+                }
+                if case .control(_, _, RTSRunner.endOfInput) = event { continue }
+                if let text = RTSRunner.describe(event) { printError(text) }
+                switch event {
+                case .request(let session, _, _, _, _) where current == nil:
+                    do throws(SignalingError) {
+                        let file = try await manager.responseRTS(sessionID: session, accept: accept, disableRecord: options.noRecord)
+                        if let file { printError("rts: recordFile=\(file)") }
+                        if accept {
+                            current = session
+                            sending = Task {
+                                do {
+                                    let sent = try await options.sendInput { message throws(SignalingError) in
+                                        try await manager.sendRTSData(message, sessionID: session)
+                                    }
+                                    printError("rts: sent \(sent) messages")
+                                    try await manager.sendRTSControl(RTSRunner.endOfInput, sessionID: session)
+                                } catch {
+                                    printError("rts: sending failed: \(error)")
+                                }
+                            }
+                        } else {
+                            handled += 1
+                        }
+                    } catch {
+                        printError("rts: response failed: \(error.message) (\(error.code.rawValue))")
+                    }
+                case .terminate(let session, _, _) where session == current:
+                    sending?.cancel()
+                    current = nil
+                    handled += 1
+                default: break
+                }
+                if handled >= limit { break }
+            }
+            await done.end()
+        }
+        await done.wait()
+        interrupted.cancel()
+        reader.cancel()
+        await manager.logout()
+    }
+}
+
+struct RTSReserveCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reserve",
+        abstract: "Reserve a conference name (it stays reserved until everyone who joined has left)."
+    )
+
+    @Argument(help: "The conference's name.")
+    var name: String
+
+    @OptionGroup var signaling: SignalingOptions
+
+    @Option(help: "Free text kept with the conference.")
+    var ext: String?
+
+    func run() async throws {
+        let manager = try RTSRunner.manager(signaling)
+        do {
+            try await manager.login()
+            try await manager.reserveConference(name: name, ext: ext)
+            say("reserved \(name)")
+        } catch {
+            await manager.logout()
+            throw RTSRunner.failure(error)
+        }
+        await manager.logout()
+    }
+}
+
+struct RTSJoinCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "join",
+        abstract: "Join a reserved conference, send the input to everyone (or --to one member), and print what arrives.",
+        discussion: """
+        Leaves once the input is sent (unless --stay), or on Ctrl-C. Members joining and leaving are reported on \
+        standard error.
+        """
+    )
+
+    @Argument(help: "The conference's name.")
+    var name: String
+
+    @OptionGroup var signaling: SignalingOptions
+    @OptionGroup var data: RTSDataOptions
+
+    @Option(help: "Send to this member only (default: everyone else).")
+    var to: String?
+
+    @Flag(help: "Stay after the input ends, until Ctrl-C.")
+    var stay = false
+
+    func validate() throws { try data.check() }
+
+    func run() async throws {
+        Interruption.install()
+        let manager = try RTSRunner.manager(signaling)
+        let sink = try data.sink()
+        defer { sink.close() }
+        do {
+            guard try await Interruption.unlessRequested({ try await manager.login() }) != nil else {
+                await manager.logout()
+                return
+            }
+            let conference = try await manager.joinConference(name: name, disableRecord: data.noRecord)
+            printError("rts: joined \(name) channel=\(conference.channelID) members=\(conference.members.joined(separator: ","))"
+                       + (conference.recordFile.map { " recordFile=\($0)" } ?? ""))
+            let out = RTSSessionWatch()
+            let reader = Task {
+                for await event in manager.rtsEvents {
+                    if case .data(let message) = event {
+                        sink.write(message)
+                        continue
+                    }
+                    if let text = RTSRunner.describe(event) { printError(text) }
+                    if case .leftConference(conference.channelID, _, _) = event { await out.end() }
+                }
+                await out.end()
+            }
+            let interrupted = Task {
+                await Interruption.wait()
+                await out.end()
+            }
+            let target = to
+            let sent = try await data.sendInput { message throws(SignalingError) in
+                try await manager.sendConferenceData(message, channelID: conference.channelID, to: target)
+            }
+            printError("rts: sent \(sent) messages")
+            if stay { await out.wait() }
+            if await !out.isEnded || Interruption.requested {
+                try? await manager.leaveConference(channelID: conference.channelID)
+            }
+            interrupted.cancel()
+            await manager.logout()
+            await reader.value
+        } catch let error as SignalingError {
+            await manager.logout()
+            throw RTSRunner.failure(error)
+        }
+    }
+}
+
+struct RTSDumpCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "dump",
+        abstract: "Print a server recording of real-time session data: each packet's time, length and data.",
+        discussion: """
+        One line per record: milliseconds since the session began, the data's length, and the data (as text when \
+        it is printable UTF-8, else as hex; --hex always). --json prints one JSON object per record instead.
+        """
+    )
+
+    @Argument(help: "A recording file (from the server's --rts-recording-directory).")
+    var file: String
+
+    @Flag(help: "Print the data as hex.")
+    var hex = false
+
+    @Flag(help: "One JSON object per record: {\"time\": MS, \"length\": N, \"data\": BASE64}.")
+    var json = false
+
+    func run() async throws {
+        let contents: RTSRecording.Contents
+        do {
+            contents = try RTSRecording.read(file)
+        } catch {
+            throw CommandFailure(error.message)
+        }
+        var out = ""
+        for record in contents.records {
+            if json {
+                out += "{\"time\":\(record.timestamp),\"length\":\(record.data.count),\"data\":\"\(record.data.base64EncodedString())\"}\n"
+            } else {
+                let text = String(data: record.data, encoding: .utf8)
+                let printable = !hex && text.map { $0.unicodeScalars.allSatisfy { !$0.properties.isNoncharacterCodePoint && ($0.value >= 0x20 || $0 == "\t") } } == true
+                let shown = printable ? text! : record.data.map { String(format: "%02x", $0) }.joined()
+                out += "\(record.timestamp)\t\(record.data.count)\t\(shown)\n"
+            }
+            if out.utf8.count > 1 << 16 {
+                FileHandle.standardOutput.write(Data(out.utf8))
+                out = ""
+            }
+        }
+        FileHandle.standardOutput.write(Data(out.utf8))
+        printError("\(contents.records.count) records" + (contents.truncatedTail > 0 ? "; \(contents.truncatedTail) bytes of a partial record at the end ignored" : ""))
+    }
+}
