@@ -65,6 +65,21 @@ struct ClusterState: Sendable {
     var meetingRoutes: [ConnectionID: MeetingRoute] = [:]
     /// Host side: names whose meeting place is this node (released once the name is free).
     var placedHere: Set<String> = []
+    /// Host side: names placed here whose reservation has not reached the registry yet (it
+    /// awaits a meeting ID first): not free, though the registry does not have them yet.
+    var reserving: [String: Int] = [:]
+
+    /// A name placed here is on its way to the registry.
+    mutating func reservationPlaced(_ name: String) {
+        placedHere.insert(name)
+        reserving[name, default: 0] += 1
+    }
+
+    /// The registry took (or refused) the reservation of `name`.
+    mutating func reservationHandled(_ name: String) {
+        guard let count = reserving[name] else { return }
+        reserving[name] = count > 1 ? count - 1 : nil
+    }
     /// Host side: the members of meetings hosted here as the store last heard of them.
     var storedMembers: [String: MeetingPlaces.Member] = [:]
     /// Device side: logins here waiting for a call's owner elsewhere to take them back.

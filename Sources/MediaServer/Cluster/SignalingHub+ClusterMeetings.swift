@@ -32,7 +32,9 @@ extension SignalingHub {
                 } else {
                     host = try await cluster.membership.places.host(of: name)
                 }
-                if host == cluster.node { clusterState.placedHere.insert(name) }
+                if host == cluster.node {
+                    if case .reserve = request { clusterState.reservationPlaced(name) } else { clusterState.placedHere.insert(name) }
+                }
                 return host == cluster.node ? nil : host
             } catch {
                 logger.warning("meeting places unknown (\(error.message)): '\(name)' is looked for on this node only")
@@ -74,8 +76,8 @@ extension SignalingHub {
                             _ request: MeetingRequest) async {
         var assigned: UInt64?
         if case .reserve(let reservation) = request {
+            clusterState.reservationPlaced(reservation.name)
             assigned = await sharedMeetingID()
-            clusterState.placedHere.insert(reservation.name)
         }
         // From here to `perform` resolving the outputs' destinations nothing awaits, so no
         // settling can drop the proxy first.
@@ -136,7 +138,9 @@ extension SignalingHub {
             }
         }
         await storeMembers(cluster)
-        let free = clusterState.placedHere.filter { meetings.byName[$0] == nil }
+        // A reservation still awaiting its meeting ID is not free: releasing its place then
+        // left a reserved meeting no other node could find.
+        let free = clusterState.placedHere.filter { meetings.byName[$0] == nil && clusterState.reserving[$0] == nil }
         guard !free.isEmpty else { return }
         clusterState.placedHere.subtract(free)
         for name in free.sorted() {

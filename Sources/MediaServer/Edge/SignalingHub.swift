@@ -252,6 +252,7 @@ public actor SignalingHub {
         }
         let outputs = meetings.handle(request, from: id, identity, requestID: requestID, credentials: credentials,
                                       assignedID: assignedID, at: time)
+        if case .reserve(let reservation) = request { clusterState.reservationHandled(reservation.name) }
         if cluster != nil { meetingHandled(id, identity, request) }
         await perform(outputs)
     }
