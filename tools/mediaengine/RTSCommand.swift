@@ -128,7 +128,8 @@ final class RTSDataSink: Sendable {
 }
 
 /// Lines of a file descriptor, read on a thread of their own (a read blocks) and handed over
-/// at most 256 ahead of the reader.
+/// at most 256 ahead of the reader. A reader that stops early leaves the thread blocked
+/// until the process ends (a command's input is read once).
 final class LineReader: Sendable {
     enum Line: Sendable {
         case line(Data)
@@ -137,7 +138,10 @@ final class LineReader: Sendable {
     }
 
     private let queue = Locked<(lines: [Line?], waiter: CheckedContinuation<Line?, Never>?)>(([], nil))
-    private let room = DispatchSemaphore(value: 256)
+    /// Lines handed over and not yet taken, against 256. Not a DispatchSemaphore: libdispatch
+    /// traps when one is freed below its initial count (a reader that stopped early).
+    private let room = NSCondition()
+    nonisolated(unsafe) private var ahead = 0
 
     init(descriptor: Int32, maximumLength: Int) {
         Thread.detachNewThread { [self] in
@@ -180,7 +184,10 @@ final class LineReader: Sendable {
     }
 
     private func deliver(_ line: Line?) {
-        room.wait()
+        room.lock()
+        while ahead >= 256 { room.wait() }
+        ahead += 1
+        room.unlock()
         let waiter = queue.withLock { state -> CheckedContinuation<Line?, Never>? in
             if let waiter = state.waiter {
                 state.waiter = nil
@@ -190,9 +197,16 @@ final class LineReader: Sendable {
             return nil
         }
         if let waiter {
-            room.signal()
+            taken()
             waiter.resume(returning: line)
         }
+    }
+
+    private func taken() {
+        room.lock()
+        ahead -= 1
+        room.signal()
+        room.unlock()
     }
 
     /// The next line; nil at the end of the input.
@@ -206,7 +220,7 @@ final class LineReader: Sendable {
                 return .some(state.lines.removeFirst())
             }
             if case .some(let line) = line {
-                room.signal()
+                taken()
                 continuation.resume(returning: line)
             }
         }

@@ -379,7 +379,9 @@ public actor RTSRelay {
     private func tooSlow(_ id: UInt64) {
         guard let connection = connections[id], let device = connection.device else { return }
         statistics.tooSlow += 1
-        logger.notice("rts: closing a data connection that does not read", metadata: ["account": "\(device.account)"])
+        let queued = connection.gauge.queued
+        logger.notice("rts: closing a data connection that does not read",
+                      metadata: ["account": "\(device.account)", "queuedBytes": "\(queued.bytes)", "queuedMessages": "\(queued.messages)"])
         devices[device] = nil
         connections[id]?.device = nil
         close(id, code: 4_008, reason: "too slow: more than \(configuration.queueLimit.bytes) bytes unread")

@@ -18,8 +18,13 @@ struct RTSState {
     var requests: [String: Event.RTSReceive] = [:]
     /// Conferences this device is in: channel ID to name.
     var conferences: [UInt64: String] = [:]
-    /// Sessions by channel ID (to name a data message's session).
-    var channelSessions: [UInt64: String] = [:]
+    /// Each channel's session or conference (to name a data message's).
+    var channelNames: [UInt64: (session: String?, conference: String?)] {
+        var names: [UInt64: (session: String?, conference: String?)] = [:]
+        for (id, session) in sessions { names[session.channelID] = (id, nil) }
+        for (channelID, name) in conferences { names[channelID] = (nil, name) }
+        return names
+    }
 }
 
 /// A session this side requested.
@@ -68,7 +73,6 @@ extension NetCallManager {
                                       as: Reply.RTSRequest.self)
         rts.sessions[reply.sessionID] = RTSState.Session(channelID: reply.channelID, peer: callee, services: services, accepted: false,
                                                          placed: true)
-        rts.channelSessions[reply.channelID] = reply.sessionID
         return RTSSessionInfo(sessionID: reply.sessionID, channelID: reply.channelID, recordFile: reply.recordFile)
     }
 
@@ -87,7 +91,6 @@ extension NetCallManager {
         guard accept else { return nil }
         rts.sessions[sessionID] = RTSState.Session(channelID: reply.channelID, peer: invitation?.from ?? "", services: invitation?.services ?? [.data],
                                                    accepted: true, placed: false)
-        rts.channelSessions[reply.channelID] = sessionID
         rtsEvents.push(.serviceStatus(sessionID: sessionID, .data, .connected))
         return reply.recordFile
     }
@@ -96,7 +99,7 @@ extension NetCallManager {
     public func terminateRTS(sessionID: String) async throws(SignalingError) {
         if rts.sessions[sessionID] != nil { try? await rts.connection?.sync(timeout: configuration.requestTimeout) }
         _ = try await request(MessageType.rtsTerminate, Request.RTSTerminate(sessionID: sessionID), as: Reply.Empty.self)
-        endSession(sessionID)
+        rts.sessions[sessionID] = nil
     }
 
     /// Sends `data` to the other member (`sendRTSData`): at most the quota's size (50 KB).
@@ -159,14 +162,15 @@ extension NetCallManager {
         guard rts.connection == nil else { return }
         guard client != nil else { throw SignalingError(.serverDisconnected, "not connected to the server") }
         let stream = rtsEvents
+        let names = rtsChannelNames
         let connection = try await RTSDataConnection.open(
             server: configuration.server, token: configuration.token, device: configuration.device, timeout: configuration.requestTimeout,
             logger: logger,
             received: { [weak self] inbound in
                 switch inbound {
                 case .data(let frame):
-                    let names = await self?.names(of: frame.channelID)
-                    await stream.push(data: RTSData(channelID: frame.channelID, sessionID: names?.session, conference: names?.conference,
+                    let named = names.withLock { $0[frame.channelID] }
+                    await stream.push(data: RTSData(channelID: frame.channelID, sessionID: named?.session, conference: named?.conference,
                                                     from: frame.peer, data: Data(frame.payload.readableBytesView)))
                 case .event(let event):
                     await self?.handleRTSDataEvent(event)
@@ -182,10 +186,6 @@ extension NetCallManager {
         }
     }
 
-    private func names(of channelID: UInt64) -> (session: String?, conference: String?) {
-        (rts.channelSessions[channelID], rts.conferences[channelID])
-    }
-
     private func dataConnectionEnded(_ reason: String?) {
         rts.connection = nil
         let error = reason.map { $0.hasPrefix("too slow") ? SignalingError(.rtsTooSlow, "the server closed the data connection: \($0)") : nil }
@@ -198,7 +198,7 @@ extension NetCallManager {
         for id in rts.sessions.keys.sorted() {
             rtsEvents.push(.serviceStatus(sessionID: id, .data, .disconnected))
             rtsEvents.push(.terminate(sessionID: id, by: nil, reason: .failed))
-            endSession(id)
+            rts.sessions[id] = nil
         }
         for (channelID, name) in rts.conferences.sorted(by: { $0.key < $1.key }) {
             rtsEvents.push(.leftConference(channelID: channelID, conference: name, error))
@@ -214,11 +214,6 @@ extension NetCallManager {
         rtsEvents.finish()
     }
 
-    private func endSession(_ sessionID: String) {
-        guard let session = rts.sessions.removeValue(forKey: sessionID) else { return }
-        rts.channelSessions[session.channelID] = nil
-    }
-
     // MARK: Events
 
     /// Events of the data connection: in order with the data.
@@ -232,14 +227,14 @@ extension NetCallManager {
                     rts.sessions[body.sessionID]?.accepted = true
                     rtsEvents.push(.serviceStatus(sessionID: body.sessionID, .data, .connected))
                 } else {
-                    endSession(body.sessionID)
+                    rts.sessions[body.sessionID] = nil
                 }
             case MessageType.rtsTerminate:
                 let body = try event.body(Event.RTSTerminate.self)
                 guard rts.sessions[body.sessionID] != nil else { return }
                 rtsEvents.push(.serviceStatus(sessionID: body.sessionID, .data, .disconnected))
                 rtsEvents.push(.terminate(sessionID: body.sessionID, by: body.by, reason: body.reason))
-                endSession(body.sessionID)
+                rts.sessions[body.sessionID] = nil
             case MessageType.rtsControl:
                 let body = try event.body(Event.RTSControl.self)
                 rtsEvents.push(.control(sessionID: body.sessionID, from: body.from, body.control))
@@ -278,7 +273,7 @@ extension NetCallManager {
             if rts.requests.removeValue(forKey: body.sessionID) != nil || rts.sessions[body.sessionID] != nil {
                 if rts.sessions[body.sessionID] != nil { rtsEvents.push(.serviceStatus(sessionID: body.sessionID, .data, .disconnected)) }
                 rtsEvents.push(.terminate(sessionID: body.sessionID, by: body.by, reason: body.reason))
-                endSession(body.sessionID)
+                rts.sessions[body.sessionID] = nil
             }
         case MessageType.rtsLeftConference:
             let body = try event.body(Event.RTSLeftConference.self)

@@ -84,7 +84,12 @@ public actor NetCallManager {
     /// The meeting this device is in, if any (see `NetCallManager+Meetings`).
     var meeting: MeetingState?
     /// Real-time sessions and conferences (see `NetCallManager+RTS`).
-    var rts = RTSState()
+    var rts = RTSState() {
+        // The data connection's reader names each message's session or conference from this
+        // copy, without waiting for the actor (busy with this side's own sends).
+        didSet { rtsChannelNames.withLock { $0 = rts.channelNames } }
+    }
+    nonisolated let rtsChannelNames = Locked<[UInt64: (session: String?, conference: String?)]>([:])
     /// Real-time sessions' data and events, in order, none dropped; one reader. Data the
     /// reader has not taken holds the data connection back (the server then sees this device
     /// as slow): read it steadily.
