@@ -309,44 +309,54 @@ public final class SignalingServer: Sendable {
             try await outbound.close(.goingAway, reason: "server shutting down")
             return
         }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                do {
-                    for await message in stream {
-                        switch message {
-                        case .message(let message):
-                            try await outbound.write(.text(String(decoding: message.encoded(), as: UTF8.self)))
-                        case .text(let data):
-                            try await outbound.write(.text(String(decoding: data, as: UTF8.self)))
-                        case .close(let code, let reason):
-                            try await outbound.close(.init(codeNumber: Int(code)), reason: reason)
-                            return
-                        }
-                    }
-                } catch {
-                    // The peer went away; the reader sees it too.
-                }
+        await pump(inbound: inbound, queue: stream, maximumMessageSize: Int.max) { message in
+            switch message {
+            case .message(let message): try await outbound.write(.text(String(decoding: message.encoded(), as: UTF8.self)))
+            case .text(let data): try await outbound.write(.text(String(decoding: data, as: UTF8.self)))
+            case .close(let code, let reason):
+                try await outbound.close(.init(codeNumber: Int(code)), reason: reason)
+                return false
             }
-            group.addTask {
-                do {
-                    for try await message in inbound.messages(maxSize: Int.max) {
-                        switch message {
-                        case .text(let text): await hub.received(Data(text.utf8), from: id)
-                        case .binary(let buffer): await hub.received(Data(buffer.readableBytesView), from: id)
-                        }
-                    }
-                } catch {
-                    // A protocol error or an oversize frame: the transport closes the connection.
-                }
+            return true
+        } read: { message in
+            switch message {
+            case .text(let text): await hub.received(Data(text.utf8), from: id)
+            case .binary(let buffer): await hub.received(Data(buffer.readableBytesView), from: id)
             }
-            await group.next()
-            group.cancelAll()
         }
         await hub.closed(id)
     }
 }
 
 extension SignalingServer {
+    /// Runs one WebSocket connection until either side ends it: a writer sends what `queue`
+    /// yields (`write` returns false once it sent a close frame), and this task hands each
+    /// message to `read`, awaiting it (so a peer sending faster than `read` takes is slowed by
+    /// TCP). `abort` finishing drops the connection at once, even while a write waits.
+    static func pump<Item: Sendable>(inbound: WebSocketInboundStream, queue: AsyncStream<Item>, maximumMessageSize: Int,
+                                     abort: AsyncStream<Void>? = nil, write: @escaping @Sendable (Item) async throws -> Bool,
+                                     read: @escaping @Sendable (WebSocketMessage) async -> Void) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    for await item in queue where try await !write(item) { return }
+                } catch {
+                    // The peer went away; the reader sees it too.
+                }
+            }
+            group.addTask {
+                do {
+                    for try await message in inbound.messages(maxSize: maximumMessageSize) { await read(message) }
+                } catch {
+                    // A protocol error or an oversize frame: the transport closes the connection.
+                }
+            }
+            if let abort { group.addTask { for await _ in abort {} } }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
     /// One data connection (`/rts`): a writer draining the relay's queue for it, and this task
     /// reading messages into the relay. The reader awaits the relay for each message, so a
     /// member sending faster than the relay takes is slowed by TCP, not queued.
@@ -357,44 +367,24 @@ extension SignalingServer {
             try await outbound.close(.goingAway, reason: "server shutting down")
             return
         }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                do {
-                    for await message in stream {
-                        switch message {
-                        case .data(let buffer):
-                            try await outbound.write(.binary(buffer))
-                            gauge.sent(buffer.readableBytes)
-                        case .message(let message):
-                            try await outbound.write(.text(String(decoding: message.encoded(), as: UTF8.self)))
-                            gauge.sent(256)
-                        case .close(let code, let reason):
-                            try await outbound.close(.init(codeNumber: Int(code)), reason: reason)
-                            return
-                        }
-                    }
-                } catch {
-                    // The peer went away; the reader sees it too.
-                }
+        await pump(inbound: inbound, queue: stream, maximumMessageSize: 1 << 21, abort: gauge.aborted) { message in
+            switch message {
+            case .data(let buffer):
+                try await outbound.write(.binary(buffer))
+                gauge.sent(buffer.readableBytes)
+            case .message(let message):
+                try await outbound.write(.text(String(decoding: message.encoded(), as: UTF8.self)))
+                gauge.sent(256)
+            case .close(let code, let reason):
+                try await outbound.close(.init(codeNumber: Int(code)), reason: reason)
+                return false
             }
-            group.addTask {
-                do {
-                    for try await message in inbound.messages(maxSize: 1 << 21) {
-                        switch message {
-                        case .text(let text): await relay.received(text: Data(text.utf8), from: id)
-                        case .binary(let buffer): await relay.received(data: buffer, from: id)
-                        }
-                    }
-                } catch {
-                    // A protocol error or an oversize frame: the transport closes the connection.
-                }
+            return true
+        } read: { message in
+            switch message {
+            case .text(let text): await relay.received(text: Data(text.utf8), from: id)
+            case .binary(let buffer): await relay.received(data: buffer, from: id)
             }
-            group.addTask {
-                // The relay gave up on a peer that reads nothing: drop the connection now.
-                for await _ in gauge.aborted {}
-            }
-            await group.next()
-            group.cancelAll()
         }
         await relay.closed(id)
     }

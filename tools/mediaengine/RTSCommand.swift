@@ -249,8 +249,9 @@ enum RTSRunner {
         case .userJoined(_, let name, let account): "rts: \(account) joined \(name)"
         case .userLeft(_, let name, let account, let reason): "rts: \(account) left \(name) (\(reason.rawValue))"
         case .leftConference(_, let name, let error): "rts: out of \(name): \(error.message) (\(error.code.rawValue))"
-        case .dataRefused(let first, let last, let error):
-            "rts: the server refused message\(first == last ? " \(first)" : "s \(first)-\(last)"): \(error.message) (\(error.code.rawValue))"
+        case .dataRefused(let first, let last, let count, let error):
+            "rts: the server refused " + (first == last ? "message \(first)" : "\(count) of messages \(first)-\(last)")
+                + ": \(error.message) (\(error.code.rawValue))"
         }
     }
 

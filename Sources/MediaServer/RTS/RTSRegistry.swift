@@ -169,13 +169,6 @@ public struct RTSRegistry: Sendable {
         self.configuration = configuration
     }
 
-    public var sessionCount: Int { sessions.count }
-    public var conferenceCount: Int { conferences.count }
-    /// Members of running conferences and sessions.
-    public var memberCount: Int {
-        sessions.values.reduce(0) { $0 + 1 + ($1.answeredBy == nil ? 0 : 1) } + conferences.values.reduce(0) { $0 + $1.members.count }
-    }
-
     /// Accounts in a session with audio (answered or not): a call to or from one is busy.
     public var audioAccounts: Set<String> {
         var accounts: Set<String> = []
@@ -184,19 +177,6 @@ public struct RTSRegistry: Sendable {
             accounts.insert(session.callee)
         }
         return accounts
-    }
-
-    /// The channel a data connection names, with its members' accounts: for the relay's checks.
-    public func members(of channelID: UInt64) -> [String]? {
-        switch channels[channelID] {
-        case .session(let id)?:
-            guard let session = sessions[id] else { return nil }
-            return [session.caller.identity.account] + (session.answeredBy.map { [$0.identity.account] } ?? [])
-        case .conference(let name)?:
-            return conferences[name]?.members.map(\.identity.account)
-        case nil:
-            return nil
-        }
     }
 
     // MARK: Requests

@@ -107,10 +107,11 @@ public actor RTSRelay {
         var lastRefusalReport: ContinuousClock.Instant?
     }
 
-    /// Refusals of one reason in a row, not reported yet.
+    /// Refusals of one reason, not reported yet.
     struct Refusal {
         var first: UInt64
         var last: UInt64
+        var count: Int
         var error: SignalingError
     }
 
@@ -470,13 +471,14 @@ public actor RTSRelay {
     private func refuse(_ number: UInt64, _ error: SignalingError, on id: UInt64) {
         statistics.refused += 1
         guard var connection = connections[id] else { return }
-        if var pending = connection.refusal, pending.error == error, pending.last + 1 == number {
+        if var pending = connection.refusal, pending.error == error {
             pending.last = number
+            pending.count += 1
             connection.refusal = pending
             connections[id] = connection
         } else {
             if connection.refusal != nil { flushRefusal(id, force: true) }
-            connections[id]?.refusal = Refusal(first: number, last: number, error: error)
+            connections[id]?.refusal = Refusal(first: number, last: number, count: 1, error: error)
         }
         flushRefusal(id, force: false)
     }
@@ -489,7 +491,8 @@ public actor RTSRelay {
         if !force, let last = connection.lastRefusalReport, now - last < .milliseconds(100) { return }
         connections[id]?.refusal = nil
         connections[id]?.lastRefusalReport = now
-        send(.message(.event(.rtsDataRefused(Event.RTSDataRefused(first: refusal.first, last: refusal.last, error: refusal.error)))), to: id)
+        send(.message(.event(.rtsDataRefused(Event.RTSDataRefused(first: refusal.first, last: refusal.last, count: refusal.count,
+                                                                            error: refusal.error)))), to: id)
     }
 
     private func malformed(_ id: UInt64, _ error: SignalingError, requestID: UInt64? = nil) {

@@ -7,11 +7,6 @@ extension SignalingHub {
         rtsRelay = relay
     }
 
-    /// Real-time sessions live now.
-    public var rtsSessionCount: Int { rts.sessionCount }
-    /// Conferences reserved or running now.
-    public var conferenceCount: Int { rts.conferenceCount }
-
     /// Takes a report of the relay: a device whose data connection went leaves its channels.
     public func rtsRelayReported(_ report: RTSRelayReport) async {
         switch report {

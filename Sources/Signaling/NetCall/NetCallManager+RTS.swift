@@ -246,7 +246,7 @@ extension NetCallManager {
                 rtsEvents.push(.userLeft(channelID: body.channelID, conference: body.name, account: body.account, reason: body.reason))
             case MessageType.rtsDataRefused:
                 let body = try event.body(Event.RTSDataRefused.self)
-                rtsEvents.push(.dataRefused(first: body.first, last: body.last, body.error))
+                rtsEvents.push(.dataRefused(first: body.first, last: body.last, count: body.count, body.error))
             default:
                 logger.debug("ignored data connection event \(event.type)")
             }

@@ -50,9 +50,9 @@ public enum RTSEvent: Sendable, Hashable {
     case userLeft(channelID: UInt64, conference: String, account: String, reason: RTSLeaveReason)
     /// This device is out of a conference without asking (`onLeftConference(error)`).
     case leftConference(channelID: UInt64, conference: String, SignalingError)
-    /// The server did not relay messages `first...last` sent on this device's data connection
-    /// (counted from 1), for the error's reason.
-    case dataRefused(first: UInt64, last: UInt64, SignalingError)
+    /// The server did not relay `count` of the messages `first...last` sent on this device's
+    /// data connection (counted from 1), for the error's reason.
+    case dataRefused(first: UInt64, last: UInt64, count: Int, SignalingError)
 }
 
 /// The sequence of `RTSEvent`s: one reader, nothing dropped. Data waits for the reader: when

@@ -25,27 +25,13 @@ public struct RTSFrame: Sendable, Hashable {
         self.payload = payload
     }
 
-    /// The frame's header and payload in one buffer.
-    public func encoded(allocator: ByteBufferAllocator = ByteBufferAllocator()) -> ByteBuffer {
-        var peerBytes = peer.utf8.prefix(Self.maximumPeerLength)
-        var buffer = allocator.buffer(capacity: Self.fixedHeaderSize + peerBytes.count + payload.readableBytes)
-        Self.writeHeader(into: &buffer, channelID: channelID, peer: &peerBytes)
-        var payload = payload
-        buffer.writeBuffer(&payload)
-        return buffer
-    }
-
     /// Writes a frame's header into `buffer`; the payload follows.
     public static func writeHeader(into buffer: inout ByteBuffer, channelID: UInt64, peer: String) {
-        var bytes = peer.utf8.prefix(maximumPeerLength)
-        writeHeader(into: &buffer, channelID: channelID, peer: &bytes)
-    }
-
-    private static func writeHeader(into buffer: inout ByteBuffer, channelID: UInt64, peer: inout Substring.UTF8View) {
+        let bytes = peer.utf8.prefix(maximumPeerLength)
         buffer.writeInteger(dataKind)
         buffer.writeInteger(channelID, endianness: .big)
-        buffer.writeInteger(UInt8(peer.count))
-        buffer.writeBytes(peer)
+        buffer.writeInteger(UInt8(bytes.count))
+        buffer.writeBytes(bytes)
     }
 
     /// Parses one binary message; the payload is a slice of `buffer` (no copy).

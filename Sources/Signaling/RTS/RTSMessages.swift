@@ -359,18 +359,21 @@ extension Event {
         public var error: SignalingError { SignalingError(SignalingError.Code(rawValue: code), message) }
     }
 
-    /// Data messages the server did not relay: numbers `first` to `last` on this data
-    /// connection (counted from 1), for one reason. Refusals of one reason that follow each
-    /// other are reported together, at most ten times a second.
+    /// Data messages the server did not relay: `count` of the numbers `first` to `last` on
+    /// this data connection (counted from 1; all of them when `count` is the range's size),
+    /// for one reason. Refusals of one reason are reported together, at most ten times a
+    /// second, so a flood gets a few reports, never one per message.
     public struct RTSDataRefused: Sendable, Hashable, Codable {
         public var first: UInt64
         public var last: UInt64
+        public var count: Int
         public var code: Int
         public var message: String
 
-        public init(first: UInt64, last: UInt64, error: SignalingError) {
+        public init(first: UInt64, last: UInt64, count: Int, error: SignalingError) {
             self.first = first
             self.last = last
+            self.count = count
             code = error.code.rawValue
             message = error.message
         }
