@@ -92,6 +92,10 @@ import Testing
         // Bad files are named.
         let missing = try CLI.run(["rts", "dump", recordings.appendingPathComponent("none.rts").path])
         #expect(missing.status != 0 && missing.stderr.contains("none.rts: no such file"), "\(missing.stderr)")
+        let notOne = try CLI.run(["rts", "dump", setup.aliceFile])
+        #expect(notOne.status != 0 && notOne.stderr.contains("not a recording"), "\(notOne.stderr)")
+        let directory = try CLI.run(["rts", "dump", recordings.path])
+        #expect(directory.status != 0 && directory.stderr.contains("is a directory"), "\(directory.stderr)")
     }
 }
 

@@ -255,6 +255,31 @@ enum RTSRunner {
         }
     }
 
+    /// Reads `manager`'s events until they end: data to `sink`, everything else printed
+    /// (but the end-of-input control text) and handed to `handle`; then `finished`.
+    static func read(_ manager: NetCallManager, into sink: RTSDataSink, finished: @escaping @Sendable () async -> Void,
+                     handle: @escaping @Sendable (RTSEvent) async -> Void) -> Task<Void, Never> {
+        Task {
+            for await event in manager.rtsEvents {
+                if case .data(let message) = event {
+                    sink.write(message)
+                    continue
+                }
+                if case .control(_, _, endOfInput) = event {} else if let text = describe(event) { printError(text) }
+                await handle(event)
+            }
+            await finished()
+        }
+    }
+
+    /// Runs `body` on the first Ctrl-C (cancel the task when done waiting for one).
+    static func onInterruption(_ body: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+        Task {
+            await Interruption.wait()
+            if !Task.isCancelled { await body() }
+        }
+    }
+
     /// The control text a side sends once its input is all sent: a session ends once both
     /// sides sent it (or one side ends it).
     static let endOfInput = "mediaengine:eof"
@@ -329,36 +354,20 @@ struct RTSCallCommand: AsyncParsableCommand {
             let accepted = RTSSessionWatch()
             let ended = RTSSessionWatch()
             let peerDone = RTSSessionWatch()
-            let reader = Task {
-                for await event in manager.rtsEvents {
-                    if case .data(let message) = event {
-                        sink.write(message)
-                        continue
-                    }
-                    if case .control(session.sessionID, _, RTSRunner.endOfInput) = event {
-                        await peerDone.end()
-                        continue
-                    }
-                    if let text = RTSRunner.describe(event) { printError(text) }
-                    switch event {
-                    case .response(session.sessionID, _, true): await accepted.end()
-                    case .response(session.sessionID, _, false), .terminate(session.sessionID, _, _):
-                        await ended.end()
-                        await accepted.end()
-                        await peerDone.end()
-                    default: break
-                    }
+            let over: @Sendable () async -> Void = {
+                await ended.end()
+                await accepted.end()
+                await peerDone.end()
+            }
+            let reader = RTSRunner.read(manager, into: sink, finished: over) { event in
+                switch event {
+                case .control(session.sessionID, _, RTSRunner.endOfInput): await peerDone.end()
+                case .response(session.sessionID, _, true): await accepted.end()
+                case .response(session.sessionID, _, false), .terminate(session.sessionID, _, _): await over()
+                default: break
                 }
-                await ended.end()
-                await accepted.end()
-                await peerDone.end()
             }
-            let interrupted = Task {
-                await Interruption.wait()
-                await accepted.end()
-                await ended.end()
-                await peerDone.end()
-            }
+            let interrupted = RTSRunner.onInterruption(over)
             await accepted.wait()
             if await !ended.isEnded, !Interruption.requested {
                 let sent = try await data.sendInput { message throws(SignalingError) in
@@ -425,10 +434,7 @@ struct RTSAnswerCommand: AsyncParsableCommand {
             throw RTSRunner.failure(error)
         }
         let done = RTSSessionWatch()
-        let interrupted = Task {
-            await Interruption.wait()
-            await done.end()
-        }
+        let interrupted = RTSRunner.onInterruption { await done.end() }
         let accept = autoAccept
         let limit = sessions
         let options = data
@@ -550,21 +556,10 @@ struct RTSJoinCommand: AsyncParsableCommand {
             printError("rts: joined \(name) channel=\(conference.channelID) members=\(conference.members.joined(separator: ","))"
                        + (conference.recordFile.map { " recordFile=\($0)" } ?? ""))
             let out = RTSSessionWatch()
-            let reader = Task {
-                for await event in manager.rtsEvents {
-                    if case .data(let message) = event {
-                        sink.write(message)
-                        continue
-                    }
-                    if let text = RTSRunner.describe(event) { printError(text) }
-                    if case .leftConference(conference.channelID, _, _) = event { await out.end() }
-                }
-                await out.end()
+            let reader = RTSRunner.read(manager, into: sink, finished: { await out.end() }) { event in
+                if case .leftConference(conference.channelID, _, _) = event { await out.end() }
             }
-            let interrupted = Task {
-                await Interruption.wait()
-                await out.end()
-            }
+            let interrupted = RTSRunner.onInterruption { await out.end() }
             let target = to
             let sent = try await data.sendInput { message throws(SignalingError) in
                 try await manager.sendConferenceData(message, channelID: conference.channelID, to: target)

@@ -11,6 +11,9 @@ import NIOCore
 /// whole record when it is opened again; readers skip such a tail and say so.
 public enum RTSRecording {
     public static let headerSize = 8
+    /// The longest record a reader accepts: far above the largest message a member may send
+    /// (50 KB), so that a length beyond it means the file is no recording, not a cut record.
+    public static let maximumRecordSize = 1 << 20
 
     /// One record.
     public struct Record: Sendable, Hashable {
@@ -71,8 +74,9 @@ public enum RTSRecording {
             let base = data.startIndex + offset
             let length = Int(littleEndian32(data, at: base))
             let timestamp = littleEndian32(data, at: base + 4)
-            guard length >= headerSize else {
-                throw ReadError(message: "\(name): record \(count + 1) at byte \(offset) has length \(length), shorter than its header: not a recording")
+            guard length >= headerSize, length <= maximumRecordSize else {
+                throw ReadError(message: "\(name): record \(count + 1) at byte \(offset) has length \(length), "
+                                + (length < headerSize ? "shorter than its header" : "more than \(maximumRecordSize) bytes") + ": not a recording")
             }
             guard data.count - offset >= length else { break }
             each(offset, length, timestamp)
