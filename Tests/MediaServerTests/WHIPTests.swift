@@ -121,7 +121,10 @@ import FoundationNetworking
         #expect(page.body.contains("<script src=\"client.js\"></script>"))
         #expect(page.headers["referrer-policy"] == "no-referrer" && page.headers["content-security-policy"]?.hasPrefix("default-src 'self'") == true)
         let script = try await Self.request(server, "GET", "/client.js", token: nil)
-        #expect(script.status == 200 && script.body.contains("window.mediaEngine = { stats, mute }"), "\(script.status)")
+        #expect(script.status == 200 && script.body.contains("window.mediaEngine = { stats, mute"), "\(script.status)")
+        #expect(page.body.contains("<script src=\"board.js\"></script>"))
+        let board = try await Self.request(server, "GET", "/board.js", token: nil)
+        #expect(board.status == 200 && board.body.contains("class Whiteboard"), "\(board.status)")
         #expect(try await Self.request(server, "GET", "/nothing.js", token: nil).status == 404)
         // The same path still upgrades to signaling.
         let client = try await server.client("alice")

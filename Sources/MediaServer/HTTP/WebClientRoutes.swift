@@ -3,12 +3,13 @@ import HTTPTypes
 import Hummingbird
 
 /// The web client (`Sources/MediaServer/Web`: plain HTML and JavaScript, no build step,
-/// nothing fetched from elsewhere) at `GET /` and `GET /client.js`. Read once from the
+/// nothing fetched from elsewhere) at `GET /`, `GET /client.js` and `GET /board.js`. Read once from the
 /// package's resources; a missing file is a 404 naming it, not a crash.
 enum WebClientRoutes {
     static let files: [(path: String, resource: String, contentType: String)] = [
         ("/", "index.html", "text/html; charset=utf-8"),
         ("/client.js", "client.js", "text/javascript; charset=utf-8"),
+        ("/board.js", "board.js", "text/javascript; charset=utf-8"),
     ]
 
     /// The resource bundle SwiftPM builds beside the executable (or the test bundle).

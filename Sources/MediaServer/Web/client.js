@@ -7,11 +7,16 @@
 //                                        call an account (our clients answer the page's offer)
 //   #answer&token=TOKEN                  wait for a WebRTC caller (another page) and answer it
 //   #watch=MEETING/ACCOUNT&token=TOKEN   view one meeting participant over WHEP
+//   #board=NAME&token=TOKEN[&color=%23RRGGBB]
+//                                        draw with others on a shared whiteboard: a real-time
+//                                        conference's data (board.js)
 // For automation, window.mediaEngine.stats() resolves to per-participant figures
 // (framesDecoded, frameWidth, frameHeight, audioLevel, packetsLost, jitter) and the
 // transport's dtlsState, srtpCipher and selected candidate pair type; firstFrameAfter is the
 // seconds from opening the page to the first picture; mute(account, {audio, video}) stops
 // (or, with false, resumes) that participant's media for this page only.
+// On a whiteboard, stats().board counts strokes, operations and members, and
+// window.mediaEngine.board is the board itself (draw, undo, clear, ink, until: board.js).
 "use strict";
 
 const sessions = [];
@@ -75,7 +80,7 @@ class Signaling {
       const waiting = envelope.id != null && this.pending.get(envelope.id);
       if (waiting) {
         this.pending.delete(envelope.id);
-        if (envelope.type === "error") waiting.reject(new Error(`${envelope.body.message} (code ${envelope.body.code})`));
+        if (envelope.type === "error") waiting.reject(requestError(envelope.body));
         else waiting.resolve(envelope.body);
       } else if (envelope.id == null) {
         this.onEvent(envelope.type, envelope.body);
@@ -287,6 +292,7 @@ function fail(error) {
 
 let meeting;
 let call;
+let board;
 
 async function mute(account, muted) {
   if (!meeting) throw new Error("not in a meeting");
@@ -491,15 +497,18 @@ async function stats() {
       }
     });
   }
-  return Object.assign({ participants, sent }, transport);
+  const figures = Object.assign({ participants, sent }, transport);
+  if (board) figures.board = board.stats();
+  return figures;
 }
 
-window.mediaEngine = { stats, mute };
+window.mediaEngine = { stats, mute, get board() { return board; } };
 
 // A closed tab ends its sessions (the server would time the legs out anyway).
 window.addEventListener("pagehide", () => {
   if (meeting) meeting.leave();
   if (call) call.leave();
+  if (board) board.leave();
   for (const session of sessions) {
     if (session.location) {
       fetch(session.location, { method: "DELETE", keepalive: true, headers: { "Authorization": `Bearer ${session.token}` } });
@@ -523,6 +532,9 @@ async function start(parameters) {
       else await call.wait();
     } else if (parameters.has("watch") && token) {
       await watch(parameters.get("watch"), token);
+    } else if (parameters.has("board") && token) {
+      board = new Whiteboard(parameters.get("board"), token, parameters.get("color"));
+      await board.join();
     } else {
       document.getElementById("start").hidden = false;
     }
@@ -536,7 +548,7 @@ document.getElementById("start").addEventListener("submit", (event) => {
   const form = new FormData(event.target);
   event.target.hidden = true;
   const parameters = new URLSearchParams({ token: form.get("token") });
-  for (const name of ["meeting", "watch", "role", "call"]) {
+  for (const name of ["meeting", "watch", "role", "call", "board"]) {
     if (form.get(name)) parameters.set(name, form.get(name));
   }
   start(parameters);

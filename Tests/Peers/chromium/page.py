@@ -1,11 +1,12 @@
 """Headless Chromium driven over the DevTools protocol, for tests (run with the peers venv's
 python, which has websocket-client).
 
-  page.py --seconds 8 [--fake-audio X.wav] [--fake-video X.y4m] [--action SECONDS:EXPRESSION ...] < URL
+  page.py --seconds 8 [--fake-audio X.wav] [--fake-video X.y4m] [--port N] [--action SECONDS:EXPRESSION ...] < URL
 
 The URL comes on standard input (it may hold a token in its fragment: never on a command
 line). Chromium starts with a profile of its own in a temporary directory, fake media
-devices, and DevTools on 127.0.0.1 (the namespace's own, when run in one); the page is
+devices, and DevTools on 127.0.0.1 (the namespace's own, when run in one; --port 0 picks a free
+port, for several pages on one host); the page is
 opened with Page.navigate. Every second the page's `window.mediaEngine.stats()` is read;
 at the end one line of JSON: the samples (seconds since navigation, stats), the console's
 errors, and the time to the first decoded frame. An --action's expression is evaluated in
@@ -56,6 +57,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=8)
     parser.add_argument("--fake-audio")
     parser.add_argument("--fake-video")
+    # DevTools' port; 0: one the system picks (several pages on one host), read back from
+    # the profile's DevToolsActivePort file.
     parser.add_argument("--port", type=int, default=9222)
     parser.add_argument("--action", action="append", default=[])
     arguments = parser.parse_args()
@@ -84,10 +87,19 @@ def main() -> int:
     report = {"samples": [], "console": []}
     try:
         deadline = time.monotonic() + 30
+        port = arguments.port
+        while port == 0 and time.monotonic() < deadline:
+            try:
+                with open(os.path.join(profile, "DevToolsActivePort")) as active:
+                    port = int(active.readline().strip() or 0)
+            except (OSError, ValueError):
+                pass
+            if port == 0:
+                time.sleep(0.1)
         pages = []
         while time.monotonic() < deadline and not pages:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{arguments.port}/json/list", timeout=2) as response:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=2) as response:
                     pages = [page for page in json.load(response) if page.get("type") == "page"]
             except OSError:
                 time.sleep(0.2)
