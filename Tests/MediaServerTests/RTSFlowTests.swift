@@ -274,4 +274,121 @@ import TestSupport
         await carol.close()
         for member in [ann, ben] { await member.finish() }
     }
+
+    /// What the issue asks of the data path: a file of 20 MB in 4 KB chunks through the server,
+    /// beside a two-member audio meeting on the same server and a third client's signaling.
+    /// The file arrives identical; the meeting's audio conceals nothing while it flows; every
+    /// request of the third client is answered within 50 ms.
+    @Test func twentyMegabytesIn4KBChunksLeaveAMeetingsAudioWholeAndSignalingPrompt() async throws {
+        try await Heavy.runAlone {
+            let server = try await TestServer.start()
+            defer { Task { await server.server.shutdown() } }
+            let alice = try await MeetingFlows.Member(server: server, account: "alice", audio: "sine:440")
+            let bob = try await MeetingFlows.Member(server: server, account: "bob", audio: "sine:660")
+            try await alice.manager.reserveMeeting(name: "beside")
+            for member in [alice, bob] { _ = try await member.manager.joinMeeting(name: "beside") }
+            for member in [alice, bob] { #expect(await member.wait(for: MeetingFlows.connected) != nil) }
+            // Past the start-up (the first packets fill the jitter buffers): a second of each.
+            #expect(await eventually(timeout: .seconds(15)) { alice.heardCount("bob") >= 96_000 && bob.heardCount("alice") >= 96_000 })
+            func audio(_ member: MeetingFlows.Member) async throws -> (concealed: Int, total: Int) {
+                let streams = try #require(await member.manager.currentMeetingSession).receiveStatistics.streams.filter { $0.kind == .audio }
+                return (streams.map(\.concealedSamples).reduce(0, +), streams.map(\.totalSamplesReceived).reduce(0, +))
+            }
+            let before = (alice: try await audio(alice), bob: try await audio(bob))
+
+            let ann = try await Member(server, "ann")
+            let ben = try await Member(server, "ben")
+            let carl = try await Member(server, "carl")
+            try await ann.manager.reserveConference(name: "files")
+            let channel = try await ann.manager.joinConference(name: "files").channelID
+            _ = try await ben.manager.joinConference(name: "files")
+            // Carl's requests while the file flows: reserve, join and leave a conference of his own.
+            let transferring = Locked(true)
+            let prober = Task { () -> (times: [(String, Duration)], failures: [String]) in
+                var times: [(String, Duration)] = []
+                var failures: [String] = []
+                var round = 0
+                /// Times one request; a failure is recorded with what it was.
+                func timed<T>(_ what: String, _ request: () async throws(SignalingError) -> T) async -> T? {
+                    let started = ContinuousClock.now
+                    defer { times.append(("\(what) \(round)", ContinuousClock.now - started)) }
+                    do {
+                        return try await request()
+                    } catch {
+                        failures.append("\(what) \(round) after \(ContinuousClock.now - started): \(error.message) (\(error.code.rawValue))")
+                        return nil
+                    }
+                }
+                while transferring.withLock({ $0 }) {
+                    round += 1
+                    let name = "probe-\(round)"
+                    guard await timed("reserve", { () async throws(SignalingError) in try await carl.manager.reserveConference(name: name) }) != nil,
+                          let joined = await timed("join", { () async throws(SignalingError) in
+                              try await carl.manager.joinConference(name: name, disableRecord: true)
+                          }),
+                          await timed("leave", { () async throws(SignalingError) in try await carl.manager.leaveConference(channelID: joined.channelID) }) != nil
+                    else { break }
+                    // Three requests a round, ten rounds a second: within the 50 messages a
+                    // second (burst 100) the server lets a connection send.
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+                return (times, failures)
+            }
+            // 20 MB of noise (a generator with a seed, so a failure is repeatable), 4 KB at a time.
+            var state: UInt64 = 35
+            let file = Data((0..<2_500_000).flatMap { _ -> [UInt8] in
+                state ^= state << 13; state ^= state >> 7; state ^= state << 17  // xorshift64
+                return withUnsafeBytes(of: state) { Array($0) }
+            })
+            let chunk = 4_096
+            let sent = ContinuousClock.now
+            for start in stride(from: 0, to: file.count, by: chunk) {
+                try await ann.manager.sendConferenceData(file[start..<min(start + chunk, file.count)], channelID: channel, to: "ben")
+            }
+            let chunks = (file.count + chunk - 1) / chunk
+            // (Counting events, not filtering them for data: a check that walks thousands of
+            // events every 20 ms would be this test's own load on the machine.)
+            #expect(await ben.wait(timeout: 60) { $0.count >= chunks }, "ben got \(ben.data.count) of \(chunks) chunks")
+            #expect(ben.data.count == chunks)
+            let took = ContinuousClock.now - sent
+            transferring.withLock { $0 = false }
+            let (probes, failures) = await prober.value
+            #expect(failures.isEmpty, "carl's requests: \(failures)")
+            var received = Data(capacity: file.count)
+            for data in ben.data { received.append(data.data) }
+            #expect(received.count == file.count && received == file,
+                    "checksum sent \(Self.fnv1a(file)), received \(Self.fnv1a(received)) (\(received.count) bytes)")
+            let after = (alice: try await audio(alice), bob: try await audio(bob))
+            let heard = (alice: after.alice.total - before.alice.total, bob: after.bob.total - before.bob.total)
+            let concealed = (alice: after.alice.concealed - before.alice.concealed, bob: after.bob.concealed - before.bob.concealed)
+            #expect(heard.alice >= 3 * 48_000 && heard.bob >= 3 * 48_000, "both heard the other throughout: \(heard)")
+            #expect(concealed.alice == 0 && concealed.bob == 0, "no audio concealed during the transfer: \(concealed) of \(heard) samples")
+            let sorted = probes.map(\.1).sorted()
+            let slowest = probes.max { $0.1 < $1.1 } ?? ("none", .zero)
+            #expect(probes.count >= 60 && slowest.1 < Self.promptAnswer, "\(probes.count) requests, the slowest \(slowest)")
+            print("rts beside a meeting: 20 MB in 4 KB chunks in \(took), checksum \(Self.fnv1a(received)); "
+                + "concealed alice \(concealed.alice) of \(heard.alice), bob \(concealed.bob) of \(heard.bob) samples; "
+                + "\(probes.count) requests, p50 \(sorted[sorted.count / 2]), slowest \(probes.sorted { $0.1 > $1.1 }.prefix(6))")
+            for member in [ann, ben, carl] { await member.finish() }
+            for member in [alice, bob] { await member.manager.logout() }
+        }
+    }
+
+    /// How soon signaling answers while data flows: 50 ms, as the issue asks, in the optimized
+    /// build CI and users run. A debug build of swift-nio masks and unmasks WebSocket
+    /// payloads byte by byte (about 5 MB/s an event loop), and this process holds the server
+    /// and every client on two loops: the sender's first half second of quota (2 MiB at once)
+    /// holds a loop for up to 2 s there.
+    #if DEBUG
+    static let promptAnswer = Duration.seconds(3)
+    #else
+    static let promptAnswer = Duration.milliseconds(50)
+    #endif
+
+    /// FNV-1a, 64 bits: the checksum a failure prints.
+    static func fnv1a(_ data: Data) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in data { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return String(hash, radix: 16)
+    }
 }
