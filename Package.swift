@@ -195,6 +195,8 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                // `bench rts`'s baseline clients speak plain WebSocket to the server's /echo.
+                .product(name: "WSClient", package: "swift-websocket"),
             ],
             path: "tools/mediaengine",
             swiftSettings: [.swiftLanguageMode(.v6)] + instrumented

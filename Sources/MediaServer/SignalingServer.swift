@@ -67,6 +67,10 @@ public final class SignalingServer: Sendable {
         public var rtsRelay = RTSRelay.Configuration()
         /// Where members' data is recorded (one file per member and channel); nil: nowhere.
         public var rtsRecordingDirectory: String?
+        /// A WebSocket at `/echo` that sends every message back to its sender, on the same stack
+        /// and pump as the data relay: the baseline `bench rts` measures the relay against.
+        /// Off by default.
+        public var webSocketEcho = false
 
         public init() {}
     }
@@ -142,6 +146,7 @@ public final class SignalingServer: Sendable {
         WebRTCRoutes.add(to: http, hub: hub)
         WebClientRoutes.add(to: http)
         let bound = AsyncStream<Int>.makeStream()
+        let echo = configuration.webSocketEcho
         let app = Application(
             router: http,
             // Upgrades are decided here, not by a WebSocket route: hummingbird-websocket's
@@ -157,6 +162,9 @@ public final class SignalingServer: Sendable {
                     return .upgrade([:]) { inbound, outbound, _ in
                         try await Self.serve(inbound: inbound, outbound: outbound, relay: relay)
                     }
+                }
+                if echo, path == "/echo" {
+                    return .upgrade([:]) { inbound, outbound, _ in await Self.echo(inbound: inbound, outbound: outbound) }
                 }
                 guard path == "/" || path.hasPrefix("/?") else { return .dontUpgrade }
                 return .upgrade([:]) { inbound, outbound, _ in
@@ -387,6 +395,29 @@ extension SignalingServer {
             }
         }
         await relay.closed(id)
+    }
+}
+
+extension SignalingServer {
+    /// Messages an echo connection may have waiting to go back; beyond them it is closed
+    /// (its client sends without reading).
+    static let echoBacklog = 4_096
+
+    /// One `/echo` connection: every message goes back as it came, through the same pump as a
+    /// data connection, so `bench rts` compares the relay's work with the transport's alone.
+    static func echo(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
+        let (stream, sink) = AsyncStream<WebSocketMessage>.makeStream(bufferingPolicy: .bufferingOldest(echoBacklog))
+        let (aborted, abort) = AsyncStream<Void>.makeStream()
+        await pump(inbound: inbound, queue: stream, maximumMessageSize: 1 << 21, abort: aborted) { message in
+            switch message {
+            case .binary(let buffer): try await outbound.write(.binary(buffer))
+            case .text(let text): try await outbound.write(.text(text))
+            }
+            return true
+        } read: { message in
+            if case .dropped = sink.yield(message) { abort.finish() }
+        }
+        sink.finish()
     }
 }
 

@@ -45,6 +45,33 @@ import Testing
         #expect(bad.status != 0 && bad.stderr.contains("--participants 5"), "\(bad.stderr)")
     }
 
+    /// `bench rts` through a child server: relay and echo runs for each pair count, every
+    /// message in order, latency and the server's CPU measured, and the ratios made. The
+    /// figures themselves are the benchmark's, not a test's.
+    @Test func rtsBenchRunsTheRelayAndTheEchoBaselineForEachPairCount() async throws {
+        try await Heavy.run {
+            let run = try CLI.run(["bench", "rts", "--pairs", "1,3", "--seconds", "1", "--json"])
+            #expect(run.status == 0, "\(run.stderr)")
+            struct Spread: Decodable { var count: Int; var p50: Double; var p99: Double }
+            struct Run: Decodable {
+                var kind: String; var pairs: Int; var messages: Int; var megabytesPerSecond: Double; var latency: Spread
+                var serverCPUMillisecondsPerMegabyte: Double; var outOfOrder: Int
+            }
+            struct Comparison: Decodable { var pairs: Int; var throughput: Double; var cpuPerMegabyte: Double }
+            struct Report: Decodable { var size: Int; var runs: [Run]; var comparisons: [Comparison] }
+            let report = try JSONDecoder().decode(Report.self, from: Data(run.stdout.utf8))
+            #expect(report.size == 4_096)
+            #expect(report.runs.map { "\($0.kind) \($0.pairs)" } == ["relay 1", "echo 1", "relay 3", "echo 3"])
+            for run in report.runs {
+                #expect(run.messages >= 100 && run.latency.count == run.messages && run.outOfOrder == 0, "\(run)")
+                #expect(run.latency.p50 > 0 && run.latency.p99 >= run.latency.p50 && run.serverCPUMillisecondsPerMegabyte > 0, "\(run)")
+            }
+            #expect(report.comparisons.map(\.pairs) == [1, 3] && report.comparisons.allSatisfy { $0.throughput > 0 && $0.cpuPerMegabyte > 0 })
+        }
+        let bad = try CLI.run(["bench", "rts", "--pairs", "0"])
+        #expect(bad.status != 0 && bad.stderr.contains("--pairs 0"), "\(bad.stderr)")
+    }
+
     /// `bench relay` through a real coturn on loopback: both paths carry packets of both
     /// sizes, the relay's frames are ChannelData-sized, every round trip comes back, and
     /// coturn is gone afterwards. The figures themselves are the benchmark's, not a test's.

@@ -129,6 +129,12 @@ import FoundationNetworking
         // The same path still upgrades to signaling.
         let client = try await server.client("alice")
         await client.close()
+        // /echo (`bench rts`'s baseline) is there only when the operator asks for it.
+        await #expect(throws: (any Error).self) { _ = try await TestClient(url: "ws://127.0.0.1:\(server.port)/echo") }
+        let echoing = try await TestServer.start { $0.webSocketEcho = true }
+        defer { Task { await echoing.server.shutdown() } }
+        let echo = try await TestClient(url: "ws://127.0.0.1:\(echoing.port)/echo")
+        await echo.close()
     }
 
     @Test func aSessionJoinsAsAnActorAndOnlyItsOwnerEndsIt() async throws {

@@ -236,7 +236,8 @@ final class ChildServer {
         self.directory = directory
     }
 
-    static func start(lifetime: Double) throws -> ChildServer {
+    /// - Parameter options: More `server` options (the defaults suit `bench sfu`).
+    static func start(lifetime: Double, options: [String] = []) throws -> ChildServer {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mediaengine-sfu-\(UInt32.random(in: 0 ... .max))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let secret = directory.appendingPathComponent("secret").path
@@ -246,7 +247,7 @@ final class ChildServer {
         // the forwarding, not the bandwidth allocator's ramp.
         process.arguments = ["server", "--port", "0", "--host", "127.0.0.1", "--db", directory.appendingPathComponent("db.sqlite").path,
                              "--secret-file", secret, "--meeting-participants", "1000", "--subscriber-start-bitrate", "100000000",
-                             "--duration", String(Int(lifetime))]
+                             "--duration", String(Int(lifetime))] + options
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice

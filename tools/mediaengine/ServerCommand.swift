@@ -117,6 +117,9 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: "Messages a second each real-time session member may send (default 1000).")
     var rtsMessagesPerSecond = RTSQuota().messagesPerSecond
 
+    @Flag(help: "Serve a WebSocket echo at /echo (the baseline `bench rts` measures the data relay against).")
+    var websocketEcho = false
+
     /// --turn-credential-lifetime's bounds: a minute to 30 days.
     static let turnCredentialLifetimes = 60...2_592_000
 
@@ -309,6 +312,7 @@ struct ServerCommand: AsyncParsableCommand {
         configuration.rtsRecordingDirectory = rtsRecordingDirectory
         configuration.rts.quota.bytesPerSecond = rtsBytesPerSecond
         configuration.rts.quota.messagesPerSecond = rtsMessagesPerSecond
+        configuration.webSocketEcho = websocketEcho
         configuration.meetings.maximumParticipants = meetingParticipants
         configuration.meetings.maximumMeetings = maximumMeetings
         configuration.forwarding.legTimeout = .milliseconds(Int64(legTimeout * 1_000))

@@ -9,9 +9,9 @@ import Signaling
 struct BenchGroup: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Benchmarks: codecs (default), the signaling server under load, call setup, the SFU, the live composer, the TURN relay, long soaks, and audio processing.",
+        abstract: "Benchmarks: codecs (default), the signaling server under load, call setup, the SFU, the live composer, the TURN relay, long soaks, audio processing, and the real-time session relay.",
         subcommands: [BenchCommand.self, SignalingBench.self, CallSetupBench.self, SFULoadBench.self, LiveBench.self, RelayBench.self, SoakBench.self,
-                      AudioProcessingBench.self],
+                      AudioProcessingBench.self, RTSBench.self],
         defaultSubcommand: BenchCommand.self
     )
 }
