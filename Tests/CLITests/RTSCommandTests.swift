@@ -34,68 +34,72 @@ import Testing
     }
 
     @Test func tenThousandMessagesArriveInOrderAndTheRecordingHoldsThem() async throws {
-        let recordings = try temporaryDirectory("rts-recordings")
-        defer { try? FileManager.default.removeItem(at: recordings) }
-        // At the default quota (4 MiB/s a member): about 12 s.
-        let setup = try ServerSetup(serverOptions: ["--rts-recording-directory", recordings.path])
-        defer { setup.finish() }
-        let lines = Self.lines(10_000, seed: 1)
-        let input = setup.directory.appendingPathComponent("alice.txt").path
-        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: input))
-        let answer = try CLI.start(["rts", "answer", "--auto-accept", "--server", setup.url, "--token-file", setup.bobFile])
-        #expect(answer.waitForOutput(containing: "waiting for requests as bob", timeout: 20), "\(answer.stderr)")
-        let call = try CLI.start(["rts", "call", "bob", "--server", setup.url, "--token-file", setup.aliceFile], inputFile: input)
-        let called = try call.wait(timeout: 120)
-        let answered = try answer.wait(timeout: 30)
-        #expect(called.status == 0 && answered.status == 0 && !called.stderr.contains("refused"), "\(called.stderr)\n\(answered.stderr)")
-        #expect(answered.stdout == lines.joined(separator: "\n") + "\n", "bob got what alice sent, in order")
-        #expect(called.stderr.contains("rts: sent 10000 messages"), "\(called.stderr)")
-        // One recording per member: alice's holds what she sent, time stamps never going back;
-        // bob's is empty (he sent nothing).
-        let files = try FileManager.default.contentsOfDirectory(atPath: recordings.path).sorted()
-        #expect(files.count == 2 && files[0].hasSuffix("-alice.rts") && files[1].hasSuffix("-bob.rts"), "\(files)")
-        let records = try Self.records(of: recordings.appendingPathComponent(files[0]).path)
-        #expect(records.map { String(decoding: $0.1, as: UTF8.self) } == lines, "\(files[0]) holds every message in order")
-        let times = records.map(\.0)
-        #expect(zip(times, times.dropFirst()).allSatisfy { $0 <= $1 } && times.last! > times.first! + 5_000, "\(times.prefix(5))...")
-        #expect(try Self.records(of: recordings.appendingPathComponent(files[1]).path).isEmpty)
-        // `rts dump` reads the same records.
-        let dump = try CLI.run(["rts", "dump", recordings.appendingPathComponent(files[0]).path])
-        #expect(dump.status == 0 && dump.stderr.contains("10000 records"), "\(dump.stderr)")
-        let first = dump.stdout.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? ""
-        #expect(first == "\(times[0])\t1\t\(lines[0])", "\(first)")
+        try await Heavy.run {
+            let recordings = try temporaryDirectory("rts-recordings")
+            defer { try? FileManager.default.removeItem(at: recordings) }
+            // At the default quota (4 MiB/s a member): about 12 s.
+            let setup = try ServerSetup(serverOptions: ["--rts-recording-directory", recordings.path])
+            defer { setup.finish() }
+            let lines = Self.lines(10_000, seed: 1)
+            let input = setup.directory.appendingPathComponent("alice.txt").path
+            try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: URL(fileURLWithPath: input))
+            let answer = try CLI.start(["rts", "answer", "--auto-accept", "--server", setup.url, "--token-file", setup.bobFile])
+            #expect(answer.waitForOutput(containing: "waiting for requests as bob", timeout: 20), "\(answer.stderr)")
+            let call = try CLI.start(["rts", "call", "bob", "--server", setup.url, "--token-file", setup.aliceFile], inputFile: input)
+            let called = try call.wait(timeout: 120)
+            let answered = try answer.wait(timeout: 30)
+            #expect(called.status == 0 && answered.status == 0 && !called.stderr.contains("refused"), "\(called.stderr)\n\(answered.stderr)")
+            #expect(answered.stdout == lines.joined(separator: "\n") + "\n", "bob got what alice sent, in order")
+            #expect(called.stderr.contains("rts: sent 10000 messages"), "\(called.stderr)")
+            // One recording per member: alice's holds what she sent, time stamps never going back;
+            // bob's is empty (he sent nothing).
+            let files = try FileManager.default.contentsOfDirectory(atPath: recordings.path).sorted()
+            #expect(files.count == 2 && files[0].hasSuffix("-alice.rts") && files[1].hasSuffix("-bob.rts"), "\(files)")
+            let records = try Self.records(of: recordings.appendingPathComponent(files[0]).path)
+            #expect(records.map { String(decoding: $0.1, as: UTF8.self) } == lines, "\(files[0]) holds every message in order")
+            let times = records.map(\.0)
+            #expect(zip(times, times.dropFirst()).allSatisfy { $0 <= $1 } && times.last! > times.first! + 5_000, "\(times.prefix(5))...")
+            #expect(try Self.records(of: recordings.appendingPathComponent(files[1]).path).isEmpty)
+            // `rts dump` reads the same records.
+            let dump = try CLI.run(["rts", "dump", recordings.appendingPathComponent(files[0]).path])
+            #expect(dump.status == 0 && dump.stderr.contains("10000 records"), "\(dump.stderr)")
+            let first = dump.stdout.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? ""
+            #expect(first == "\(times[0])\t1\t\(lines[0])", "\(first)")
+        }
     }
 
     @Test func aServerKilledMidConferenceLeavesReadableRecordingsAndTellsTheMembers() async throws {
-        let recordings = try temporaryDirectory("rts-kill")
-        defer { try? FileManager.default.removeItem(at: recordings) }
-        let setup = try ServerSetup(serverOptions: ["--rts-recording-directory", recordings.path])
-        defer { setup.finish() }
-        let reserve = try CLI.run(["rts", "reserve", "class", "--server", setup.url, "--token-file", setup.aliceFile])
-        #expect(reserve.status == 0 && reserve.stdout.contains("reserved class"), "\(reserve.stderr)")
-        let bob = try CLI.start(["rts", "join", "class", "--stay", "--server", setup.url, "--token-file", setup.bobFile])
-        #expect(bob.waitForOutput(containing: "rts: joined class", timeout: 20), "\(bob.stderr)")
-        let alice = try CLI.start(["rts", "join", "class", "--stay", "--server", setup.url, "--token-file", setup.aliceFile], input: true)
-        #expect(alice.waitForOutput(containing: "rts: joined class", timeout: 20), "\(alice.stderr)")
-        for index in 0..<200 { try alice.write("stroke \(index)\n") }
-        #expect(bob.waitForOutput(containing: "stroke 199", timeout: 20), "\(bob.stdout)")
-        setup.server.killNow()
-        let out = try bob.wait(timeout: 20)
-        #expect(out.stderr.contains("rts: out of class:"), "\(out.stderr)")
-        alice.interrupt()
-        _ = try alice.wait(timeout: 20)
-        let files = try FileManager.default.contentsOfDirectory(atPath: recordings.path).sorted()
-        let aliceFile = try #require(files.first { $0.hasSuffix("-alice.rts") }, "\(files)")
-        let dump = try CLI.run(["rts", "dump", "--json", recordings.appendingPathComponent(aliceFile).path])
-        #expect(dump.status == 0 && dump.stderr.contains("200 records"), "\(dump.stderr)")
-        #expect(dump.stdout.contains("\"data\":\"\(Data("stroke 199".utf8).base64EncodedString())\""), "\(dump.stdout)")
-        // Bad files are named.
-        let missing = try CLI.run(["rts", "dump", recordings.appendingPathComponent("none.rts").path])
-        #expect(missing.status != 0 && missing.stderr.contains("none.rts: no such file"), "\(missing.stderr)")
-        let notOne = try CLI.run(["rts", "dump", setup.aliceFile])
-        #expect(notOne.status != 0 && notOne.stderr.contains("not a recording"), "\(notOne.stderr)")
-        let directory = try CLI.run(["rts", "dump", recordings.path])
-        #expect(directory.status != 0 && directory.stderr.contains("is a directory"), "\(directory.stderr)")
+        try await Heavy.run {
+            let recordings = try temporaryDirectory("rts-kill")
+            defer { try? FileManager.default.removeItem(at: recordings) }
+            let setup = try ServerSetup(serverOptions: ["--rts-recording-directory", recordings.path])
+            defer { setup.finish() }
+            let reserve = try CLI.run(["rts", "reserve", "class", "--server", setup.url, "--token-file", setup.aliceFile])
+            #expect(reserve.status == 0 && reserve.stdout.contains("reserved class"), "\(reserve.stderr)")
+            let bob = try CLI.start(["rts", "join", "class", "--stay", "--server", setup.url, "--token-file", setup.bobFile])
+            #expect(bob.waitForOutput(containing: "rts: joined class", timeout: 20), "\(bob.stderr)")
+            let alice = try CLI.start(["rts", "join", "class", "--stay", "--server", setup.url, "--token-file", setup.aliceFile], input: true)
+            #expect(alice.waitForOutput(containing: "rts: joined class", timeout: 20), "\(alice.stderr)")
+            for index in 0..<200 { try alice.write("stroke \(index)\n") }
+            #expect(bob.waitForOutput(containing: "stroke 199", timeout: 20), "\(bob.stdout)")
+            setup.server.killNow()
+            let out = try bob.wait(timeout: 20)
+            #expect(out.stderr.contains("rts: out of class:"), "\(out.stderr)")
+            alice.interrupt()
+            _ = try alice.wait(timeout: 20)
+            let files = try FileManager.default.contentsOfDirectory(atPath: recordings.path).sorted()
+            let aliceFile = try #require(files.first { $0.hasSuffix("-alice.rts") }, "\(files)")
+            let dump = try CLI.run(["rts", "dump", "--json", recordings.appendingPathComponent(aliceFile).path])
+            #expect(dump.status == 0 && dump.stderr.contains("200 records"), "\(dump.stderr)")
+            #expect(dump.stdout.contains("\"data\":\"\(Data("stroke 199".utf8).base64EncodedString())\""), "\(dump.stdout)")
+            // Bad files are named.
+            let missing = try CLI.run(["rts", "dump", recordings.appendingPathComponent("none.rts").path])
+            #expect(missing.status != 0 && missing.stderr.contains("none.rts: no such file"), "\(missing.stderr)")
+            let notOne = try CLI.run(["rts", "dump", setup.aliceFile])
+            #expect(notOne.status != 0 && notOne.stderr.contains("not a recording"), "\(notOne.stderr)")
+            let directory = try CLI.run(["rts", "dump", recordings.path])
+            #expect(directory.status != 0 && directory.stderr.contains("is a directory"), "\(directory.stderr)")
+        }
     }
 }
 

@@ -50,6 +50,7 @@ extension NetCallManager {
     async throws(SignalingError) -> (callID: UInt64, participants: [MeetingParticipant]) {
         guard meeting == nil else { throw SignalingError(.alreadyInMeeting, "joinMeeting: already in meeting \(meeting!.name)") }
         guard currentCallID == nil else { throw SignalingError(.busy, "joinMeeting: in call \(currentCallID!)") }
+        guard voice == nil else { throw SignalingError(.busy, "joinMeeting: a real-time session's voice channel is open") }
         let session = try makeSession(type: type, quality: videoQuality, meeting: true)
         session.controls.update { controls in
             controls.audioPaused = role == .audience

@@ -9,6 +9,8 @@ struct RTSState {
         var services: [RTSService]
         var accepted: Bool
         var placed: Bool
+        /// The voice channel's media: a P2P audio session (ICE, SRTP) toward the peer.
+        var audio: MediaSession?
     }
 
     var connection: RTSDataConnection?
@@ -58,21 +60,35 @@ extension NetCallManager {
 
     /// Asks `callee` for a session (`requestRTS`).
     /// - Parameters:
-    ///   - services: `.data` for now (the voice channel is exclusive with calls).
+    ///   - services: `.data`, `.audio` or both. The voice channel (`.audio`) is a P2P audio
+    ///     session with the callee, made with the configuration's media factory (as a call's);
+    ///     it is exclusive with calls and meetings, and there is one at a time.
     ///   - extendMessage: Text the callee gets with the request.
     ///   - disableRecord: Whether the server records nobody's data in this session.
-    /// - Throws: `SignalingError`: `calleeOffline`, `busy`, `rtsFull`, `serverDisconnected`, ...
+    /// - Throws: `SignalingError`: `calleeOffline`, `busy` (this side or the callee in a call or
+    ///   another voice session), `rtsFull`, `serverDisconnected`, ...
     public func requestRTS(callee: String, services: [RTSService] = [.data], extendMessage: String? = nil,
                            disableRecord: Bool = false) async throws(SignalingError) -> RTSSessionInfo {
-        guard !services.contains(.audio) else {
-            throw SignalingError(.operationFailed, "rtsRequest: the audio service is not available in this version")
+        var audio: MediaSession?
+        var media: MediaEndpoint?
+        if services.contains(.audio) {
+            try checkVoiceFree(MessageType.rtsRequest)
+            let session = try makeSession(type: .audio, quality: .default)
+            audio = session
+            media = await gatheredEndpoint(of: session)
         }
-        try await openDataConnection()
-        let reply = try await request(MessageType.rtsRequest, Request.RTSRequest(callee: callee, services: services, extendMessage: extendMessage,
-                                                                                   disableRecord: disableRecord ? true : nil),
+        let reply: Reply.RTSRequest
+        do throws(SignalingError) {
+            try await openDataConnection()
+            reply = try await request(MessageType.rtsRequest, Request.RTSRequest(callee: callee, services: services, extendMessage: extendMessage,
+                                                                                   disableRecord: disableRecord ? true : nil, media: media),
                                       as: Reply.RTSRequest.self)
+        } catch {
+            if let audio { _ = await stop(audio) }
+            throw error
+        }
         rts.sessions[reply.sessionID] = RTSState.Session(channelID: reply.channelID, peer: callee, services: services, accepted: false,
-                                                         placed: true)
+                                                         placed: true, audio: audio)
         return RTSSessionInfo(sessionID: reply.sessionID, channelID: reply.channelID, recordFile: reply.recordFile)
     }
 
@@ -82,16 +98,38 @@ extension NetCallManager {
     ///   `rtsNotFound` when the request ended.
     @discardableResult
     public func responseRTS(sessionID: String, accept: Bool, disableRecord: Bool = false) async throws(SignalingError) -> String? {
-        if accept { try await openDataConnection() }
         let invitation = rts.requests[sessionID]
-        let reply = try await request(MessageType.rtsResponse, Request.RTSResponse(sessionID: sessionID, accept: accept,
-                                                                                    disableRecord: disableRecord ? true : nil),
+        var audio: MediaSession?
+        var media: MediaEndpoint?
+        if accept, invitation?.services.contains(.audio) == true {
+            try checkVoiceFree(MessageType.rtsResponse)
+            let session = try makeSession(type: .audio, quality: .default, controlling: false)
+            audio = session
+            media = await gatheredEndpoint(of: session)
+        }
+        let reply: Reply.RTSResponse
+        do throws(SignalingError) {
+            if accept { try await openDataConnection() }
+            reply = try await request(MessageType.rtsResponse, Request.RTSResponse(sessionID: sessionID, accept: accept,
+                                                                                    disableRecord: disableRecord ? true : nil, media: media),
                                       as: Reply.RTSResponse.self)
+        } catch {
+            if let audio { _ = await stop(audio) }
+            throw error
+        }
         rts.requests[sessionID] = nil
         guard accept else { return nil }
-        rts.sessions[sessionID] = RTSState.Session(channelID: reply.channelID, peer: invitation?.from ?? "", services: invitation?.services ?? [.data],
-                                                   accepted: true, placed: false)
+        let peer = invitation?.from ?? ""
+        rts.sessions[sessionID] = RTSState.Session(channelID: reply.channelID, peer: peer, services: invitation?.services ?? [.data],
+                                                   accepted: true, placed: false, audio: audio)
         rtsEvents.push(.serviceStatus(sessionID: sessionID, .data, .connected))
+        if let audio {
+            if let remote = reply.media ?? invitation?.media {
+                startVoice(audio, remote: remote, sessionID: sessionID)
+            } else {
+                endVoice(sessionID, why: "the server sent no caller media")
+            }
+        }
         return reply.recordFile
     }
 
@@ -99,7 +137,90 @@ extension NetCallManager {
     public func terminateRTS(sessionID: String) async throws(SignalingError) {
         if rts.sessions[sessionID] != nil { try? await rts.connection?.sync(timeout: configuration.requestTimeout) }
         _ = try await request(MessageType.rtsTerminate, Request.RTSTerminate(sessionID: sessionID), as: Reply.Empty.self)
+        endVoice(sessionID, why: nil)
         rts.sessions[sessionID] = nil
+    }
+
+    /// Sends silence instead of the microphone on the voice channel (or the microphone again).
+    public func setRTSMute(_ muted: Bool) {
+        voice?.controls.update { $0.audioMuted = muted }
+    }
+
+    /// Plays the voice channel's peer (or, off, silences it here).
+    public func setRTSSpeaker(_ on: Bool) {
+        voice?.setVolume(on ? 1 : 0, participant: "")
+    }
+
+    /// The voice channel's media session, while there is one.
+    public var currentRTSVoice: MediaSession? { voice }
+
+    // MARK: The voice channel
+
+    var voice: MediaSession? { rts.sessions.values.lazy.compactMap(\.audio).first }
+
+    /// The voice channel shares the audio device with calls and meetings: one of them at a time.
+    private func checkVoiceFree(_ type: String) throws(SignalingError) {
+        if let id = currentCallID { throw SignalingError(.busy, "\(type): the voice channel is exclusive with calls, and this device is in call \(id)") }
+        if meeting != nil { throw SignalingError(.busy, "\(type): the voice channel is exclusive with meetings, and this device is in one") }
+        if voice != nil { throw SignalingError(.busy, "\(type): this device is in another session with a voice channel") }
+    }
+
+    /// The session's endpoint with every candidate it gathers (a session's media endpoint
+    /// travels once, in the request or the response: nothing is trickled), waiting at most
+    /// `limit` for the gathering to complete.
+    private func gatheredEndpoint(of session: MediaSession, limit: Duration = .seconds(3)) async -> MediaEndpoint {
+        let gathered = Locked<[MediaCandidate]>([])
+        let (complete, finish) = AsyncStream<Void>.makeStream()
+        session.gather { event in
+            switch event {
+            case .localCandidate(let candidate): gathered.withLock { $0.append(MediaCandidate(candidate)) }
+            case .gatheringComplete: finish.finish()
+            default: break
+            }
+        }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { for await _ in complete {} }
+            group.addTask { try? await Task.sleep(for: limit) }
+            await group.next()
+            group.cancelAll()
+        }
+        finish.finish()
+        var endpoint = MediaEndpoint(session.local)
+        endpoint.candidates += gathered.withLock { $0 }
+        return endpoint
+    }
+
+    /// Starts the voice channel toward the peer's endpoint; its state comes out of `rtsEvents`.
+    private func startVoice(_ session: MediaSession, remote: MediaEndpoint, sessionID: String) {
+        let events = rtsEvents
+        let logger = logger
+        do {
+            try session.start(remote: try remote.sessionEndpoint()) { event in
+                switch event {
+                case .connected(let pair, _):
+                    logger.info("rts \(sessionID): voice connected over \(pair)")
+                    events.push(.serviceStatus(sessionID: sessionID, .audio, .connected))
+                case .connectFailed(let why), .disconnected(let why):
+                    logger.notice("rts \(sessionID): voice lost: \(why)")
+                    events.push(.serviceStatus(sessionID: sessionID, .audio, .disconnected))
+                default:
+                    break
+                }
+            }
+            // The endpoint carried every candidate the peer has.
+            session.addRemoteCandidates([], complete: true)
+        } catch {
+            endVoice(sessionID, why: "\(error)")
+        }
+    }
+
+    /// Stops a session's voice channel, if it has one (`why`: it failed, and is reported).
+    func endVoice(_ sessionID: String, why: String?) {
+        guard let audio = rts.sessions[sessionID]?.audio else { return }
+        rts.sessions[sessionID]?.audio = nil
+        if let why { logger.notice("rts \(sessionID): voice ended: \(why)") }
+        rtsEvents.push(.serviceStatus(sessionID: sessionID, .audio, .disconnected))
+        Task.detached { _ = await audio.stop() }
     }
 
     /// Sends `data` to the other member (`sendRTSData`): at most the quota's size (50 KB).
@@ -196,6 +317,7 @@ extension NetCallManager {
     /// Everything this device was in ends: its connection to the server went.
     func rtsConnectionLost(_ error: SignalingError) {
         for id in rts.sessions.keys.sorted() {
+            endVoice(id, why: nil)
             rtsEvents.push(.serviceStatus(sessionID: id, .data, .disconnected))
             rtsEvents.push(.terminate(sessionID: id, by: nil, reason: .failed))
             rts.sessions[id] = nil
@@ -208,6 +330,7 @@ extension NetCallManager {
 
     /// Closes the data connection (logout).
     func closeRTS() async {
+        for id in rts.sessions.keys.sorted() { endVoice(id, why: nil) }
         let connection = rts.connection
         rts.connection = nil
         await connection?.close()
@@ -226,12 +349,21 @@ extension NetCallManager {
                 if body.accepted {
                     rts.sessions[body.sessionID]?.accepted = true
                     rtsEvents.push(.serviceStatus(sessionID: body.sessionID, .data, .connected))
+                    if let audio = rts.sessions[body.sessionID]?.audio {
+                        if let media = body.media {
+                            startVoice(audio, remote: media, sessionID: body.sessionID)
+                        } else {
+                            endVoice(body.sessionID, why: "the callee accepted without media")
+                        }
+                    }
                 } else {
+                    endVoice(body.sessionID, why: nil)
                     rts.sessions[body.sessionID] = nil
                 }
             case MessageType.rtsTerminate:
                 let body = try event.body(Event.RTSTerminate.self)
                 guard rts.sessions[body.sessionID] != nil else { return }
+                endVoice(body.sessionID, why: nil)
                 rtsEvents.push(.serviceStatus(sessionID: body.sessionID, .data, .disconnected))
                 rtsEvents.push(.terminate(sessionID: body.sessionID, by: body.by, reason: body.reason))
                 rts.sessions[body.sessionID] = nil
@@ -271,7 +403,10 @@ extension NetCallManager {
             // A request that rang here ended, or this device's data connection went.
             let body = try event.body(Event.RTSTerminate.self)
             if rts.requests.removeValue(forKey: body.sessionID) != nil || rts.sessions[body.sessionID] != nil {
-                if rts.sessions[body.sessionID] != nil { rtsEvents.push(.serviceStatus(sessionID: body.sessionID, .data, .disconnected)) }
+                if rts.sessions[body.sessionID] != nil {
+                    endVoice(body.sessionID, why: nil)
+                    rtsEvents.push(.serviceStatus(sessionID: body.sessionID, .data, .disconnected))
+                }
                 rtsEvents.push(.terminate(sessionID: body.sessionID, by: body.by, reason: body.reason))
                 rts.sessions[body.sessionID] = nil
             }

@@ -227,6 +227,7 @@ public actor NetCallManager {
     /// Calls `callee`; returns the call's ID. The media starts when the callee accepts.
     public func start(callee: String, type: CallType, option: CallOption = CallOption()) async throws(SignalingError) -> UInt64 {
         guard call == nil else { throw SignalingError(.busy, "start: already in call \(call!.id)") }
+        guard voice == nil else { throw SignalingError(.busy, "start: calls are exclusive with a real-time session's voice channel, and one is open") }
         let session = try makeSession(type: type, quality: option.videoQuality)
         call = Call(id: 0, peer: callee, type: type, session: session, placed: true)
         session.gather(events: gatheringEvents(of: session))
@@ -260,6 +261,7 @@ public actor NetCallManager {
             return
         }
         guard call == nil else { throw SignalingError(.busy, "response: already in call \(call!.id)") }
+        guard voice == nil else { throw SignalingError(.busy, "response: calls are exclusive with a real-time session's voice channel, and one is open") }
         // A WebRTC caller (a browser) offered only SDP: the session answers its offer
         // (DTLS-SRTP, the offer's payload types and extensions, this side ICE controlled) and
         // starts at once with its candidates. Our clients' calls are accepted with an SDES
