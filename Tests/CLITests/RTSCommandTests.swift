@@ -1,4 +1,5 @@
 import Foundation
+import MediaEngine
 import TestSupport
 import Testing
 
@@ -66,6 +67,39 @@ import Testing
             let first = dump.stdout.split(separator: "\n", maxSplits: 1).first.map(String.init) ?? ""
             #expect(first == "\(times[0])\t1\t\(lines[0])", "\(first)")
         }
+    }
+
+    /// `rts call --audio`: a voice channel beside the data, each side recording what it heard
+    /// of the other's tone.
+    @Test func aVoiceChannelCarriesEachSidesToneBetweenTwoCLIs() async throws {
+        try await Heavy.run {
+            let setup = try ServerSetup()
+            defer { setup.finish() }
+            let aliceHeard = setup.directory.appendingPathComponent("alice-heard.wav").path
+            let bobHeard = setup.directory.appendingPathComponent("bob-heard.wav").path
+            let answer = try CLI.start(["rts", "answer", "--auto-accept", "--server", setup.url, "--token-file", setup.bobFile,
+                                        "--voice-source", "sine:660", "--record-voice", bobHeard, "--media-host", "127.0.0.1"])
+            #expect(answer.waitForOutput(containing: "waiting for requests as bob", timeout: 20), "\(answer.stderr)")
+            let call = try CLI.run(["rts", "call", "bob", "--audio", "--duration", "3", "--server", setup.url, "--token-file", setup.aliceFile,
+                                    "--voice-source", "sine:440", "--record-voice", aliceHeard, "--media-host", "127.0.0.1"])
+            let answered = try answer.wait(timeout: 30)
+            #expect(call.status == 0 && answered.status == 0, "\(call.stderr)\n\(answered.stderr)")
+            #expect(call.stderr.contains("rts: audio connected") && answered.stderr.contains("rts: audio connected"),
+                    "\(call.stderr)\n\(answered.stderr)")
+            #expect(answered.stderr.contains("services=data,audio"), "\(answered.stderr)")
+            for (file, tone, other) in [(bobHeard, 440.0, 660.0), (aliceHeard, 660.0, 440.0)] {
+                let heard = try AudioFile.read(path: file).samples
+                #expect(heard.count > 2 * 48_000, "\(file): \(heard.count) samples")
+                let last = Array(heard.suffix(48_000))
+                let level = last.withUnsafeBufferPointer { AudioQuality.toneLevel($0, frequency: tone) }
+                let own = last.withUnsafeBufferPointer { AudioQuality.toneLevel($0, frequency: other) }
+                #expect(level > 0.1 && own < 0.02, "\(file): \(tone) Hz at \(level), \(other) Hz at \(own)")
+            }
+        }
+        let bad = try CLI.run(["rts", "call", "bob", "--audio", "--server", "ws://127.0.0.1:1/", "--token", "t", "--record-voice", "x.mp3"])
+        #expect(bad.status != 0 && bad.stderr.contains("--record-voice x.mp3: use a .wav file"), "\(bad.stderr)")
+        let source = try CLI.run(["rts", "answer", "--auto-accept", "--server", "ws://127.0.0.1:1/", "--token", "t", "--voice-source", "beep"])
+        #expect(source.status != 0 && source.stderr.contains("beep"), "\(source.stderr)")
     }
 
     @Test func aServerKilledMidConferenceLeavesReadableRecordingsAndTellsTheMembers() async throws {

@@ -227,12 +227,55 @@ final class LineReader: Sendable {
     }
 }
 
+/// The voice channel's media: what `rts call --audio` sends, and what `rts answer` uses when
+/// a request asks for a voice channel.
+struct RTSVoiceOptions: ParsableArguments {
+    @Option(help: "What the voice channel sends: sine:FREQ, tones:F1,F2, silence, file:PATH, alsa:NAME.")
+    var voiceSource = "sine:440"
+
+    @Option(help: "Play the peer's voice: alsa:NAME or null.")
+    var voicePlay: String?
+
+    @Option(help: "Record the peer's voice to a .wav file.")
+    var recordVoice: String?
+
+    @Option(help: "Local address for the voice channel's media; 0.0.0.0 offers every interface.")
+    var mediaHost = "0.0.0.0"
+
+    func check() throws {
+        _ = try MediaSources.audio(voiceSource)
+        if let voicePlay { _ = try MediaSources.audioSink(voicePlay) }
+        if let recordVoice {
+            guard recordVoice.hasSuffix(".wav") else { throw ValidationError("--record-voice \(recordVoice): use a .wav file") }
+            try requireDirectory(of: recordVoice, option: "--record-voice")
+        }
+    }
+
+    func recorder() throws -> RemoteRecorder? { try recordVoice.map { try RemoteRecorder(path: $0) } }
+
+    /// The voice channel's media session (audio only: a session has no video).
+    func factory(recorder: RemoteRecorder?) -> MediaSessionFactory {
+        let source = voiceSource
+        let play = voicePlay
+        let host = mediaHost
+        return { _, _ in
+            var configuration = MediaSession.Configuration(audio: try MediaSources.audio(source), video: nil)
+            configuration.host = host
+            configuration.audioSink = try play.map { try MediaSources.audioSink($0) }
+            if let recorder { configuration.remoteAudio = { recorder.write($0) } }
+            return configuration
+        }
+    }
+}
+
 /// What the commands share: a logged-in manager, and printing events.
 enum RTSRunner {
-    static func manager(_ signaling: SignalingOptions) throws -> NetCallManager {
-        NetCallManager(configuration: NetCallManager.Configuration(
-            server: signaling.server, token: try signaling.loginToken(), device: signaling.device,
-            media: { _, _ in throw SignalingError(.operationFailed, "this command places no calls") }))
+    /// A manager for `signaling`; its voice channels, if any, made from `voice`.
+    static func manager(_ signaling: SignalingOptions, voice: RTSVoiceOptions? = nil, recorder: RemoteRecorder? = nil) throws -> NetCallManager {
+        let noVoice: MediaSessionFactory = { _, _ in throw SignalingError(.operationFailed, "this command has no voice channel") }
+        let media = voice?.factory(recorder: recorder) ?? noVoice
+        return NetCallManager(configuration: NetCallManager.Configuration(server: signaling.server, token: try signaling.loginToken(),
+                                                                          device: signaling.device, media: media))
     }
 
     static func describe(_ event: RTSEvent) -> String? {
@@ -314,7 +357,9 @@ struct RTSCallCommand: AsyncParsableCommand {
         abstract: "Request a session with ACCOUNT, send the input once it accepts, and print what arrives.",
         discussion: """
         Ends the session once both sides sent their input (each side's end of input is the control text \
-        'mediaengine:eof'), when the other side ends it, or on Ctrl-C; with --stay, only the last two.
+        'mediaengine:eof'), when the other side ends it, or on Ctrl-C; with --stay, only the last two; with \
+        --duration, that long after the other side accepted. With --audio a voice channel joins: a P2P audio \
+        session sending --voice-source, the peer's voice played on --voice-play or recorded to --record-voice.
         """
     )
 
@@ -327,28 +372,38 @@ struct RTSCallCommand: AsyncParsableCommand {
     @Option(help: "Text delivered with the request.")
     var extendMessage: String?
 
-    @Flag(help: "A voice channel as well (not available yet).")
+    @Flag(help: "A voice channel as well: a P2P audio session with the other side (exclusive with calls).")
     var audio = false
+
+    @OptionGroup var voice: RTSVoiceOptions
 
     @Flag(help: "Keep the session after the input ends, until the other side ends it or Ctrl-C.")
     var stay = false
 
+    @Option(help: "End the session this many seconds after it was accepted (default: once both inputs ended).")
+    var duration: Double?
+
     func validate() throws {
         try data.check()
-        if audio { throw ValidationError("--audio: the voice channel of real-time sessions is not available yet") }
+        try voice.check()
+        if let duration, !(duration > 0) { throw ValidationError("--duration \(duration) must be more than 0") }
     }
 
     func run() async throws {
         Interruption.install()
-        let manager = try RTSRunner.manager(signaling)
+        let recorder = try voice.recorder()
+        let manager = try RTSRunner.manager(signaling, voice: voice, recorder: recorder)
         let sink = try data.sink()
         defer { sink.close() }
+        // The voice recording closes once the manager stopped the voice channel (at logout).
+        defer { try? recorder?.close() }
         do {
             guard try await Interruption.unlessRequested({ try await manager.login() }) != nil else {
                 await manager.logout()
                 return
             }
-            let session = try await manager.requestRTS(callee: account, extendMessage: extendMessage, disableRecord: data.noRecord)
+            let session = try await manager.requestRTS(callee: account, services: audio ? [.data, .audio] : [.data], extendMessage: extendMessage,
+                                                       disableRecord: data.noRecord)
             printError("rts: requested session=\(session.sessionID) channel=\(session.channelID)"
                        + (session.recordFile.map { " recordFile=\($0)" } ?? ""))
             let accepted = RTSSessionWatch()
@@ -375,7 +430,18 @@ struct RTSCallCommand: AsyncParsableCommand {
                 }
                 printError("rts: sent \(sent) messages")
                 try? await manager.sendRTSControl(RTSRunner.endOfInput, sessionID: session.sessionID)
-                if stay { await ended.wait() } else { await peerDone.wait() }
+                if let duration {
+                    let timer = Task {
+                        try? await Task.sleep(for: .milliseconds(Int64(duration * 1_000)))
+                        await over()
+                    }
+                    await ended.wait()
+                    timer.cancel()
+                } else if stay {
+                    await ended.wait()
+                } else {
+                    await peerDone.wait()
+                }
             }
             if await !ended.isEnded || Interruption.requested {
                 try? await manager.terminateRTS(sessionID: session.sessionID)
@@ -412,17 +478,22 @@ struct RTSAnswerCommand: AsyncParsableCommand {
     @Option(help: "Sessions to handle before exiting.")
     var sessions = 1
 
+    @OptionGroup(title: "Voice channel (for requests that ask for one)") var voice: RTSVoiceOptions
+
     func validate() throws {
         guard autoAccept != reject else { throw ValidationError("give one of --auto-accept or --reject") }
         guard sessions > 0 else { throw ValidationError("--sessions \(sessions) must be at least 1") }
         try data.check()
+        try voice.check()
     }
 
     func run() async throws {
         Interruption.install()
-        let manager = try RTSRunner.manager(signaling)
+        let recorder = try voice.recorder()
+        let manager = try RTSRunner.manager(signaling, voice: voice, recorder: recorder)
         let sink = try data.sink()
         defer { sink.close() }
+        defer { try? recorder?.close() }
         do {
             guard let login = try await Interruption.unlessRequested({ try await manager.login() }) else {
                 await manager.logout()

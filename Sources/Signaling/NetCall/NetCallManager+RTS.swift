@@ -20,6 +20,8 @@ struct RTSState {
     var requests: [String: Event.RTSReceive] = [:]
     /// Conferences this device is in: channel ID to name.
     var conferences: [UInt64: String] = [:]
+    /// Voice channels being stopped (logout waits for them, so the app's sinks are done).
+    var voiceStops: [Task<Void, Never>] = []
     /// Each channel's session or conference (to name a data message's).
     var channelNames: [UInt64: (session: String?, conference: String?)] {
         var names: [UInt64: (session: String?, conference: String?)] = [:]
@@ -220,7 +222,7 @@ extension NetCallManager {
         rts.sessions[sessionID]?.audio = nil
         if let why { logger.notice("rts \(sessionID): voice ended: \(why)") }
         rtsEvents.push(.serviceStatus(sessionID: sessionID, .audio, .disconnected))
-        Task.detached { _ = await audio.stop() }
+        rts.voiceStops.append(Task.detached { _ = await audio.stop() })
     }
 
     /// Sends `data` to the other member (`sendRTSData`): at most the quota's size (50 KB).
@@ -331,6 +333,9 @@ extension NetCallManager {
     /// Closes the data connection (logout).
     func closeRTS() async {
         for id in rts.sessions.keys.sorted() { endVoice(id, why: nil) }
+        let stops = rts.voiceStops
+        rts.voiceStops.removeAll()
+        for stop in stops { await stop.value }
         let connection = rts.connection
         rts.connection = nil
         await connection?.close()
