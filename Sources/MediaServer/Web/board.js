@@ -25,58 +25,34 @@ const pointsPerPart = 200;
 class DataConnection {
   constructor(onData, onEvent) {
     this.onData = onData;
-    this.onEvent = onEvent;
-    this.pending = new Map();
-    this.nextID = 1;
     this.queue = [];
     this.encoder = new TextEncoder();
     this.decoder = new TextDecoder();
+    this.transport = new Signaling(onEvent, {
+      path: "/rts",
+      onBinary: (data) => this.received(data),
+      onClose: (event) => {
+        this.queue = [];
+        onEvent("closed", { code: event.code, reason: event.reason });
+      },
+    });
+  }
+
+  received(data) {
+    const bytes = new Uint8Array(data);
+    if (bytes.length < 10 || bytes[0] !== 1 || bytes.length < 10 + bytes[9]) return;
+    const channelID = new DataView(data).getBigUint64(1).toString();
+    const peer = this.decoder.decode(bytes.subarray(10, 10 + bytes[9]));
+    this.onData(channelID, peer, bytes.subarray(10 + bytes[9]));
   }
 
   async open(token, device) {
-    const scheme = location.protocol === "https:" ? "wss" : "ws";
-    this.socket = new WebSocket(`${scheme}://${location.host}/rts`);
-    this.socket.binaryType = "arraybuffer";
-    this.socket.onmessage = (message) => {
-      if (typeof message.data === "string") {
-        const envelope = JSON.parse(message.data);
-        const waiting = envelope.id != null && this.pending.get(envelope.id);
-        if (waiting) {
-          this.pending.delete(envelope.id);
-          if (envelope.type === "error") waiting.reject(requestError(envelope.body));
-          else waiting.resolve(envelope.body);
-        } else if (envelope.id == null) {
-          this.onEvent(envelope.type, envelope.body);
-        }
-        return;
-      }
-      const bytes = new Uint8Array(message.data);
-      if (bytes.length < 10 || bytes[0] !== 1 || bytes.length < 10 + bytes[9]) return;
-      const channelID = new DataView(message.data).getBigUint64(1).toString();
-      const peer = this.decoder.decode(bytes.subarray(10, 10 + bytes[9]));
-      this.onData(channelID, peer, bytes.subarray(10 + bytes[9]));
-    };
-    this.socket.onclose = (event) => {
-      for (const waiting of this.pending.values()) waiting.reject(new Error("the data connection closed"));
-      this.pending.clear();
-      this.queue = [];
-      this.onEvent("closed", { code: event.code, reason: event.reason });
-    };
-    await new Promise((resolve, reject) => {
-      this.socket.onopen = resolve;
-      this.socket.onerror = () => reject(new Error("the data connection failed"));
-    });
-    const login = await this.request("login", { token, device });
+    await this.transport.open();
+    const login = await this.transport.request("login", { token, device });
     this.quota = login.quota;
     // Half a second's worth to start with, as the server's own client does.
     this.bucket = { bytes: this.quota.bytesPerSecond / 2, messages: this.quota.messagesPerSecond / 2, updated: performance.now() };
     return login;
-  }
-
-  request(type, body) {
-    const id = this.nextID++;
-    this.socket.send(JSON.stringify({ v: 1, id, type, body }));
-    return new Promise((resolve, reject) => this.pending.set(id, { resolve, reject }));
   }
 
   // Queues `text` for `to` (empty: everyone else in the channel); the queue drains at the quota.
@@ -111,12 +87,12 @@ class DataConnection {
       this.bucket.bytes -= frame.length;
       this.bucket.messages -= 1;
       this.queue.shift();
-      if (this.socket.readyState === WebSocket.OPEN) this.socket.send(frame);
+      if (this.transport.socket.readyState === WebSocket.OPEN) this.transport.socket.send(frame);
     }
   }
 
   close() {
-    if (this.socket) this.socket.close();
+    if (this.transport.socket) this.transport.socket.close();
   }
 }
 

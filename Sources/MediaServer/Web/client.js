@@ -63,19 +63,28 @@ function gathered(connection) {
   });
 }
 
-// The signaling WebSocket: requests answered by their ID ("ok" or "error"), events to
-// `onEvent`.
+// A WebSocket of the server's that speaks the signaling envelope: requests answered by
+// their ID ("ok" or "error"), events to `onEvent`. The signaling connection is `/`; the
+// whiteboard's data connection (`/rts`) is one too, its binary messages to `onBinary`.
 class Signaling {
-  constructor(onEvent) {
+  constructor(onEvent, { path = "/", onBinary = null, onClose = null } = {}) {
     this.onEvent = onEvent;
+    this.path = path;
+    this.onBinary = onBinary;
+    this.onClose = onClose;
     this.pending = new Map();
     this.nextID = 1;
   }
 
   open() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
-    this.socket = new WebSocket(`${scheme}://${location.host}/`);
+    this.socket = new WebSocket(`${scheme}://${location.host}${this.path}`);
+    this.socket.binaryType = "arraybuffer";
     this.socket.onmessage = (message) => {
+      if (typeof message.data !== "string") {
+        if (this.onBinary) this.onBinary(message.data);
+        return;
+      }
       const envelope = JSON.parse(message.data);
       const waiting = envelope.id != null && this.pending.get(envelope.id);
       if (waiting) {
@@ -86,14 +95,15 @@ class Signaling {
         this.onEvent(envelope.type, envelope.body);
       }
     };
-    this.socket.onclose = () => {
-      for (const waiting of this.pending.values()) waiting.reject(new Error("the signaling connection closed"));
+    this.socket.onclose = (event) => {
+      for (const waiting of this.pending.values()) waiting.reject(new Error(`the connection to ${this.path} closed`));
       this.pending.clear();
-      setStatus("signaling connection closed");
+      if (this.onClose) this.onClose(event);
+      else setStatus("signaling connection closed");
     };
     return new Promise((resolve, reject) => {
       this.socket.onopen = resolve;
-      this.socket.onerror = () => reject(new Error("the signaling connection failed"));
+      this.socket.onerror = () => reject(new Error(`the connection to ${this.path} failed`));
     });
   }
 
