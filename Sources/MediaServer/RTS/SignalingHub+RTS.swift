@@ -23,6 +23,15 @@ extension SignalingHub {
             send(.message(.error(id: requestID, error)), to: identity.connection)
             return
         }
+        // A node's registry and relay know its own members only: a conference reserved on two
+        // nodes would be two conferences under one name, a callee on another node offline.
+        // Until channels are placed across nodes, a cluster refuses them outright.
+        if cluster != nil {
+            let error = SignalingError(.serverUnavailable, "\(request.type): real-time sessions are not available across cluster nodes yet; "
+                                       + "use a single server for them")
+            send(.message(.error(id: requestID, error)), to: identity.connection)
+            return
+        }
         let joins: Bool = switch request {
         case .request, .join: true
         case .response(let body): body.accept
