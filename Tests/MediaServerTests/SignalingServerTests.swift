@@ -291,6 +291,23 @@ import TestSupport
                 "other connections are unaffected")
     }
 
+    /// A request over the connection's rate is refused by its ID: the client's call fails
+    /// at once with 429 instead of waiting out its timeout.
+    @Test func aRequestOverTheRateFailsAtOnceWith429() async throws {
+        let server = try await TestServer.start { configuration in
+            configuration.limits.messageRate = 1
+            configuration.limits.messageBurst = 3
+        }
+        defer { Task { await server.server.shutdown() } }
+        let client = try await server.client("alice")  // the login took one
+        var codes: [Int?] = []
+        let started = ContinuousClock.now
+        for _ in 0..<3 { codes.append(await client.code(MessageType.hangup, Request.Hangup(callID: 7))) }
+        #expect(codes == [SignalingError.Code.callNotFound.rawValue, SignalingError.Code.callNotFound.rawValue,
+                          SignalingError.Code.rateLimited.rawValue], "\(codes)")
+        #expect(ContinuousClock.now - started < .seconds(2), "the refusal came at once")
+    }
+
     @Test func aConnectionThatNeverLogsInIsClosed() async throws {
         let server = try await TestServer.start { $0.limits.loginTimeout = .milliseconds(300) }
         defer { Task { await server.server.shutdown() } }

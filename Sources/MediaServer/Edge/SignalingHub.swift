@@ -155,7 +155,16 @@ public actor SignalingHub {
     public func received(_ data: Data, from id: ConnectionID) async {
         let now = time
         guard var connection = connections[id] else { return }
-        guard apply(connection.guardian.admit(size: data.count, now: now.monotonic), id, &connection, requestID: nil) else { return }
+        let admitted = connection.guardian.admit(size: data.count, now: now.monotonic)
+        if case .reject(let error) = admitted, error.code == .rateLimited {
+            // Refused for its rate, a request is named by its ID, so its sender fails it now
+            // instead of waiting out its timeout. Parsing that far costs what the fault budget
+            // allows: a connection that keeps sending over its rate is closed.
+            let requestID = try? Envelope.decode(data, maximumSize: limits.maximumMessageSize).id
+            _ = apply(admitted, id, &connection, requestID: requestID)
+            return
+        }
+        guard apply(admitted, id, &connection, requestID: nil) else { return }
         let message: ClientMessage
         do {
             message = try ClientMessage.decode(data, maximumSize: Int.max)
