@@ -20,18 +20,13 @@ public final class SignalingConnection: Sendable {
 
     /// Every message the server sends, in order; finishes when the connection closes.
     public let messages: AsyncStream<Data>
-    private let outbound: WebSocketOutboundWriter
+    private let transport: WebSocketTransport
     private let finished: ClosureBox
-    private let task: Task<Void, Never>
-    private let stop: AsyncStream<Void>.Continuation
 
-    private init(messages: AsyncStream<Data>, outbound: WebSocketOutboundWriter, finished: ClosureBox,
-                 task: Task<Void, Never>, stop: AsyncStream<Void>.Continuation) {
+    private init(messages: AsyncStream<Data>, transport: WebSocketTransport, finished: ClosureBox) {
         self.messages = messages
-        self.outbound = outbound
+        self.transport = transport
         self.finished = finished
-        self.task = task
-        self.stop = stop
     }
 
     /// Connects to `url` (`ws://HOST:PORT[/PATH]`).
@@ -45,62 +40,17 @@ public final class SignalingConnection: Sendable {
                             logger: Logger = Logger(label: "mediaengine.signaling")) async throws(SignalingError)
         -> SignalingConnection {
         let (messages, deliver) = AsyncStream<Data>.makeStream(bufferingPolicy: .unbounded)
-        let (ready, announce) = AsyncStream<Result<WebSocketOutboundWriter, SignalingError>>.makeStream()
-        let (stopped, stop) = AsyncStream<Void>.makeStream()
         let closure = ClosureBox()
-        let task = Task {
-            do {
-                let frame = try await WebSocketClient.connect(
-                    url: url, configuration: .init(maxFrameSize: maximumMessageSize, autoPing: .disabled), logger: logger
-                ) { inbound, outbound, _ in
-                    announce.yield(.success(outbound))
-                    await withTaskGroup(of: Void.self) { group in
-                        group.addTask {
-                            do {
-                                for try await message in inbound.messages(maxSize: maximumMessageSize) {
-                                    switch message {
-                                    case .text(let text): deliver.yield(Data(text.utf8))
-                                    case .binary(let buffer): deliver.yield(Data(buffer.readableBytesView))
-                                    }
-                                }
-                            } catch {}
-                        }
-                        group.addTask { for await _ in stopped { break } }
-                        await group.next()
-                        group.cancelAll()
-                    }
-                }
-                closure.value.withLock { $0 = Closure(code: frame.map { Self.number($0.closeCode) }, reason: frame?.reason) }
-            } catch {
-                announce.yield(.failure(SignalingError(.serverUnavailable, "cannot connect to \(url): \(error)")))
-                closure.value.withLock { $0 = Closure(code: nil, reason: "\(error)") }
+        let transport = try await WebSocketTransport.open(url: url, timeout: timeout, maximumMessageSize: maximumMessageSize, logger: logger) { message in
+            switch message {
+            case .text(let text): deliver.yield(Data(text.utf8))
+            case .binary(let buffer): deliver.yield(Data(buffer.readableBytesView))
             }
-            announce.finish()
+        } ended: { frame, failure in
+            closure.value.withLock { $0 = Closure(code: frame.map { Self.number($0.closeCode) }, reason: failure ?? frame?.reason) }
             deliver.finish()
         }
-        let outcome = await withTaskGroup(of: Result<WebSocketOutboundWriter, SignalingError>?.self) { group in
-            group.addTask {
-                for await result in ready { return result }
-                return .failure(SignalingError(.serverUnavailable, "cannot connect to \(url)"))
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
-        switch outcome {
-        case .success(let outbound)?:
-            return SignalingConnection(messages: messages, outbound: outbound, finished: closure, task: task, stop: stop)
-        case .failure(let error)?:
-            task.cancel()
-            throw error
-        case nil:
-            task.cancel()
-            throw SignalingError(.serverUnavailable, "cannot connect to \(url): no answer within \(timeout)")
-        }
+        return SignalingConnection(messages: messages, transport: transport, finished: closure)
     }
 
     private static func number(_ code: WebSocketErrorCode) -> Int {
@@ -122,7 +72,7 @@ public final class SignalingConnection: Sendable {
     /// - Throws: `SignalingError` `.serverUnavailable` when the connection has closed.
     public func send(_ data: Data) async throws(SignalingError) {
         do {
-            try await outbound.write(.text(String(decoding: data, as: UTF8.self)))
+            try await transport.outbound.write(.text(String(decoding: data, as: UTF8.self)))
         } catch {
             throw SignalingError(.serverUnavailable, "the signaling connection is closed")
         }
@@ -130,9 +80,7 @@ public final class SignalingConnection: Sendable {
 
     /// Closes the connection (normal closure) and waits until it has ended.
     public func close() async {
-        stop.yield()
-        stop.finish()
-        await task.value
+        await transport.close()
     }
 
     /// How the connection ended, once it has.

@@ -21,9 +21,8 @@ public final class RTSDataConnection: Sendable {
     public let url: String
     /// What the server lets this connection send.
     public let quota: RTSQuota
-    private let outbound: WebSocketOutboundWriter
-    private let task: Task<Void, Never>
-    private let stop: AsyncStream<Void>.Continuation
+    private let transport: WebSocketTransport
+    private var outbound: WebSocketOutboundWriter { transport.outbound }
     private let state: Locked<State>
     private let closure: Locked<String?>
 
@@ -38,13 +37,10 @@ public final class RTSDataConnection: Sendable {
         var updated: ContinuousClock.Instant
     }
 
-    private init(url: String, quota: RTSQuota, outbound: WebSocketOutboundWriter, task: Task<Void, Never>,
-                 stop: AsyncStream<Void>.Continuation, state: Locked<State>, closure: Locked<String?>) {
+    private init(url: String, quota: RTSQuota, transport: WebSocketTransport, state: Locked<State>, closure: Locked<String?>) {
         self.url = url
         self.quota = quota
-        self.outbound = outbound
-        self.task = task
-        self.stop = stop
+        self.transport = transport
         self.state = state
         self.closure = closure
     }
@@ -67,49 +63,25 @@ public final class RTSDataConnection: Sendable {
                      received: @escaping @Sendable (Inbound) async -> Void,
                      ended: @escaping @Sendable (String?) async -> Void) async throws(SignalingError) -> RTSDataConnection {
         let url = Self.url(forSignaling: server)
-        let (ready, announce) = AsyncStream<Result<WebSocketOutboundWriter, SignalingError>>.makeStream()
-        let (stopped, stop) = AsyncStream<Void>.makeStream()
         let state = Locked(State(bytes: 0, messages: 0, updated: ContinuousClock.now))
         let closure = Locked<String?>(nil)
-        let task = Task {
-            var reason: String?
-            do {
-                let frame = try await WebSocketClient.connect(
-                    url: url, configuration: .init(maxFrameSize: 1 << 21, autoPing: .disabled), logger: logger
-                ) { inbound, outbound, _ in
-                    announce.yield(.success(outbound))
-                    await withTaskGroup(of: Void.self) { group in
-                        group.addTask {
-                            do {
-                                for try await message in inbound.messages(maxSize: 1 << 21) {
-                                    switch message {
-                                    case .binary(let buffer):
-                                        guard let frame = try? RTSFrame.decode(buffer) else { continue }
-                                        await received(.data(frame))
-                                    case .text(let text):
-                                        let data = Data(text.utf8)
-                                        guard let envelope = try? Envelope.decode(data, maximumSize: Int.max) else { continue }
-                                        if let id = envelope.id, envelope.type == MessageType.ok || envelope.type == MessageType.error {
-                                            let waiter = state.withLock { $0.pending.removeValue(forKey: id) }
-                                            waiter?.resume(returning: data)
-                                        } else {
-                                            await received(.event(ServerEvent(type: envelope.type, message: data)))
-                                        }
-                                    }
-                                }
-                            } catch {}
-                        }
-                        group.addTask { for await _ in stopped { break } }
-                        await group.next()
-                        group.cancelAll()
-                    }
+        let transport = try await WebSocketTransport.open(url: url, timeout: timeout, maximumMessageSize: 1 << 21, logger: logger) { message in
+            switch message {
+            case .binary(let buffer):
+                guard let frame = try? RTSFrame.decode(buffer) else { return }
+                await received(.data(frame))
+            case .text(let text):
+                let data = Data(text.utf8)
+                guard let envelope = try? Envelope.decode(data, maximumSize: Int.max) else { return }
+                if let id = envelope.id, envelope.type == MessageType.ok || envelope.type == MessageType.error {
+                    let waiter = state.withLock { $0.pending.removeValue(forKey: id) }
+                    waiter?.resume(returning: data)
+                } else {
+                    await received(.event(ServerEvent(type: envelope.type, message: data)))
                 }
-                reason = frame?.reason
-            } catch {
-                announce.yield(.failure(SignalingError(.serverUnavailable, "cannot connect to \(url): \(error)")))
-                reason = "\(error)"
             }
-            announce.finish()
+        } ended: { frame, failure in
+            let reason = failure ?? frame?.reason
             closure.withLock { $0 = reason }
             let waiters = state.withLock { state -> [CheckedContinuation<Data?, Never>] in
                 state.ended = true
@@ -120,33 +92,8 @@ public final class RTSDataConnection: Sendable {
             for waiter in waiters { waiter.resume(returning: nil) }
             await ended(reason)
         }
-        let outcome = await withTaskGroup(of: Result<WebSocketOutboundWriter, SignalingError>?.self) { group in
-            group.addTask {
-                for await result in ready { return result }
-                return .failure(SignalingError(.serverUnavailable, "cannot connect to \(url)"))
-            }
-            group.addTask {
-                try? await Task.sleep(for: timeout)
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
-        let outbound: WebSocketOutboundWriter
-        switch outcome {
-        case .success(let writer)?:
-            outbound = writer
-        case .failure(let error)?:
-            task.cancel()
-            throw error
-        case nil:
-            task.cancel()
-            throw SignalingError(.serverUnavailable, "cannot connect to \(url): no answer within \(timeout)")
-        }
         // Log in; the reply carries the quota to pace by.
-        let connection = RTSDataConnection(url: url, quota: RTSQuota(), outbound: outbound, task: task, stop: stop, state: state,
-                                           closure: closure)
+        let connection = RTSDataConnection(url: url, quota: RTSQuota(), transport: transport, state: state, closure: closure)
         let login: Reply.RTSLogin
         do {
             login = try await connection.request(MessageType.login, Request.Login(token: token, device: device), as: Reply.RTSLogin.self,
@@ -160,7 +107,7 @@ public final class RTSDataConnection: Sendable {
             state.messages = Double(login.quota.messagesPerSecond) / 2
             state.updated = .now
         }
-        return RTSDataConnection(url: url, quota: login.quota, outbound: outbound, task: task, stop: stop, state: state, closure: closure)
+        return RTSDataConnection(url: url, quota: login.quota, transport: transport, state: state, closure: closure)
     }
 
     /// Sends a request on the data connection and waits for its reply.
@@ -269,8 +216,6 @@ public final class RTSDataConnection: Sendable {
 
     /// Closes the connection and waits until it has ended.
     public func close() async {
-        stop.yield()
-        stop.finish()
-        await task.value
+        await transport.close()
     }
 }
