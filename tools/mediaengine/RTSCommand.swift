@@ -506,58 +506,70 @@ struct RTSAnswerCommand: AsyncParsableCommand {
         }
         let done = RTSSessionWatch()
         let interrupted = RTSRunner.onInterruption { await done.end() }
-        let accept = autoAccept
-        let limit = sessions
-        let options = data
-        let reader = Task {
-            var handled = 0
-            var current: String?
-            var sending: Task<Void, Never>?
-            for await event in manager.rtsEvents {
-                if case .data(let message) = event {
-                    sink.write(message)
-                    continue
-                }
-                if case .control(_, _, RTSRunner.endOfInput) = event { continue }
-                if let text = RTSRunner.describe(event) { printError(text) }
-                switch event {
-                case .request(let session, _, _, _, _) where current == nil:
-                    do throws(SignalingError) {
-                        let file = try await manager.responseRTS(sessionID: session, accept: accept, disableRecord: options.noRecord)
-                        if let file { printError("rts: recordFile=\(file)") }
-                        if accept {
-                            current = session
-                            sending = Task {
-                                do {
-                                    let sent = try await options.sendInput { message throws(SignalingError) in
-                                        try await manager.sendRTSData(message, sessionID: session)
-                                    }
-                                    printError("rts: sent \(sent) messages")
-                                    try await manager.sendRTSControl(RTSRunner.endOfInput, sessionID: session)
-                                } catch {
-                                    printError("rts: sending failed: \(error)")
-                                }
-                            }
-                        } else {
-                            handled += 1
-                        }
-                    } catch {
-                        printError("rts: response failed: \(error.message) (\(error.code.rawValue))")
-                    }
-                case .terminate(let session, _, _) where session == current:
-                    sending?.cancel()
-                    current = nil
-                    handled += 1
-                default: break
-                }
-                if handled >= limit { break }
-            }
-            await done.end()
+        let answering = RTSAnswering(manager: manager, accept: autoAccept, limit: sessions, options: data)
+        let reader = RTSRunner.read(manager, into: sink, finished: { await done.end() }) { event in
+            if await answering.handle(event) { await done.end() }
         }
         await done.wait()
         interrupted.cancel()
-        reader.cancel()
         await manager.logout()
+        await reader.value
+    }
+}
+
+/// `rts answer`'s sessions, one at a time: answers each request, sends the input in an
+/// accepted one, and counts the sessions handled.
+actor RTSAnswering {
+    let manager: NetCallManager
+    let accept: Bool
+    let limit: Int
+    let options: RTSDataOptions
+    private var handled = 0
+    private var current: String?
+    private var sending: Task<Void, Never>?
+
+    init(manager: NetCallManager, accept: Bool, limit: Int, options: RTSDataOptions) {
+        self.manager = manager
+        self.accept = accept
+        self.limit = limit
+        self.options = options
+    }
+
+    /// Takes one event; true once `limit` sessions were handled.
+    func handle(_ event: RTSEvent) async -> Bool {
+        switch event {
+        case .request(let session, _, _, _, _) where current == nil:
+            do throws(SignalingError) {
+                let file = try await manager.responseRTS(sessionID: session, accept: accept, disableRecord: options.noRecord)
+                if let file { printError("rts: recordFile=\(file)") }
+                if accept {
+                    current = session
+                    let (manager, options) = (self.manager, self.options)
+                    sending = Task {
+                        do {
+                            let sent = try await options.sendInput { message throws(SignalingError) in
+                                try await manager.sendRTSData(message, sessionID: session)
+                            }
+                            printError("rts: sent \(sent) messages")
+                            try await manager.sendRTSControl(RTSRunner.endOfInput, sessionID: session)
+                        } catch {
+                            printError("rts: sending failed: \(error)")
+                        }
+                    }
+                } else {
+                    handled += 1
+                }
+            } catch {
+                printError("rts: response failed: \(error.message) (\(error.code.rawValue))")
+            }
+        case .terminate(let session, _, _) where session == current:
+            sending?.cancel()
+            current = nil
+            handled += 1
+        default:
+            break
+        }
+        return handled >= limit
     }
 }
 
