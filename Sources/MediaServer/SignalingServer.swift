@@ -391,7 +391,10 @@ extension SignalingServer {
         } read: { message in
             switch message {
             case .text(let text): await relay.received(text: Data(text.utf8), from: id)
-            case .binary(let buffer): await relay.received(data: buffer, from: id)
+            case .binary(let buffer):
+                // A sender over its quota: its next message waits (TCP holds the rest back).
+                let wait = await relay.received(data: buffer, from: id)
+                if wait > .zero { try? await Task.sleep(for: wait) }
             }
         }
         await relay.closed(id)

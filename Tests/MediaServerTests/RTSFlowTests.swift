@@ -56,10 +56,6 @@ import TestSupport
         }
     }
 
-    static func refusals(_ events: [RTSEvent]) -> [(UInt64, UInt64, Int)] {
-        events.compactMap { if case .dataRefused(let first, let last, _, let error) = $0 { (first, last, error.code.rawValue) } else { nil } }
-    }
-
     @Test func fourMembersBroadcastAndUnicastInOrderAndTheNameIsFreeOnlyOnceAllLeft() async throws {
         let directory = try temporaryDirectory("rts")
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -168,7 +164,7 @@ import TestSupport
         for member in [alice, bobPhone, bobDesk] { await member.finish() }
     }
 
-    @Test func oversizedMalformedAndFloodingMessagesAreRefusedAndCounted() async throws {
+    @Test func oversizedAndMalformedMessagesAreRefusedAndAFloodIsHeldToTheQuota() async throws {
         let server = try await TestServer.start { configuration in
             configuration.rts.quota.messagesPerSecond = 100
             configuration.rts.quota.bytesPerSecond = 1_048_576
@@ -212,67 +208,72 @@ import TestSupport
         let codes = try events.withLock { $0 }.map { try $0.body(Event.RTSDataRefused.self) }.map { ($0.first, $0.code) }
         #expect(codes.map(\.0) == [1, 2, 3, 4, 5], "\(codes)")
         #expect(codes.map(\.1) == [413, 9_202, 400, 400, 400], "\(codes)")
-        // A flood of 2,000 one-byte messages at once, 20 times the quota: the quota's worth goes
-        // through, the rest is refused in a few reports.
+        // A flood of 400 one-byte messages at once, four times the quota of 100 a second: none
+        // is refused (the sender is held to the quota: its connection is read no faster, and
+        // TCP pushes back on it), all arrive in order, over at least the 3 s the quota takes.
         events.withLock { $0.removeAll() }
         let floodStarted = ContinuousClock.now
-        for index in 0..<2_000 { try await raw.sendRaw(frame(Data([UInt8(index % 256)]))) }
-        try await raw.sync()
-        let floodSeconds = Double((ContinuousClock.now - floodStarted).components.seconds)
-            + Double((ContinuousClock.now - floodStarted).components.attoseconds) / 1e18
-        let flood = try events.withLock { $0 }.map { try $0.body(Event.RTSDataRefused.self) }
-        let refused = flood.reduce(0) { $0 + $1.count }
-        #expect(flood.allSatisfy { $0.code == 429 }, "\(flood)")
-        // Through: the bucket's second (100) and what refilled while the flood lasted.
-        let passed = 2_000 - refused
-        #expect(passed >= 100 && Double(passed) <= 100 + 100 * floodSeconds + 5, "\(passed) of 2000 through in \(floodSeconds) s")
-        // At most ten reports a second, plus the one the sync forces.
-        #expect(Double(flood.count) <= 10 * floodSeconds + 2, "refusals are reported in ranges: \(flood.count) reports in \(floodSeconds) s")
-        #expect(await ben.wait { _ in ben.data.count == 2_000 - refused }, "\(ben.data.count) relayed")
-        // The server still answers signaling at once.
+        let flood = Task {
+            for index in 0..<400 { try await raw.sendRaw(frame(Data([UInt8(index % 256)]))) }
+            try await raw.sync(timeout: .seconds(30))
+        }
+        // The server answers signaling at once meanwhile.
+        try await Task.sleep(for: .seconds(1))
         let started = ContinuousClock.now
         try await ben.manager.reserveConference(name: "other")
-        #expect(ContinuousClock.now - started < .milliseconds(500))
+        let answered = ContinuousClock.now - started
+        #expect(answered < .milliseconds(500), "signaling answered in \(answered) during the flood")
+        try await flood.value
+        let floodTook = ContinuousClock.now - floodStarted
+        #expect(await ben.wait(timeout: 20) { _ in ben.data.count == 400 }, "\(ben.data.count) of 400 relayed")
+        #expect(ben.data.map { $0.data.first ?? 0 } == (0..<400).map { UInt8($0 % 256) }, "in order")
+        #expect(events.withLock { $0 }.isEmpty, "nothing refused: \(events.withLock { $0.map(\.type) })")
+        // The bucket's second (100 messages, less the 4 charged above) and 3 s more at 100 a second.
+        #expect(floodTook > .milliseconds(2_900), "held to the quota: 400 messages in \(floodTook)")
         let statistics = await server.server.relay.statistics
-        #expect(statistics.refused >= refused + 5 && statistics.malformed >= 3)
+        #expect(statistics.held >= 200 && statistics.refused == 5 && statistics.malformed >= 3, "\(statistics)")
         await raw.close()
         for member in [ann, ben] { await member.finish() }
     }
 
     @Test func aMemberThatReadsNothingIsDisconnectedAsTooSlowAndTheOthersGoOn() async throws {
-        // 2 MiB/s: in a debug build, masking what a client sends (swift-nio, byte by byte) costs
-        // an event loop about 5 MB/s, and every client of this process shares two loops.
-        let server = try await TestServer.start { configuration in
-            configuration.rtsRelay.queueLimit = (bytes: 1_048_576, messages: 1_000)
-            configuration.rts.quota.bytesPerSecond = 2 * 1_048_576
+        // Alone: ben must read 2 MiB/s without a pause of half a second (his queue here is 1 MiB),
+        // which a debug build beside a browser and other real-time tests did not always manage.
+        try await Heavy.runAlone {
+            // 2 MiB/s: in a debug build, masking what a client sends (swift-nio, byte by byte) costs
+            // an event loop about 5 MB/s, and every client of this process shares two loops.
+            let server = try await TestServer.start { configuration in
+                configuration.rtsRelay.queueLimit = (bytes: 1_048_576, messages: 1_000)
+                configuration.rts.quota.bytesPerSecond = 2 * 1_048_576
+            }
+            defer { Task { await server.server.shutdown() } }
+            let ann = try await Member(server, "ann")
+            let ben = try await Member(server, "ben")
+            // Carol's data connection stops reading at its first message: its reader never returns.
+            let carolSignaling = try await server.client("carol", device: "default")
+            let carol = try await RTSDataConnection.open(server: server.url, token: try await server.token("carol"), device: "default",
+                                                         received: { _ in try? await Task.sleep(for: .seconds(3_600)) }, ended: { _ in })
+            try await ann.manager.reserveConference(name: "stall")
+            let channel = try await ann.manager.joinConference(name: "stall").channelID
+            _ = try await ben.manager.joinConference(name: "stall")
+            _ = try await carolSignaling.client.request(MessageType.joinConference, Request.JoinConference(name: "stall"),
+                                                        as: Reply.JoinConference.self)
+            // 12 MB to everyone: more than carol's socket buffers and her 1 MiB queue; ben reads it all.
+            let chunk = Data(repeating: 7, count: 20_000)
+            for _ in 0..<600 { try await ann.manager.sendConferenceData(chunk, channelID: channel) }
+            #expect(await ann.wait { $0.contains(.userLeft(channelID: channel, conference: "stall", account: "carol", reason: .tooSlow)) })
+            let left = await carolSignaling.next(MessageType.rtsLeftConference, timeout: .seconds(10))
+            #expect(try left?.body(Event.RTSLeftConference.self).code == SignalingError.Code.rtsTooSlow.rawValue)
+            #expect(await ben.wait(timeout: 30) { _ in ben.data.count == 600 },
+                    "ben got \(ben.data.count) of 600: \(ben.events.withLock { $0 }.filter { if case .data = $0 { false } else { true } })")
+            // The server dropped carol's connection (her client cannot tell: its reader is the one stuck).
+            let dropped = await eventually(timeout: .seconds(10)) { await server.server.relay.statistics.connections == 2 }
+            #expect(dropped, "the relay holds ann's and ben's connections only")
+            let tooSlow = await server.server.relay.statistics.tooSlow
+            #expect(tooSlow == 1, "\(tooSlow) connections dropped as too slow")
+            await carol.close()
+            for member in [ann, ben] { await member.finish() }
         }
-        defer { Task { await server.server.shutdown() } }
-        let ann = try await Member(server, "ann")
-        let ben = try await Member(server, "ben")
-        // Carol's data connection stops reading at its first message: its reader never returns.
-        let carolSignaling = try await server.client("carol", device: "default")
-        let carol = try await RTSDataConnection.open(server: server.url, token: try await server.token("carol"), device: "default",
-                                                     received: { _ in try? await Task.sleep(for: .seconds(3_600)) }, ended: { _ in })
-        try await ann.manager.reserveConference(name: "stall")
-        let channel = try await ann.manager.joinConference(name: "stall").channelID
-        _ = try await ben.manager.joinConference(name: "stall")
-        _ = try await carolSignaling.client.request(MessageType.joinConference, Request.JoinConference(name: "stall"),
-                                                    as: Reply.JoinConference.self)
-        // 12 MB to everyone: more than carol's socket buffers and her 1 MiB queue; ben reads it all.
-        let chunk = Data(repeating: 7, count: 20_000)
-        for _ in 0..<600 { try await ann.manager.sendConferenceData(chunk, channelID: channel) }
-        #expect(await ann.wait { $0.contains(.userLeft(channelID: channel, conference: "stall", account: "carol", reason: .tooSlow)) })
-        let left = await carolSignaling.next(MessageType.rtsLeftConference, timeout: .seconds(10))
-        #expect(try left?.body(Event.RTSLeftConference.self).code == SignalingError.Code.rtsTooSlow.rawValue)
-        #expect(await ben.wait(timeout: 30) { _ in ben.data.count == 600 },
-                "ben got \(ben.data.count) of 600: \(ben.events.withLock { $0 }.filter { if case .data = $0 { false } else { true } })")
-        // The server dropped carol's connection (her client cannot tell: its reader is the one stuck).
-        let dropped = await eventually(timeout: .seconds(10)) { await server.server.relay.statistics.connections == 2 }
-        #expect(dropped, "the relay holds ann's and ben's connections only")
-        let tooSlow = await server.server.relay.statistics.tooSlow
-        #expect(tooSlow == 1, "\(tooSlow) connections dropped as too slow")
-        await carol.close()
-        for member in [ann, ben] { await member.finish() }
     }
 
     /// What the issue asks of the data path: a file of 20 MB in 4 KB chunks through the server,

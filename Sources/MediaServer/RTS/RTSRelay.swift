@@ -128,21 +128,28 @@ public actor RTSRelay {
         var order: [String] = []
     }
 
-    /// Seconds-worth of tokens.
+    /// A member's allowance: up to a second's worth of bytes and messages, refilled at the
+    /// quota's rate. A message over it is relayed all the same and leaves a debt; the
+    /// member's connection is not read again until the debt is paid (`charge`'s wait), so a
+    /// member that sends too fast is held to the quota by TCP, never refused for it. A
+    /// member that paces itself is never held even when this relay runs late: the messages
+    /// it sent while the relay lagged were sent within the quota, and refusing them for
+    /// arriving together would punish it for the server's delay.
     struct TokenBucket {
         var bytes: Double
         var messages: Double
         var updated: ContinuousClock.Instant
 
-        mutating func take(_ size: Int, quota: RTSQuota, now: ContinuousClock.Instant) -> Bool {
+        /// Takes one message of `size` bytes; returns how long to wait before reading the
+        /// member's next message (zero while it is within its allowance).
+        mutating func charge(_ size: Int, quota: RTSQuota, now: ContinuousClock.Instant) -> Duration {
             let elapsed = Double((now - updated).components.attoseconds) / 1e18 + Double((now - updated).components.seconds)
             updated = now
-            bytes = min(Double(quota.bytesPerSecond), bytes + elapsed * Double(quota.bytesPerSecond))
-            messages = min(Double(quota.messagesPerSecond), messages + elapsed * Double(quota.messagesPerSecond))
-            guard bytes >= Double(size), messages >= 1 else { return false }
-            bytes -= Double(size)
-            messages -= 1
-            return true
+            let byteRate = Double(quota.bytesPerSecond), messageRate = Double(quota.messagesPerSecond)
+            bytes = min(byteRate, bytes + elapsed * byteRate) - Double(size)
+            messages = min(messageRate, messages + elapsed * messageRate) - 1
+            let debt = max(-bytes / byteRate, -messages / messageRate, 0)
+            return debt > 0 ? .nanoseconds(Int64(debt * 1e9)) : .zero
         }
     }
 
@@ -153,6 +160,9 @@ public actor RTSRelay {
         public var messagesRelayed = 0
         public var bytesRelayed = 0
         public var refused = 0
+        /// Messages after which a sender over its quota was held (its connection not read
+        /// until its debt was paid).
+        public var held = 0
         public var malformed = 0
         public var tooSlow = 0
         public var recordingFailures = 0
@@ -286,11 +296,15 @@ public actor RTSRelay {
     // MARK: Data
 
     /// One binary message: a data frame to relay.
-    public func received(data buffer: ByteBuffer, from id: UInt64) {
-        guard var connection = connections[id] else { return }
+    /// A data message from connection `id`: checked, relayed and recorded, or refused (and
+    /// reported). Returns how long the connection's reader waits before reading its next
+    /// message: the time its sender's debt takes to pay (zero within the quota).
+    @discardableResult
+    public func received(data buffer: ByteBuffer, from id: UInt64) -> Duration {
+        guard var connection = connections[id] else { return .zero }
         guard let sender = connection.device else {
             malformed(id, SignalingError(.unauthorized, "data before login"))
-            return
+            return .zero
         }
         connection.received += 1
         let number = connection.received
@@ -303,29 +317,26 @@ public actor RTSRelay {
             statistics.malformed += 1
             refuse(number, error, on: id)
             countMalformed(id)
-            return
+            return .zero
         }
         let size = frame.payload.readableBytes
         guard size <= configuration.quota.maximumMessageSize else {
             connections[id] = connection
             refuse(number, SignalingError(.messageTooLarge, "a data message of \(size) bytes exceeds \(configuration.quota.maximumMessageSize)"),
                    on: id)
-            return
+            return .zero
         }
-        guard connection.bucket.take(size, quota: configuration.quota, now: now) else {
-            connections[id] = connection
-            refuse(number, SignalingError(.rateLimited, "over the quota of \(configuration.quota.bytesPerSecond) bytes and "
-                                                         + "\(configuration.quota.messagesPerSecond) messages a second"), on: id)
-            return
-        }
+        // Refused messages count too: a sender cannot flood with messages it knows are bad.
+        let wait = connection.bucket.charge(size, quota: configuration.quota, now: now)
+        if wait > .zero { statistics.held += 1 }
         connections[id] = connection
         guard var channel = channels[frame.channelID] else {
             refuse(number, SignalingError(.rtsNotFound, "no session or conference has channel \(frame.channelID)"), on: id)
-            return
+            return wait
         }
         guard let member = channel.members[sender.account], member.device == sender.device else {
             refuse(number, SignalingError(.rtsNotMember, "\(sender.account) is not in channel \(frame.channelID)"), on: id)
-            return
+            return wait
         }
         if !frame.peer.isEmpty {
             guard frame.peer != sender.account, channel.members[frame.peer] != nil else {
@@ -333,11 +344,11 @@ public actor RTSRelay {
                     ? SignalingError(.rtsNotAccepted, "\(frame.peer) has not accepted the session yet")
                     : SignalingError(.rtsNotMember, "\(frame.peer) is not in channel \(frame.channelID)")
                 refuse(number, error, on: id)
-                return
+                return wait
             }
         } else if channel.members.count < 2, let pending = channel.pending {
             refuse(number, SignalingError(.rtsNotAccepted, "\(pending) has not accepted the session yet"), on: id)
-            return
+            return wait
         }
         flushRefusal(id, force: false)
         if let recorder = member.recorder {
@@ -365,6 +376,7 @@ public actor RTSRelay {
         }
         statistics.messagesRelayed += 1
         statistics.bytesRelayed += size
+        return wait
     }
 
     private func deliver(_ buffer: ByteBuffer, to account: String, in channel: Channel) {

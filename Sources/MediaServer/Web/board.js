@@ -126,6 +126,7 @@ class Whiteboard {
     this.members = new Set();
     this.own = [];          // this page's stroke IDs, newest last (what undo takes back)
     this.counts = { sent: 0, received: 0, replayed: 0, dropped: 0 };
+    this.early = [];        // what came on the data connection before the join's reply, in order
     this.ready = new Promise((resolve, reject) => { this.joined = resolve; this.failed = reject; });
     this.ready.catch(() => {});
     this.signaling = new Signaling((type, body) => this.signalingEvent(type, body));
@@ -146,6 +147,7 @@ class Whiteboard {
       });
       const reply = await this.signaling.request("joinConference", { name: this.name });
       this.channelID = String(reply.channelID);
+      for (const late of this.early.splice(0)) late();
       for (const member of reply.members) this.members.add(member);
       this.show();
       this.showStatus();
@@ -246,6 +248,13 @@ class Whiteboard {
   // MARK: What arrives
 
   received(channelID, peer, payload) {
+    if (this.channelID === undefined) {
+      // Before the join's reply: the others answer the join on this (data) connection, which
+      // can overtake the reply on the signaling one. Kept (boundedly) until the reply names
+      // the channel.
+      if (this.early.length < 10_000) this.early.push(() => this.received(channelID, peer, payload));
+      return;
+    }
     if (channelID !== this.channelID) return;
     let message;
     try {
@@ -353,6 +362,10 @@ class Whiteboard {
   // MARK: Members
 
   dataEvent(type, body) {
+    if (this.channelID === undefined && (type === "rtsUserJoined" || type === "rtsUserLeft")) {
+      if (this.early.length < 10_000) this.early.push(() => this.dataEvent(type, body));
+      return;
+    }
     switch (type) {
       case "rtsUserJoined":
         if (String(body.channelID) !== this.channelID) return;

@@ -80,6 +80,8 @@ extension NetCallManager {
             media = await gatheredEndpoint(of: session)
         }
         let reply: Reply.RTSRequest
+        rtsChannelsPending.withLock { $0 += 1 }
+        defer { rtsChannelsPending.withLock { $0 -= 1 } }
         do throws(SignalingError) {
             try await openDataConnection()
             reply = try await request(MessageType.rtsRequest, Request.RTSRequest(callee: callee, services: services, extendMessage: extendMessage,
@@ -110,6 +112,8 @@ extension NetCallManager {
             media = await gatheredEndpoint(of: session)
         }
         let reply: Reply.RTSResponse
+        rtsChannelsPending.withLock { $0 += 1 }
+        defer { rtsChannelsPending.withLock { $0 -= 1 } }
         do throws(SignalingError) {
             if accept { try await openDataConnection() }
             reply = try await request(MessageType.rtsResponse, Request.RTSResponse(sessionID: sessionID, accept: accept,
@@ -254,6 +258,8 @@ extension NetCallManager {
 
     /// Joins a reserved conference (`joinConference`); its data and events come out of `rtsEvents`.
     public func joinConference(name: String, disableRecord: Bool = false) async throws(SignalingError) -> RTSConferenceInfo {
+        rtsChannelsPending.withLock { $0 += 1 }
+        defer { rtsChannelsPending.withLock { $0 -= 1 } }
         try await openDataConnection()
         let reply = try await request(MessageType.joinConference, Request.JoinConference(name: name, disableRecord: disableRecord ? true : nil),
                                       as: Reply.JoinConference.self)
@@ -286,13 +292,21 @@ extension NetCallManager {
         guard client != nil else { throw SignalingError(.serverDisconnected, "not connected to the server") }
         let stream = rtsEvents
         let names = rtsChannelNames
+        let pending = rtsChannelsPending
         let connection = try await RTSDataConnection.open(
             server: configuration.server, token: configuration.token, device: configuration.device, timeout: configuration.requestTimeout,
             logger: logger,
             received: { [weak self] inbound in
                 switch inbound {
                 case .data(let frame):
-                    let named = names.withLock { $0[frame.channelID] }
+                    var named = names.withLock { $0[frame.channelID] }
+                    // Data of a channel whose reply is still on its way: wait for it (at most 2 s).
+                    var waited = 0
+                    while named == nil, waited < 400, pending.withLock({ $0 > 0 }) {
+                        try? await Task.sleep(for: .milliseconds(5))
+                        waited += 1
+                        named = names.withLock { $0[frame.channelID] }
+                    }
                     await stream.push(data: RTSData(channelID: frame.channelID, sessionID: named?.session, conference: named?.conference,
                                                     from: frame.peer, data: Data(frame.payload.readableBytesView)))
                 case .event(let event):

@@ -90,6 +90,10 @@ public actor NetCallManager {
         didSet { rtsChannelNames.withLock { $0 = rts.channelNames } }
     }
     nonisolated let rtsChannelNames = Locked<[UInt64: (session: String?, conference: String?)]>([:])
+    /// Requests, answers and joins under way: until their replies name a channel, the data
+    /// connection's reader may meet data of it (the others answer on the data connection,
+    /// which can overtake the reply on the signaling one).
+    nonisolated let rtsChannelsPending = Locked(0)
     /// Real-time sessions' data and events, in order, none dropped; one reader. Data the
     /// reader has not taken holds the data connection back (the server then sees this device
     /// as slow): read it steadily.
