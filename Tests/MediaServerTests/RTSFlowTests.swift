@@ -228,10 +228,11 @@ import TestSupport
         #expect(await ben.wait(timeout: 20) { _ in ben.data.count == 400 }, "\(ben.data.count) of 400 relayed")
         #expect(ben.data.map { $0.data.first ?? 0 } == (0..<400).map { UInt8($0 % 256) }, "in order")
         #expect(events.withLock { $0 }.isEmpty, "nothing refused: \(events.withLock { $0.map(\.type) })")
-        // The bucket's second (100 messages, less the 4 charged above) and 3 s more at 100 a second.
+        // The bucket's second (100 messages, less the 4 charged above) and 3 s more at 100 a second,
+        // however fast the sender went (how many messages found the bucket empty depends on it).
         #expect(floodTook > .milliseconds(2_900), "held to the quota: 400 messages in \(floodTook)")
         let statistics = await server.server.relay.statistics
-        #expect(statistics.held >= 200 && statistics.refused == 5 && statistics.malformed >= 3, "\(statistics)")
+        #expect(statistics.held > 0 && statistics.refused == 5 && statistics.malformed >= 3, "\(statistics)")
         await raw.close()
         for member in [ann, ben] { await member.finish() }
     }
