@@ -364,7 +364,10 @@ import TestSupport
             let heard = (alice: after.alice.total - before.alice.total, bob: after.bob.total - before.bob.total)
             let concealed = (alice: after.alice.concealed - before.alice.concealed, bob: after.bob.concealed - before.bob.concealed)
             #expect(heard.alice >= 3 * 48_000 && heard.bob >= 3 * 48_000, "both heard the other throughout: \(heard)")
-            #expect(concealed.alice == 0 && concealed.bob == 0, "no audio concealed during the transfer: \(concealed) of \(heard) samples")
+            // None (the 0 %); under a sanitizer, which slows everything, at most 1 %.
+            let allowed = Sanitizer.frameBoundsHold ? (alice: 0, bob: 0) : (alice: heard.alice / 100, bob: heard.bob / 100)
+            #expect(concealed.alice <= allowed.alice && concealed.bob <= allowed.bob,
+                    "no audio concealed during the transfer: \(concealed) of \(heard) samples")
             let sorted = probes.map(\.1).sorted()
             let slowest = probes.max { $0.1 < $1.1 } ?? ("none", .zero)
             #expect(probes.count >= 60 && slowest.1 < Self.promptAnswer, "\(probes.count) requests, the slowest \(slowest)")
@@ -468,10 +471,11 @@ import TestSupport
     /// payloads byte by byte (about 5 MB/s an event loop), and this process holds the server
     /// and every client on two loops: the sender's first half second of quota (2 MiB at once)
     /// holds a loop for up to 2 s there.
+    /// Under a sanitizer (an optimized build that checks every memory access), 500 ms.
     #if DEBUG
     static let promptAnswer = Duration.seconds(3)
     #else
-    static let promptAnswer = Duration.milliseconds(50)
+    static let promptAnswer = Sanitizer.frameBoundsHold ? Duration.milliseconds(50) : .milliseconds(500)
     #endif
 
     /// FNV-1a, 64 bits: the checksum a failure prints.
