@@ -71,14 +71,8 @@ extension NetCallManager {
     ///   another voice session), `rtsFull`, `serverDisconnected`, ...
     public func requestRTS(callee: String, services: [RTSService] = [.data], extendMessage: String? = nil,
                            disableRecord: Bool = false) async throws(SignalingError) -> RTSSessionInfo {
-        var audio: MediaSession?
-        var media: MediaEndpoint?
-        if services.contains(.audio) {
-            try checkVoiceFree(MessageType.rtsRequest)
-            let session = try makeSession(type: .audio, quality: .default)
-            audio = session
-            media = await gatheredEndpoint(of: session)
-        }
+        let prepared = services.contains(.audio) ? try await prepareVoice(MessageType.rtsRequest, controlling: true) : nil
+        let (audio, media) = (prepared?.session, prepared?.endpoint)
         let reply: Reply.RTSRequest
         rtsChannelsPending.withLock { $0 += 1 }
         defer { rtsChannelsPending.withLock { $0 -= 1 } }
@@ -103,14 +97,9 @@ extension NetCallManager {
     @discardableResult
     public func responseRTS(sessionID: String, accept: Bool, disableRecord: Bool = false) async throws(SignalingError) -> String? {
         let invitation = rts.requests[sessionID]
-        var audio: MediaSession?
-        var media: MediaEndpoint?
-        if accept, invitation?.services.contains(.audio) == true {
-            try checkVoiceFree(MessageType.rtsResponse)
-            let session = try makeSession(type: .audio, quality: .default, controlling: false)
-            audio = session
-            media = await gatheredEndpoint(of: session)
-        }
+        let voiceAsked = accept && invitation?.services.contains(.audio) == true
+        let prepared = voiceAsked ? try await prepareVoice(MessageType.rtsResponse, controlling: false) : nil
+        let (audio, media) = (prepared?.session, prepared?.endpoint)
         let reply: Reply.RTSResponse
         rtsChannelsPending.withLock { $0 += 1 }
         defer { rtsChannelsPending.withLock { $0 -= 1 } }
@@ -169,6 +158,15 @@ extension NetCallManager {
         if let id = currentCallID { throw SignalingError(.busy, "\(type): the voice channel is exclusive with calls, and this device is in call \(id)") }
         if meeting != nil { throw SignalingError(.busy, "\(type): the voice channel is exclusive with meetings, and this device is in one") }
         if voice != nil { throw SignalingError(.busy, "\(type): this device is in another session with a voice channel") }
+    }
+
+    /// A voice channel's media session, and its endpoint to send: refused while a call, a
+    /// meeting or another voice channel holds the audio device.
+    private func prepareVoice(_ type: String, controlling: Bool) async throws(SignalingError)
+        -> (session: MediaSession, endpoint: MediaEndpoint) {
+        try checkVoiceFree(type)
+        let session = try makeSession(type: .audio, quality: .default, controlling: controlling)
+        return (session, await gatheredEndpoint(of: session))
     }
 
     /// The session's endpoint with every candidate it gathers (a session's media endpoint
