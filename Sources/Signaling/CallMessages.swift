@@ -288,13 +288,16 @@ public enum Event {
 public struct ErrorBody: Sendable, Hashable, Codable {
     public var code: Int
     public var message: String
+    /// Where to go instead (`misdirected`).
+    public var location: String?
 
     public init(_ error: SignalingError) {
         code = error.code.rawValue
         message = error.message
+        location = error.location
     }
 
-    public var error: SignalingError { SignalingError(SignalingError.Code(rawValue: code), message) }
+    public var error: SignalingError { SignalingError(SignalingError.Code(rawValue: code), message, location: location) }
 }
 
 /// One message with a typed body, for encoding (the envelope's fields, in order).

@@ -33,6 +33,9 @@ public struct SignalingError: Error, Sendable, Hashable, CustomStringConvertible
         public static let invalidRequest = Code(422)
         /// The server is shutting down or failed internally.
         public static let serverUnavailable = Code(503)
+        /// The request belongs on another server of the cluster: the one the error's
+        /// `location` names (HTTP's 421 Misdirected Request).
+        public static let misdirected = Code(421)
         /// The caller or callee is in another call (NIM 10012).
         public static let busy = Code(10_012)
         /// Another device of the account already answered (NIM 10013).
@@ -124,6 +127,7 @@ public struct SignalingError: Error, Sendable, Hashable, CustomStringConvertible
             case 409: "duplicate request"
             case 422: "invalid request"
             case 503: "server unavailable"
+            case 421: "misdirected"
             case 10_012: "busy"
             case 10_013: "handled elsewhere"
             case 11_001: "callee offline"
@@ -168,10 +172,13 @@ public struct SignalingError: Error, Sendable, Hashable, CustomStringConvertible
 
     public let code: Code
     public let message: String
+    /// Where to go instead, for `misdirected`: a URL.
+    public let location: String?
 
-    public init(_ code: Code, _ message: String) {
+    public init(_ code: Code, _ message: String, location: String? = nil) {
         self.code = code
         self.message = message
+        self.location = location
     }
 
     public var description: String { "\(code) (\(code.rawValue)): \(message)" }

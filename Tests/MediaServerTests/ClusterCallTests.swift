@@ -102,33 +102,6 @@ struct TestCluster {
     /// caller's) and reaches both.
     /// Real-time sessions are refused on cluster nodes (typed, naming why) until their
     /// channels are placed across nodes: never two conferences under one name.
-    @Test func realTimeSessionsAreRefusedOnClusterNodesWithATypedError() async throws {
-        let cluster = try await TestCluster.start(nodes: 2)
-        defer { Task { await cluster.shutdown() } }
-        let alice = try await cluster.client("alice", on: 1)
-        let bob = try await cluster.client("bob", on: 2)
-        func refusal(_ run: () async throws(SignalingError) -> Void) async -> SignalingError? {
-            do throws(SignalingError) {
-                try await run()
-                return nil
-            } catch {
-                return error
-            }
-        }
-        let refusals = [
-            await refusal { () async throws(SignalingError) in _ = try await alice.request(MessageType.reserveConference, Request.ReserveConference(name: "board"), as: Reply.Empty.self) },
-            await refusal { () async throws(SignalingError) in _ = try await bob.request(MessageType.reserveConference, Request.ReserveConference(name: "board"), as: Reply.Empty.self) },
-            await refusal { () async throws(SignalingError) in
-                _ = try await alice.request(MessageType.rtsRequest, Request.RTSRequest(callee: "bob", services: [.data]), as: Reply.RTSRequest.self)
-            },
-        ]
-        for error in refusals {
-            #expect(error?.code == .serverUnavailable && error?.message.contains("cluster") == true, "\(String(describing: error))")
-        }
-        await alice.close()
-        await bob.close()
-    }
-
     @Test func aCallBetweenTwoNodesConnectsWithAudioBothWaysAndOneRecord() async throws {
         try await Heavy.run {
             let cluster = try await TestCluster.start(nodes: 3)

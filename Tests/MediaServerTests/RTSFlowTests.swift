@@ -16,9 +16,13 @@ import TestSupport
         let events = Locked<[RTSEvent]>([])
         private let reader: Task<Void, Never>
 
-        init(_ server: TestServer, _ account: String, device: String = "default") async throws {
+        convenience init(_ server: TestServer, _ account: String, device: String = "default") async throws {
+            try await self.init(url: server.url, token: try await server.token(account), account, device: device)
+        }
+
+        init(url: String, token: String, _ account: String, device: String = "default") async throws {
             self.account = account
-            var settings = NetCallManager.Configuration(server: server.url, token: try await server.token(account),
+            var settings = NetCallManager.Configuration(server: url, token: token,
                                                         media: { _, _ in throw SignalingError(.operationFailed, "no media here") })
             settings.device = device
             manager = NetCallManager(configuration: settings)

@@ -196,7 +196,7 @@ import TestSupport
         defer { Task { await restarted.server.shutdown() } }
         #expect(try await restarted.store.records(of: "alice", limit: 10).map(\.callID) == [id])
         #expect(try restarted.store.appliedMigrations() == ["v1: call records and devices", "v2: meeting records", "v3: nodes", "v4: node messages", "v5: presence", "v6: call parties", "v7: meeting places",
-                                                             "v8: real-time session records"])
+                                                             "v8: real-time session records", "v9: conference places"])
         _ = try await restarted.client("alice")
     }
 }

@@ -40,6 +40,15 @@ enum ClusterMessage: Sendable, Hashable, Codable {
     /// Device node → host: `device` of `account`, a member of `meeting`, logged in again
     /// on the sender's `connection` (its old connection was elsewhere).
     case meetingReattached(meeting: UInt64, connection: UInt64, account: String, device: String)
+    /// Device node → a session's or conference's host: a real-time session request from
+    /// `connection`, logged in there as `account` on `device`.
+    case rtsRequest(connection: UInt64, account: String, device: String, requestID: UInt64, type: String, message: Data)
+    /// Host → device node: the sessions (ID → channel) and conferences (channel → name)
+    /// hosted by the sender that `connection` takes part in, all of them (none: forget the
+    /// sender for it). Their
+    /// requests from that connection go to the sender. Sent before the reply or invitation
+    /// that made them so.
+    case rtsRoutes(connection: UInt64, sessions: [String: UInt64], conferences: [UInt64: String])
 
     func encoded() -> Data { (try? JSONEncoder().encode(self)) ?? Data() }
 
@@ -85,7 +94,12 @@ public final class ClusterNode: Sendable {
     /// Registers the node (refused when a live node holds its ID).
     func register(signalingURL: String, mediaAddress: String) async throws(StoreError) {
         try await membership.register(signalingURL: signalingURL, mediaAddress: mediaAddress)
+        registeredURL.withLock { $0 = signalingURL }
     }
+
+    /// The signaling URL the node registered (clients of other nodes are sent here).
+    var signalingURL: String? { registeredURL.withLock { $0 } }
+    private let registeredURL = Locked<String?>(nil)
 
     /// Queues a message to another node.
     func send(_ message: ClusterMessage, to node: NodeID) {

@@ -24,6 +24,8 @@ public final class NodeMembership: Sendable {
     public var parties: CallParties { CallParties(registry: registry) }
     /// Which node hosts each meeting.
     public var places: MeetingPlaces { MeetingPlaces(registry: registry) }
+    /// Which node hosts each real-time conference.
+    public var conferences: ConferencePlaces { ConferencePlaces(registry: registry) }
     /// Every node as the last heartbeat saw it.
     public var nodes: [NodeInfo] { lastSeen.withLock { $0 } }
     private let lastSeen = Locked<[NodeInfo]>([])
@@ -93,7 +95,7 @@ public final class NodeMembership: Sendable {
     }
 
     /// Forgets what `node` left in the store: its devices' presence, its calls' claims, the
-    /// meetings it hosted, and the bus messages waiting for it.
+    /// meetings and conferences it hosted, and the bus messages waiting for it.
     /// - Returns: how many devices were forgotten.
     @discardableResult
     func sweep(_ node: NodeID) async throws(StoreError) -> Int {
@@ -101,6 +103,7 @@ public final class NodeMembership: Sendable {
         try await discardMessages(to: node)
         try await parties.sweep(node)
         try await places.sweep(node)
+        try await conferences.sweep(node)
         return devices
     }
 
@@ -117,6 +120,7 @@ public final class NodeMembership: Sendable {
         try? await presence.sweep(node)
         try? await parties.sweep(node)
         try? await places.sweep(node)
+        try? await conferences.sweep(node)
         try? await registry.deregister(node, incarnation: incarnation)
     }
 }

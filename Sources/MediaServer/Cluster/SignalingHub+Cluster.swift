@@ -88,6 +88,39 @@ struct ClusterState: Sendable {
     mutating func removeMeetingProxy(_ id: ConnectionID) {
         if let proxy = meetingProxies.removeValue(forKey: id) { meetingProxyOf[proxy.remote] = nil }
     }
+
+    /// Host side: a connection on another node taking part in sessions or conferences
+    /// hosted here, or with a request of them running.
+    struct RTSProxy: Sendable {
+        var remote: Remote
+        var account: String
+        var device: String
+        /// Its requests being run (it is not dropped meanwhile).
+        var running = 0
+        /// The routes its device node was last sent.
+        var sessions: [String: UInt64] = [:]
+        var conferences: [UInt64: String] = [:]
+    }
+
+    /// Device side: what one host hosts that a connection here takes part in.
+    struct RTSRoute: Sendable, Hashable {
+        /// Session ID → channel ID.
+        var sessions: [String: UInt64] = [:]
+        /// Channel ID → conference name.
+        var conferences: [UInt64: String] = [:]
+    }
+
+    /// Host side: real-time session proxies, and the proxy of each remote connection.
+    var rtsProxies: [ConnectionID: RTSProxy] = [:]
+    var rtsProxyOf: [Remote: ConnectionID] = [:]
+    /// Device side: connections here in sessions or conferences other nodes host.
+    var rtsRoutes: [ConnectionID: [NodeID: RTSRoute]] = [:]
+    /// Host side: conference names whose place is this node (released once free).
+    var conferencesPlacedHere: Set<String> = []
+
+    mutating func removeRTSProxy(_ id: ConnectionID) {
+        if let proxy = rtsProxies.removeValue(forKey: id) { rtsProxyOf[proxy.remote] = nil }
+    }
 }
 
 /// The call requests that name a call, for finding whether another node owns it.
@@ -318,6 +351,7 @@ extension SignalingHub {
             owners.insert(route.owner)
         }
         if let route = clusterState.meetingRoutes.removeValue(forKey: id) { owners.insert(route.host) }
+        owners.formUnion(rtsHostsClosed(id))
         for owner in owners { cluster.send(.disconnected(connection: id.value), to: owner) }
         if let account, let device {
             do {
@@ -376,6 +410,7 @@ extension SignalingHub {
                 clusterState.removeMeetingProxy(proxy)
                 meetings.disconnected(proxy, at: now)
             }
+            await rtsRemoteDisconnected(remote)
             guard let proxy = clusterState.proxyOf[remote] else { return }
             clusterState.removeProxy(proxy)
             await perform(registry.disconnected(proxy, at: now))
@@ -418,6 +453,17 @@ extension SignalingHub {
             hostMeetingReattached(meeting, from: ClusterState.Remote(node: node, connection: connection), account: account, device: device)
         case .meetingRoute(let meeting, let connection):
             meetingRouted(meeting, connection: connection, host: node)
+        case .rtsRequest(let connection, let account, let device, let requestID, let type, let message):
+            guard case .success(let decoded)? = try? ClientMessage.decode(message, maximumSize: Int.max).request,
+                  case .rts(let request) = RoutedRequest(decoded) else {
+                let error = SignalingError(.invalidRequest, "\(type): not a real-time session request")
+                cluster?.send(.deliver(connection: connection, text: ServerMessage.error(id: requestID, error).encoded()), to: node)
+                return
+            }
+            await hostRTSRequest(from: ClusterState.Remote(node: node, connection: connection), account: account, device: device,
+                                 requestID: requestID, request)
+        case .rtsRoutes(let connection, let sessions, let conferences):
+            rtsRouted(ClusterState.RTSRoute(sessions: sessions, conferences: conferences), connection: connection, host: node)
         case .meetingLeft(let meeting, let connection):
             let id = ConnectionID(connection)
             if clusterState.meetingRoutes[id] == ClusterState.MeetingRoute(host: node, meeting: meeting) {
@@ -431,6 +477,7 @@ extension SignalingHub {
         guard case .nodeDied(let dead) = event else { return }
         let now = time
         await meetingNodeDied(dead)
+        await rtsNodeDied(dead)
         // Its devices in calls owned here dropped out, as a closed connection would: they
         // have the reconnect grace to log in again, then the call fails.
         for (proxy, remote) in clusterState.proxies where remote.node == dead {

@@ -123,4 +123,17 @@ extension ClientRequest {
         case .setBypassStreamingMixMode(let body): self = .setBypassStreamingMixMode(body)
         }
     }
+
+    /// A real-time session request as the client sent it (to forward it to the host).
+    init(_ request: RTSRequest) {
+        switch request {
+        case .request(let body): self = .rtsRequest(body)
+        case .response(let body): self = .rtsResponse(body)
+        case .terminate(let body): self = .rtsTerminate(body)
+        case .control(let body): self = .rtsControl(body)
+        case .reserve(let body): self = .reserveConference(body)
+        case .join(let body): self = .joinConference(body)
+        case .leave(let body): self = .leaveConference(body)
+        }
+    }
 }

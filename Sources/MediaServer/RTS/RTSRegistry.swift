@@ -159,6 +159,8 @@ public struct RTSRegistry: Sendable {
     /// What each channel is: a session's ID or a conference's name.
     var channels: [UInt64: Channel] = [:]
     var lastChannelID: UInt64 = 0
+    /// The channel ID given with the request being handled.
+    private var assigned: UInt64?
 
     enum Channel: Sendable, Hashable {
         case session(String)
@@ -186,9 +188,14 @@ public struct RTSRegistry: Sendable {
     ///   - calleeDevices: For a request, the callee's online devices (from the call registry).
     ///   - inCall: Whether an account is in a call (for the audio service's exclusivity).
     ///   - sessionID: A fresh, unguessable ID for a request's session.
+    ///   - assignedChannelID: The channel ID a new session or conference channel takes (a
+    ///     cluster's, unique across its nodes); nil: this registry numbers it.
     public mutating func handle(_ request: RTSRequest, from identity: Identity, requestID: UInt64,
                                 calleeDevices: [Identity] = [], inCall: (String) -> Bool = { _ in false },
-                                sessionID: String = UUID().uuidString, at time: ServerTime) -> [Output] {
+                                sessionID: String = UUID().uuidString, assignedChannelID: UInt64? = nil,
+                                at time: ServerTime) -> [Output] {
+        assigned = assignedChannelID
+        defer { assigned = nil }
         do throws(SignalingError) {
             switch request {
             case .request(let body):
@@ -578,9 +585,15 @@ public struct RTSRegistry: Sendable {
         return safe
     }
 
-    /// Channel IDs: milliseconds since 1970 times 1024 plus a counter, as call IDs, so they
-    /// keep growing across restarts (recording files of two runs never share a name).
+    /// Channel IDs: the one assigned to the request being handled, else milliseconds since
+    /// 1970 times 1024 plus a counter, as call IDs, so they keep growing across restarts
+    /// (recording files of two runs never share a name).
     private mutating func nextChannelID(at time: ServerTime) -> UInt64 {
+        if let assigned, channels[assigned] == nil {
+            self.assigned = nil
+            lastChannelID = max(lastChannelID, assigned)
+            return assigned
+        }
         let candidate = UInt64(max(0, time.epochMilliseconds)) << 10
         lastChannelID = max(lastChannelID + 1, candidate)
         return lastChannelID

@@ -15,46 +15,80 @@ extension SignalingHub {
         }
     }
 
-    /// Runs a real-time session request. Joining anything needs the device's data connection
-    /// first: what is relayed to a member must have somewhere to go.
+    /// Takes a real-time session request of a connection here: runs it, or (in a cluster)
+    /// forwards it to the node hosting its session or conference.
     func handleRTS(_ request: RTSRequest, from identity: RTSRegistry.Identity, requestID: UInt64) async {
-        guard let relay = rtsRelay else {
+        guard rtsRelay != nil else {
             let error = SignalingError(.serverUnavailable, "\(request.type): this server runs no data relay for real-time sessions")
             send(.message(.error(id: requestID, error)), to: identity.connection)
             return
         }
-        // A node's registry and relay know its own members only: a conference reserved on two
-        // nodes would be two conferences under one name, a callee on another node offline.
-        // Until channels are placed across nodes, a cluster refuses them outright.
-        if cluster != nil {
-            let error = SignalingError(.serverUnavailable, "\(request.type): real-time sessions are not available across cluster nodes yet; "
-                                       + "use a single server for them")
-            send(.message(.error(id: requestID, error)), to: identity.connection)
+        if let cluster, let host = await rtsHost(of: request, from: identity.connection) {
+            // Hosted elsewhere: the request goes there, its reply comes back.
+            cluster.send(.rtsRequest(connection: identity.connection.value, account: identity.account, device: identity.device,
+                                     requestID: requestID, type: request.type,
+                                     message: ClientRequest(request).encoded(id: requestID)), to: host)
             return
         }
+        await runRTS(request, from: identity, requestID: requestID)
+    }
+
+    /// Runs a real-time session request here, for a connection here or a proxy of one on
+    /// another node. Joining anything needs the device's data connection to this node
+    /// first: what is relayed to a member must have somewhere to go. A device of another
+    /// node is told where to open it (`misdirected`, with the location).
+    func runRTS(_ request: RTSRequest, from identity: RTSRegistry.Identity, requestID: UInt64) async {
+        guard let relay = rtsRelay else { return }
         let joins: Bool = switch request {
         case .request, .join: true
         case .response(let body): body.accept
         default: false
         }
         if joins, await !relay.isConnected(account: identity.account, device: identity.device) {
-            let error = SignalingError(.invalidRequest, "\(request.type): open this device's data connection (/rts) and log in on it first")
-            send(.message(.error(id: requestID, error)), to: identity.connection)
+            let error: SignalingError
+            if clusterState.rtsProxies[identity.connection] != nil, let location = cluster?.signalingURL.map(RTSDataConnection.url(forSignaling:)) {
+                error = SignalingError(.misdirected, "\(request.type): this session or conference is hosted by another server: "
+                                       + "open this device's data connection at \(location), then send the request again", location: location)
+            } else {
+                error = SignalingError(.invalidRequest, "\(request.type): open this device's data connection (/rts) and log in on it first")
+            }
+            await perform([RTSRegistry.Output.send(identity.connection, .error(id: requestID, error))])
             return
         }
         var calleeDevices: [RTSRegistry.Identity] = []
+        var busyElsewhere: Set<String> = []
+        var assigned: UInt64?
         if case .request(let body) = request {
             calleeDevices = registry.onlineDevices(of: body.callee).map {
                 RTSRegistry.Identity(account: body.callee, device: $0.device, connection: $0.connection)
             }
+            if cluster != nil {
+                calleeDevices += await remoteRTSDevices(of: body.callee)
+                if body.services.contains(.audio) { busyElsewhere = await inCallsElsewhere([identity.account, body.callee]) }
+                assigned = await sharedMeetingID()
+            }
+        } else if case .response(let body) = request, body.accept, cluster != nil,
+                  rts.sessions[body.sessionID]?.services.contains(.audio) == true {
+            busyElsewhere = await inCallsElsewhere([identity.account])
+        } else if case .join(let body) = request, cluster != nil, let conference = rts.conferences[body.name], conference.channelID == nil {
+            assigned = await sharedMeetingID()
         }
+        if case .reserve(let body) = request, cluster != nil { clusterState.conferencesPlacedHere.insert(body.name) }
         let calls = registry
         let outputs = rts.handle(request, from: identity, requestID: requestID, calleeDevices: calleeDevices,
-                                 inCall: { calls.accountCall[$0] != nil }, at: time)
+                                 inCall: { calls.accountCall[$0] != nil || busyElsewhere.contains($0) }, assignedChannelID: assigned,
+                                 at: time)
         await perform(outputs)
     }
 
     func perform(_ outputs: [RTSRegistry.Output]) async {
+        // Where each proxy's outputs go, taken before any await; then the proxies' device
+        // nodes learn their routes, before any reply or invitation that needs them.
+        var remotes: [ConnectionID: ClusterState.Remote] = [:]
+        if cluster != nil, !clusterState.rtsProxies.isEmpty {
+            for case .send(let id, _) in outputs { remotes[id] = clusterState.rtsProxies[id]?.remote }
+            rtsRoutesSettled()
+        }
         var commands: [RTSRelayCommand] = []
         for output in outputs {
             switch output {
@@ -64,7 +98,7 @@ extension SignalingHub {
                     await rtsRelay?.apply(commands)
                     commands.removeAll()
                 }
-                send(.message(message), to: id)
+                deliver(message, to: id, remote: remotes[id])
             case .relay(let command):
                 commands.append(command)
             case .record(let record):
@@ -79,6 +113,7 @@ extension SignalingHub {
             }
         }
         if !commands.isEmpty { await rtsRelay?.apply(commands) }
+        if cluster != nil { await conferencesSettled() }
     }
 
     /// The stored real-time session records `account` was in (nil: any), newest first.

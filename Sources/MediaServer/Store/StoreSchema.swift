@@ -201,6 +201,17 @@ enum StoreSchema {
             """,
             "CREATE INDEX rtsMember_on_account ON rtsMember (account)",
         ]),
+        // Which node hosts each real-time conference (PostgreSQL; see ConferencePlaces).
+        Migration(name: "v9: conference places", sqlite: { db in
+            try db.create(table: "conferencePlace") { table in
+                table.primaryKey("name", .text)
+                table.column("node", .text).notNull().indexed()
+                table.column("since", .integer).notNull()
+            }
+        }, postgres: [
+            "CREATE TABLE conferencePlace (name TEXT PRIMARY KEY, node TEXT NOT NULL, since BIGINT NOT NULL)",
+            "CREATE INDEX conferencePlace_on_node ON conferencePlace (node)",
+        ]),
     ]
 
     /// The SQLite migrator: the history, in order.

@@ -23,13 +23,14 @@ const pointsPerPart = 200;
 // (the peer is the target going out, empty for everyone, and the sender coming in). Sends
 // are paced by the quota the login returns, so the server never refuses them.
 class DataConnection {
-  constructor(onData, onEvent) {
+  constructor(onData, onEvent, url = null) {
     this.onData = onData;
     this.queue = [];
     this.encoder = new TextEncoder();
     this.decoder = new TextDecoder();
     this.transport = new Signaling(onEvent, {
       path: "/rts",
+      url,
       onBinary: (data) => this.received(data),
       onClose: (event) => {
         this.queue = [];
@@ -96,10 +97,12 @@ class DataConnection {
   }
 }
 
-// An Error from an error reply's body, with its code (say, 417 for a name in use).
+// An Error from an error reply's body, with its code (say, 417 for a name in use) and, for
+// 421 (misdirected), the location to go to instead.
 function requestError(body) {
   const error = new Error(`${body.message} (code ${body.code})`);
   error.code = body.code;
+  error.location = body.location;
   return error;
 }
 
@@ -130,8 +133,15 @@ class Whiteboard {
     this.ready = new Promise((resolve, reject) => { this.joined = resolve; this.failed = reject; });
     this.ready.catch(() => {});
     this.signaling = new Signaling((type, body) => this.signalingEvent(type, body));
-    this.data = new DataConnection((channelID, peer, payload) => this.received(channelID, peer, payload),
-                                   (type, body) => this.dataEvent(type, body));
+    this.data = this.dataConnection(null);
+  }
+
+  // A data connection to this page's server (`url` null) or to the cluster node at `url`;
+  // its events count only while it is the board's.
+  dataConnection(url) {
+    const connection = new DataConnection((channelID, peer, payload) => this.received(channelID, peer, payload),
+                                          (type, body) => { if (this.data === connection) this.dataEvent(type, body); }, url);
+    return connection;
   }
 
   async join() {
@@ -145,7 +155,18 @@ class Whiteboard {
       await this.signaling.request("reserveConference", { name: this.name }).catch((error) => {
         if (error.code !== 417) throw error;
       });
-      const reply = await this.signaling.request("joinConference", { name: this.name });
+      let reply;
+      try {
+        reply = await this.signaling.request("joinConference", { name: this.name });
+      } catch (error) {
+        // Another node of the cluster hosts the board: the data connection goes there.
+        if (error.code !== 421 || !error.location) throw error;
+        const local = this.data;
+        this.data = this.dataConnection(error.location);
+        local.close();
+        await this.data.open(this.token, "web");
+        reply = await this.signaling.request("joinConference", { name: this.name });
+      }
       this.channelID = String(reply.channelID);
       for (const late of this.early.splice(0)) late();
       for (const member of reply.members) this.members.add(member);

@@ -65,11 +65,13 @@ function gathered(connection) {
 
 // A WebSocket of the server's that speaks the signaling envelope: requests answered by
 // their ID ("ok" or "error"), events to `onEvent`. The signaling connection is `/`; the
-// whiteboard's data connection (`/rts`) is one too, its binary messages to `onBinary`.
+// whiteboard's data connection (`/rts`) is one too, its binary messages to `onBinary`; `url`,
+// when given, is a whole URL to connect to instead (another node of a cluster).
 class Signaling {
-  constructor(onEvent, { path = "/", onBinary = null, onClose = null } = {}) {
+  constructor(onEvent, { path = "/", url = null, onBinary = null, onClose = null } = {}) {
     this.onEvent = onEvent;
     this.path = path;
+    this.url = url;
     this.onBinary = onBinary;
     this.onClose = onClose;
     this.pending = new Map();
@@ -78,7 +80,7 @@ class Signaling {
 
   open() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
-    this.socket = new WebSocket(`${scheme}://${location.host}${this.path}`);
+    this.socket = new WebSocket(this.url || `${scheme}://${location.host}${this.path}`);
     this.socket.binaryType = "arraybuffer";
     this.socket.onmessage = (message) => {
       if (typeof message.data !== "string") {

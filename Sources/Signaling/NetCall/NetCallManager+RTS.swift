@@ -13,7 +13,11 @@ struct RTSState {
         var audio: MediaSession?
     }
 
-    var connection: RTSDataConnection?
+    /// Data connections by URL: the own server's, and those of the cluster nodes hosting
+    /// sessions or conferences this device takes part in.
+    var connections: [String: RTSDataConnection] = [:]
+    /// The data connection URL each channel uses.
+    var channelURLs: [UInt64: String] = [:]
     /// Sessions this device is in (requested, or accepted here).
     var sessions: [String: Session] = [:]
     /// Requests ringing here, by session ID.
@@ -57,6 +61,8 @@ public struct RTSConferenceInfo: Sendable, Hashable {
 /// response or join: a member sending at full rate delays none of the signaling. Sending
 /// waits for the quota the server gives (`RTSQuota`: 50 KB a message, bytes and messages a
 /// second), so a sender is slowed, never refused; messages sent from one task arrive in order.
+/// In a cluster, a session or conference another node hosts gets a data connection to that
+/// node (the server names it when it refuses the answer or join as `misdirected`).
 extension NetCallManager {
     // MARK: Sessions
 
@@ -77,7 +83,8 @@ extension NetCallManager {
         rtsChannelsPending.withLock { $0 += 1 }
         defer { rtsChannelsPending.withLock { $0 -= 1 } }
         do throws(SignalingError) {
-            try await openDataConnection()
+            // A session lives on its caller's server.
+            _ = try await openDataConnection(url: ownDataURL)
             reply = try await request(MessageType.rtsRequest, Request.RTSRequest(callee: callee, services: services, extendMessage: extendMessage,
                                                                                    disableRecord: disableRecord ? true : nil, media: media),
                                       as: Reply.RTSRequest.self)
@@ -87,6 +94,7 @@ extension NetCallManager {
         }
         rts.sessions[reply.sessionID] = RTSState.Session(channelID: reply.channelID, peer: callee, services: services, accepted: false,
                                                          placed: true, audio: audio)
+        rts.channelURLs[reply.channelID] = ownDataURL
         return RTSSessionInfo(sessionID: reply.sessionID, channelID: reply.channelID, recordFile: reply.recordFile)
     }
 
@@ -103,11 +111,12 @@ extension NetCallManager {
         let reply: Reply.RTSResponse
         rtsChannelsPending.withLock { $0 += 1 }
         defer { rtsChannelsPending.withLock { $0 -= 1 } }
+        let url: String
         do throws(SignalingError) {
-            if accept { try await openDataConnection() }
-            reply = try await request(MessageType.rtsResponse, Request.RTSResponse(sessionID: sessionID, accept: accept,
-                                                                                    disableRecord: disableRecord ? true : nil, media: media),
-                                      as: Reply.RTSResponse.self)
+            let body = Request.RTSResponse(sessionID: sessionID, accept: accept, disableRecord: disableRecord ? true : nil, media: media)
+            (reply, url) = try await onHostingServer(opening: accept) { () async throws(SignalingError) in
+                try await request(MessageType.rtsResponse, body, as: Reply.RTSResponse.self)
+            }
         } catch {
             if let audio { _ = await stop(audio) }
             throw error
@@ -117,6 +126,7 @@ extension NetCallManager {
         let peer = invitation?.from ?? ""
         rts.sessions[sessionID] = RTSState.Session(channelID: reply.channelID, peer: peer, services: invitation?.services ?? [.data],
                                                    accepted: true, placed: false, audio: audio)
+        rts.channelURLs[reply.channelID] = url
         rtsEvents.push(.serviceStatus(sessionID: sessionID, .data, .connected))
         if let audio {
             if let remote = reply.media ?? invitation?.media {
@@ -130,10 +140,10 @@ extension NetCallManager {
 
     /// Ends a session (`terminateRTS`), once everything this side sent was relayed.
     public func terminateRTS(sessionID: String) async throws(SignalingError) {
-        if rts.sessions[sessionID] != nil { try? await rts.connection?.sync(timeout: configuration.requestTimeout) }
+        if let session = rts.sessions[sessionID] { try? await dataConnection(of: session.channelID)?.sync(timeout: configuration.requestTimeout) }
         _ = try await request(MessageType.rtsTerminate, Request.RTSTerminate(sessionID: sessionID), as: Reply.Empty.self)
         endVoice(sessionID, why: nil)
-        rts.sessions[sessionID] = nil
+        forgetSession(sessionID)
     }
 
     /// Sends silence instead of the microphone on the voice channel (or the microphone again).
@@ -232,7 +242,7 @@ extension NetCallManager {
     /// - Throws: `messageTooLarge`, `rtsNotFound` for a session not in progress here,
     ///   `rtsNotAccepted` before the callee accepted, `serverDisconnected`.
     public func sendRTSData(_ data: Data, sessionID: String) async throws(SignalingError) {
-        guard let session = rts.sessions[sessionID], let connection = rts.connection else {
+        guard let session = rts.sessions[sessionID], let connection = dataConnection(of: session.channelID) else {
             throw SignalingError(.rtsNotFound, "sendRTSData: no session \(sessionID) in progress here")
         }
         guard session.accepted else { throw SignalingError(.rtsNotAccepted, "sendRTSData: \(session.peer) has not accepted the session yet") }
@@ -242,7 +252,7 @@ extension NetCallManager {
     /// Sends control text to the other member (`sendRTSControl`). It arrives after the data
     /// sent before it.
     public func sendRTSControl(_ text: String, sessionID: String) async throws(SignalingError) {
-        if rts.sessions[sessionID] != nil { try await rts.connection?.sync(timeout: configuration.requestTimeout) }
+        if let session = rts.sessions[sessionID] { try await dataConnection(of: session.channelID)?.sync(timeout: configuration.requestTimeout) }
         _ = try await request(MessageType.rtsControl, Request.RTSControl(sessionID: sessionID, control: text), as: Reply.Empty.self)
     }
 
@@ -258,41 +268,70 @@ extension NetCallManager {
     public func joinConference(name: String, disableRecord: Bool = false) async throws(SignalingError) -> RTSConferenceInfo {
         rtsChannelsPending.withLock { $0 += 1 }
         defer { rtsChannelsPending.withLock { $0 -= 1 } }
-        try await openDataConnection()
-        let reply = try await request(MessageType.joinConference, Request.JoinConference(name: name, disableRecord: disableRecord ? true : nil),
-                                      as: Reply.JoinConference.self)
+        let body = Request.JoinConference(name: name, disableRecord: disableRecord ? true : nil)
+        let (reply, url) = try await onHostingServer(opening: true) { () async throws(SignalingError) in
+            try await request(MessageType.joinConference, body, as: Reply.JoinConference.self)
+        }
         rts.conferences[reply.channelID] = reply.name
+        rts.channelURLs[reply.channelID] = url
         return RTSConferenceInfo(name: reply.name, channelID: reply.channelID, recordFile: reply.recordFile, members: reply.members)
     }
 
     /// Leaves a conference (`leaveConference`), once everything this side sent was relayed.
     public func leaveConference(channelID: UInt64) async throws(SignalingError) {
-        if rts.conferences[channelID] != nil { try? await rts.connection?.sync(timeout: configuration.requestTimeout) }
+        if rts.conferences[channelID] != nil { try? await dataConnection(of: channelID)?.sync(timeout: configuration.requestTimeout) }
         _ = try await request(MessageType.leaveConference, Request.LeaveConference(channelID: channelID), as: Reply.Empty.self)
         rts.conferences[channelID] = nil
+        rts.channelURLs[channelID] = nil
     }
 
     /// Sends `data` in a conference: to `account`, or to everyone else (nil).
     public func sendConferenceData(_ data: Data, channelID: UInt64, to account: String? = nil) async throws(SignalingError) {
-        guard rts.conferences[channelID] != nil, let connection = rts.connection else {
+        guard rts.conferences[channelID] != nil, let connection = dataConnection(of: channelID) else {
             throw SignalingError(.rtsNotFound, "sendConferenceData: not in a conference with channel \(channelID)")
         }
         try await connection.send(data, channelID: channelID, to: account ?? "")
     }
 
     /// The quota the server gives this device's data (after the first request or join).
-    public var rtsQuota: RTSQuota? { rts.connection?.quota }
+    public var rtsQuota: RTSQuota? { (rts.connections[ownDataURL] ?? rts.connections.values.first)?.quota }
 
     // MARK: Data connection
 
-    private func openDataConnection() async throws(SignalingError) {
-        guard rts.connection == nil else { return }
+    /// The own server's data connection URL.
+    var ownDataURL: String { RTSDataConnection.url(forSignaling: configuration.server) }
+
+    /// The data connection channel `channelID` uses.
+    private func dataConnection(of channelID: UInt64) -> RTSDataConnection? {
+        rts.channelURLs[channelID].flatMap { rts.connections[$0] }
+    }
+
+    /// Runs a request that makes this device a member (`opening`: it needs a data
+    /// connection first). In a cluster the session or conference may live on another node:
+    /// the server then refuses it as `misdirected`, naming that node's data connection,
+    /// which is opened before the request is sent once more. Returns the reply and the data
+    /// connection URL the channel uses.
+    private func onHostingServer<Result>(opening: Bool, _ run: () async throws(SignalingError) -> Result)
+        async throws(SignalingError) -> (Result, String) {
+        if opening { _ = try await openDataConnection(url: ownDataURL) }
+        do throws(SignalingError) {
+            return (try await run(), ownDataURL)
+        } catch {
+            guard opening, error.code == .misdirected, let location = error.location, location != ownDataURL else { throw error }
+            logger.debug("rts: hosted elsewhere; opening the data connection at \(location)")
+            _ = try await openDataConnection(url: location)
+            return (try await run(), location)
+        }
+    }
+
+    private func openDataConnection(url: String) async throws(SignalingError) -> RTSDataConnection {
+        if let open = rts.connections[url] { return open }
         guard client != nil else { throw SignalingError(.serverDisconnected, "not connected to the server") }
         let stream = rtsEvents
         let names = rtsChannelNames
         let pending = rtsChannelsPending
         let connection = try await RTSDataConnection.open(
-            server: configuration.server, token: configuration.token, device: configuration.device, timeout: configuration.requestTimeout,
+            url: url, token: configuration.token, device: configuration.device, timeout: configuration.requestTimeout,
             logger: logger,
             received: { [weak self] inbound in
                 switch inbound {
@@ -312,34 +351,44 @@ extension NetCallManager {
                 }
             },
             ended: { [weak self] reason in
-                await self?.dataConnectionEnded(reason)
+                await self?.dataConnectionEnded(url, reason)
             })
-        if rts.connection == nil {
-            rts.connection = connection
-        } else {
+        if let open = rts.connections[url] {
             await connection.close()
+            return open
         }
+        rts.connections[url] = connection
+        return connection
     }
 
-    private func dataConnectionEnded(_ reason: String?) {
-        rts.connection = nil
+    private func dataConnectionEnded(_ url: String, _ reason: String?) {
+        rts.connections[url] = nil
         let error = reason.map { $0.hasPrefix("too slow") ? SignalingError(.rtsTooSlow, "the server closed the data connection: \($0)") : nil }
             ?? nil
-        rtsConnectionLost(error ?? SignalingError(.serverDisconnected, "the data connection closed\(reason.map { ": \($0)" } ?? "")"))
+        rtsConnectionLost(error ?? SignalingError(.serverDisconnected, "the data connection closed\(reason.map { ": \($0)" } ?? "")"),
+                          dataURL: url)
     }
 
-    /// Everything this device was in ends: its connection to the server went.
-    func rtsConnectionLost(_ error: SignalingError) {
-        for id in rts.sessions.keys.sorted() {
+    /// What this device was in ends: its connection to the server went (or, with
+    /// `dataURL`, the data connection to that URL: what used it).
+    func rtsConnectionLost(_ error: SignalingError, dataURL: String? = nil) {
+        func lost(_ channelID: UInt64) -> Bool { dataURL == nil || rts.channelURLs[channelID] == dataURL }
+        for (id, session) in rts.sessions.sorted(by: { $0.key < $1.key }) where lost(session.channelID) {
             endVoice(id, why: nil)
             rtsEvents.push(.serviceStatus(sessionID: id, .data, .disconnected))
             rtsEvents.push(.terminate(sessionID: id, by: nil, reason: .failed))
-            rts.sessions[id] = nil
+            forgetSession(id)
         }
-        for (channelID, name) in rts.conferences.sorted(by: { $0.key < $1.key }) {
+        for (channelID, name) in rts.conferences.sorted(by: { $0.key < $1.key }) where lost(channelID) {
             rtsEvents.push(.leftConference(channelID: channelID, conference: name, error))
+            rts.conferences[channelID] = nil
+            rts.channelURLs[channelID] = nil
         }
-        rts.conferences.removeAll()
+    }
+
+    /// Forgets a session that ended here.
+    func forgetSession(_ id: String) {
+        if let channelID = rts.sessions.removeValue(forKey: id)?.channelID { rts.channelURLs[channelID] = nil }
     }
 
     /// Closes the data connection (logout).
@@ -348,9 +397,9 @@ extension NetCallManager {
         let stops = rts.voiceStops
         rts.voiceStops.removeAll()
         for stop in stops { await stop.value }
-        let connection = rts.connection
-        rts.connection = nil
-        await connection?.close()
+        let connections = rts.connections.values
+        rts.connections.removeAll()
+        for connection in connections { await connection.close() }
         rtsEvents.finish()
     }
 
@@ -375,7 +424,7 @@ extension NetCallManager {
                     }
                 } else {
                     endVoice(body.sessionID, why: nil)
-                    rts.sessions[body.sessionID] = nil
+                    forgetSession(body.sessionID)
                 }
             case MessageType.rtsTerminate:
                 let body = try event.body(Event.RTSTerminate.self)
@@ -383,7 +432,7 @@ extension NetCallManager {
                 endVoice(body.sessionID, why: nil)
                 rtsEvents.push(.serviceStatus(sessionID: body.sessionID, .data, .disconnected))
                 rtsEvents.push(.terminate(sessionID: body.sessionID, by: body.by, reason: body.reason))
-                rts.sessions[body.sessionID] = nil
+                forgetSession(body.sessionID)
             case MessageType.rtsControl:
                 let body = try event.body(Event.RTSControl.self)
                 rtsEvents.push(.control(sessionID: body.sessionID, from: body.from, body.control))
@@ -425,11 +474,12 @@ extension NetCallManager {
                     rtsEvents.push(.serviceStatus(sessionID: body.sessionID, .data, .disconnected))
                 }
                 rtsEvents.push(.terminate(sessionID: body.sessionID, by: body.by, reason: body.reason))
-                rts.sessions[body.sessionID] = nil
+                forgetSession(body.sessionID)
             }
         case MessageType.rtsLeftConference:
             let body = try event.body(Event.RTSLeftConference.self)
             if rts.conferences.removeValue(forKey: body.channelID) != nil {
+                rts.channelURLs[body.channelID] = nil
                 rtsEvents.push(.leftConference(channelID: body.channelID, conference: body.name, body.error))
             }
         default:

@@ -60,9 +60,23 @@ public final class RTSDataConnection: Sendable {
     /// - Throws: `SignalingError`: the server cannot be reached, or refuses the login.
     public static func open(server: String, token: String, device: String, timeout: Duration = .seconds(10),
                             logger: Logger = Logger(label: "mediaengine.rts"),
-                     received: @escaping @Sendable (Inbound) async -> Void,
-                     ended: @escaping @Sendable (String?) async -> Void) async throws(SignalingError) -> RTSDataConnection {
-        let url = Self.url(forSignaling: server)
+                            received: @escaping @Sendable (Inbound) async -> Void,
+                            ended: @escaping @Sendable (String?) async -> Void) async throws(SignalingError) -> RTSDataConnection {
+        try await open(url: Self.url(forSignaling: server), token: token, device: device, timeout: timeout, logger: logger,
+                       received: received, ended: ended)
+    }
+
+    /// Connects to the data connection URL `url` itself (one a `misdirected` refusal named:
+    /// the node of a cluster that hosts a session or conference), logs in, starts reading.
+    /// - Throws: `SignalingError`: not a `ws:` or `wss:` URL, the server cannot be reached,
+    ///   or it refuses the login.
+    public static func open(url: String, token: String, device: String, timeout: Duration = .seconds(10),
+                            logger: Logger = Logger(label: "mediaengine.rts"),
+                            received: @escaping @Sendable (Inbound) async -> Void,
+                            ended: @escaping @Sendable (String?) async -> Void) async throws(SignalingError) -> RTSDataConnection {
+        guard url.hasPrefix("ws://") || url.hasPrefix("wss://") else {
+            throw SignalingError(.invalidRequest, "the data connection URL '\(url)' is not a ws: or wss: URL")
+        }
         let state = Locked(State(bytes: 0, messages: 0, updated: ContinuousClock.now))
         let closure = Locked<String?>(nil)
         let transport = try await WebSocketTransport.open(url: url, timeout: timeout, maximumMessageSize: 1 << 21, logger: logger) { message in
