@@ -198,6 +198,24 @@ import TestSupport
         let session = try await ann.request(MessageType.rtsRequest, Request.RTSRequest(callee: "bob", services: [.data]), as: Reply.RTSRequest.self)
         #expect(try #require(await bob.next(MessageType.rtsReceive)).body(Event.RTSReceive.self).sessionID == session.sessionID)
         _ = try await carol.request(MessageType.hangup, Request.Hangup(callID: held), as: Reply.Empty.self)
+        _ = try #require(await carol.next(MessageType.callRecord))
+
+        // The reverse: bob is asked for a voice session hosted on node 1 (ringing): carol's
+        // call to him from node 2 meets a busy line, and rings once the session ended.
+        let voice = try await ann.request(MessageType.rtsRequest, Request.RTSRequest(callee: "bob", services: [.data, .audio],
+                                                                                     media: SignalingServerCalls.media(5_004)),
+                                          as: Reply.RTSRequest.self)
+        #expect(try #require(await bob.next(MessageType.rtsReceive)).body(Event.RTSReceive.self).sessionID == voice.sessionID)
+        let busy = try await carol.request(MessageType.start, Request.Start(callee: "bob", type: .audio, media: SignalingServerCalls.media(5_006)),
+                                           as: Reply.Start.self).callID
+        #expect(try #require(await carol.next(MessageType.control)).body(Event.Control.self) == Event.Control(callID: busy, from: "bob", control: .busyLine))
+        #expect(try #require(await carol.next(MessageType.callRecord)).body(Event.Record.self).record.endReason == .busy)
+        _ = try await ann.request(MessageType.rtsTerminate, Request.RTSTerminate(sessionID: voice.sessionID), as: Reply.Empty.self)
+        _ = try #require(await bob.next(MessageType.rtsTerminate))
+        let rings = try await carol.request(MessageType.start, Request.Start(callee: "bob", type: .audio, media: SignalingServerCalls.media(5_008)),
+                                            as: Reply.Start.self).callID
+        #expect(try #require(await bob.next(MessageType.receive)).body(Event.Receive.self).callID == rings)
+        _ = try await carol.request(MessageType.hangup, Request.Hangup(callID: rings), as: Reply.Empty.self)
         for connection in [data, annData] { await connection.close() }
         for client in [ann, eve, bob, carol] { await client.close() }
     }

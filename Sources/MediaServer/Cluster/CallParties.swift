@@ -88,6 +88,27 @@ public struct CallParties: Sendable {
         }
     }
 
+    /// Claims `accounts` for a voice channel (a real-time session with audio) that `node`
+    /// hosts under channel ID `session`: it is exclusive with calls, on every node. Returns
+    /// the accounts claimed; the others are in a call or another voice channel.
+    public func claimVoice(_ accounts: [String], session: UInt64, node: NodeID) async throws(StoreError) -> Set<String> {
+        let deadAfter = Int64(registry.configuration.deadAfter / .milliseconds(1))
+        return try await store.run("claim \(accounts) for a voice channel") { client in
+            let rows = try await client.query("""
+                WITH live AS (SELECT id FROM node WHERE \(unescaped: NodeRegistry.now) - heartbeatAt < \(deadAfter))
+                INSERT INTO callParty (account, callID, node, since)
+                SELECT account, \(Int64(bitPattern: session)), \(node.rawValue), \(unescaped: NodeRegistry.now)
+                FROM UNNEST(\(accounts)::TEXT[]) AS account
+                ON CONFLICT (account) DO UPDATE SET callID = EXCLUDED.callID, node = EXCLUDED.node, since = EXCLUDED.since
+                    WHERE callParty.node NOT IN (SELECT id FROM live)
+                RETURNING account
+                """)
+            var claimed: Set<String> = []
+            for try await account in rows.decode(String.self) { claimed.insert(account) }
+            return claimed
+        }
+    }
+
     /// The call `node` claimed accounts for did not start.
     public func unclaim(call: UInt64, node: NodeID) async throws(StoreError) {
         try await store.run("call \(call) parties") { client in

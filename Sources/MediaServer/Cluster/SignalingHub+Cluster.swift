@@ -161,6 +161,7 @@ extension SignalingHub {
         // call invites them, and those it did not take are pruned below.
         addRemoteDevices(claim?.devices ?? [])
         registry.busyElsewhere = claim.map { accounts.subtracting($0.claimed) } ?? []
+        registry.busyInSessions = rts.audioAccounts
         // The claimed ID is unused when the start fails.
         let outputs = registry.handle(.start(start), from: id, requestID: requestID, at: time, assignedCallID: claim?.callID)
         registry.busyElsewhere = []

@@ -128,19 +128,17 @@ extension SignalingHub {
         return devices
     }
 
-    /// Which of `accounts` are in calls that other nodes own (for the voice channel's
-    /// exclusivity with calls).
-    func inCallsElsewhere(_ accounts: [String]) async -> Set<String> {
-        guard let cluster else { return [] }
-        var busy: Set<String> = []
-        for account in accounts {
-            do {
-                if let (_, owner) = try await cluster.membership.parties.call(of: account), owner != cluster.node { busy.insert(account) }
-            } catch {
-                logger.warning("call of \(account): \(error.message); calls on other nodes are not seen")
-            }
+    /// Claims `accounts` in `callParty` for the voice channel of session channel `session`;
+    /// returns those claimed (all of them when the store cannot say: this node's own check
+    /// still applies).
+    func claimVoice(_ accounts: [String], session: UInt64) async -> Set<String> {
+        guard let cluster else { return Set(accounts) }
+        do {
+            return try await cluster.membership.parties.claimVoice(accounts, session: session, node: cluster.node)
+        } catch {
+            logger.warning("call parties unknown (\(error.message)): calls on other nodes are not seen by a voice channel")
+            return Set(accounts)
         }
-        return busy
     }
 
     /// Sends each proxy's device node the routes that changed (what the proxy takes part

@@ -58,26 +58,35 @@ extension SignalingHub {
         var calleeDevices: [RTSRegistry.Identity] = []
         var busyElsewhere: Set<String> = []
         var assigned: UInt64?
+        var voiceClaim: (channelID: UInt64, accounts: Set<String>)?
+        let sessionID = UUID().uuidString
         if case .request(let body) = request {
             calleeDevices = registry.onlineDevices(of: body.callee).map {
                 RTSRegistry.Identity(account: body.callee, device: $0.device, connection: $0.connection)
             }
             if cluster != nil {
                 calleeDevices += await remoteRTSDevices(of: body.callee)
-                if body.services.contains(.audio) { busyElsewhere = await inCallsElsewhere([identity.account, body.callee]) }
                 assigned = await sharedMeetingID()
+                if body.services.contains(.audio), let channelID = assigned {
+                    // The voice channel is exclusive with calls on every node: its parties
+                    // are claimed as a call's are, and one claimed elsewhere is busy.
+                    let accounts = [identity.account, body.callee]
+                    let claimed = await claimVoice(accounts, session: channelID)
+                    busyElsewhere = Set(accounts).subtracting(claimed)
+                    voiceClaim = (channelID, claimed)
+                }
             }
-        } else if case .response(let body) = request, body.accept, cluster != nil,
-                  rts.sessions[body.sessionID]?.services.contains(.audio) == true {
-            busyElsewhere = await inCallsElsewhere([identity.account])
         } else if case .join(let body) = request, cluster != nil, let conference = rts.conferences[body.name], conference.channelID == nil {
             assigned = await sharedMeetingID()
         }
         if case .reserve(let body) = request, cluster != nil { clusterState.conferencesPlacedHere.insert(body.name) }
         let calls = registry
         let outputs = rts.handle(request, from: identity, requestID: requestID, calleeDevices: calleeDevices,
-                                 inCall: { calls.accountCall[$0] != nil || busyElsewhere.contains($0) }, assignedChannelID: assigned,
-                                 at: time)
+                                 inCall: { calls.accountCall[$0] != nil || busyElsewhere.contains($0) }, sessionID: sessionID,
+                                 assignedChannelID: assigned, at: time)
+        if let voiceClaim, !voiceClaim.accounts.isEmpty, rts.sessions[sessionID] == nil {
+            await releaseParties(of: voiceClaim.channelID)
+        }
         await perform(outputs)
     }
 
@@ -88,6 +97,13 @@ extension SignalingHub {
         if cluster != nil, !clusterState.rtsProxies.isEmpty {
             for case .send(let id, _) in outputs { remotes[id] = clusterState.rtsProxies[id]?.remote }
             rtsRoutesSettled()
+        }
+        if cluster != nil {
+            // Voice channels that end free their parties for calls on every node before
+            // anyone is told (who is told may call at once).
+            for case .record(let record) in outputs where record.kind == .session && record.services.contains(.audio) {
+                await releaseParties(of: record.channelID)
+            }
         }
         var commands: [RTSRelayCommand] = []
         for output in outputs {
