@@ -144,7 +144,11 @@ public final class SignalingServer: Sendable {
             }
         }
         WebRTCRoutes.add(to: http, hub: hub)
-        WebClientRoutes.add(to: http)
+        WebClientRoutes.add(to: http) { [state] in
+            guard let cluster = state.cluster else { return [] }
+            let nodes = (try? await cluster.membership.registry.liveNodes()) ?? cluster.membership.nodes
+            return nodes.filter { $0.id != cluster.node }.map(\.signalingURL)
+        }
         let bound = AsyncStream<Int>.makeStream()
         let echo = configuration.webSocketEcho
         let app = Application(

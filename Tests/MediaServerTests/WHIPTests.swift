@@ -137,6 +137,19 @@ import FoundationNetworking
         await echo.close()
     }
 
+    @Test func aClusterPageMayConnectToTheOtherNodesAndNothingElseReachesItsPolicy() {
+        let base = "default-src 'self'; media-src 'self' blob:; style-src 'self' 'unsafe-inline'"
+        #expect(WebClientRoutes.contentSecurityPolicy(otherNodes: []) == base)
+        let policy = WebClientRoutes.contentSecurityPolicy(otherNodes: [
+            "ws://b.example:8080/", "wss://c.example/", "ws://[::1]:9000/", "ws://b.example:8080/",
+            // A path is not part of an origin.
+            "ws://f.example:1/'unsafe-eval'",
+            // Not WebSocket origins, or trying to add a directive: left out.
+            "http://d.example/", "ws://e.example; script-src *", "ws://g.example 'unsafe-inline'/", "nonsense",
+        ])
+        #expect(policy == base + "; connect-src 'self' ws://[::1]:9000 ws://b.example:8080 ws://f.example:1 wss://c.example", "\(policy)")
+    }
+
     @Test func aSessionJoinsAsAnActorAndOnlyItsOwnerEndsIt() async throws {
         let relay = try TURNRelay(url: "turn:127.0.0.1:3478", secret: "whip-test-secret")
         let server = try await TestServer.start { $0.turn = relay }

@@ -23,7 +23,10 @@ enum WebClientRoutes {
             .first { FileManager.default.fileExists(atPath: $0.path) }
     }
 
-    static func add(to router: Router<BasicRequestContext>) {
+    /// - Parameter otherNodes: The signaling URLs of the cluster's live nodes, read as the page
+    ///   is served: it may connect to them (a whiteboard hosted on another node has its data
+    ///   connection there).
+    static func add(to router: Router<BasicRequestContext>, otherNodes: @escaping @Sendable () async -> [String] = { [] }) {
         let directory = webDirectory()
         for file in files {
             let body = directory.flatMap { try? Data(contentsOf: $0.appendingPathComponent(file.resource)) }
@@ -35,10 +38,31 @@ enum WebClientRoutes {
                 headers[.contentType] = file.contentType
                 // The page reads its token from the URL's fragment; no page it links to may see it.
                 headers[HTTPField.Name("Referrer-Policy")!] = "no-referrer"
-                headers[.contentSecurityPolicy] = "default-src 'self'; media-src 'self' blob:; style-src 'self' 'unsafe-inline'"
+                let nodes = file.resource == "index.html" ? await otherNodes() : []
+                headers[.contentSecurityPolicy] = contentSecurityPolicy(otherNodes: nodes)
                 headers[.cacheControl] = "no-cache"
                 return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: body)))
             }
         }
+    }
+
+    /// The page loads nothing from elsewhere, and connects to its own server and, in a
+    /// cluster, to the other nodes' WebSocket origins (those that are plain `ws://` or
+    /// `wss://` host-and-port origins: nothing else reaches the header).
+    static func contentSecurityPolicy(otherNodes: [String]) -> String {
+        let base = "default-src 'self'; media-src 'self' blob:; style-src 'self' 'unsafe-inline'"
+        let origins = otherNodes.compactMap { url -> String? in
+            guard let parts = URLComponents(string: url), let scheme = parts.scheme, scheme == "ws" || scheme == "wss",
+                  let named = parts.host else { return nil }
+            // An IPv6 address comes bracketed or not, depending on the platform.
+            let host = named.hasPrefix("[") && named.hasSuffix("]") ? String(named.dropFirst().dropLast()) : named
+            guard !host.isEmpty,
+                  host.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || ".-:".unicodeScalars.contains($0)) })
+            else { return nil }
+            let shown = host.contains(":") ? "[\(host)]" : host
+            return "\(scheme)://\(shown)" + (parts.port.map { ":\($0)" } ?? "")
+        }
+        guard !origins.isEmpty else { return base }
+        return base + "; connect-src 'self' " + Array(Set(origins)).sorted().joined(separator: " ")
     }
 }

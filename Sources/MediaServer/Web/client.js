@@ -98,14 +98,14 @@ class Signaling {
       }
     };
     this.socket.onclose = (event) => {
-      for (const waiting of this.pending.values()) waiting.reject(new Error(`the connection to ${this.path} closed`));
+      for (const waiting of this.pending.values()) waiting.reject(new Error(`the connection to ${this.url || this.path} closed`));
       this.pending.clear();
       if (this.onClose) this.onClose(event);
       else setStatus("signaling connection closed");
     };
     return new Promise((resolve, reject) => {
       this.socket.onopen = resolve;
-      this.socket.onerror = () => reject(new Error(`the connection to ${this.path} failed`));
+      this.socket.onerror = () => reject(new Error(`the connection to ${this.url || this.path} failed`));
     });
   }
 

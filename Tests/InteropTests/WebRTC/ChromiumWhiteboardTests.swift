@@ -126,4 +126,47 @@ import TestSupport
             print("whiteboard: dan read \(operations.count) operations; cat's first check \(try checks("cat").first?.inks ?? [:])")
         }
     }
+
+    /// Two `mediaengine server` nodes sharing one PostgreSQL: ann's page is served by node 1,
+    /// ben's by node 2. Whichever page reserves the board first places it on its node; the
+    /// other page's join is refused as misdirected there, and it opens its data connection
+    /// to the hosting node and joins. Each page shows the other's stroke.
+    @Test func pagesServedByTwoClusterNodesDrawOnOneBoard() async throws {
+        try await Heavy.run {
+            let postgres = try PostgresTestServer()
+            let directory = try temporaryDirectory("cluster-board")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let passwordFile = try ServerSetup.writeToken(postgres.password, to: directory.appendingPathComponent("pgpassword").path)
+            let secret = directory.appendingPathComponent("secret").path
+            let store = "postgres://\(postgres.user)@127.0.0.1:\(postgres.port)/postgres"
+            func node(_ name: String) throws -> (BackgroundProcess, String) {
+                try ServerSetup.startServer(["--host", "127.0.0.1", "--port", "0", "--secret-file", secret, "--store", store,
+                                             "--store-password-file", passwordFile, "--node-id", name, "--no-live", "--duration", "120"])
+            }
+            let (one, oneURL) = try node("node-1")
+            defer { one.interrupt(); _ = try? one.wait(timeout: 10) }
+            let (two, twoURL) = try node("node-2")
+            defer { two.interrupt(); _ = try? two.wait(timeout: 10) }
+            func page(_ url: String, _ account: String) throws -> String {
+                let token = try CLI.run(["token", "--account", account, "--secret-file", secret]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+                return "http" + url.dropFirst("ws".count).dropLast() + "/#board=board&token=\(token)"
+            }
+            let ann = try Self.page(try page(oneURL, "ann"), seconds: 3, actions: [
+                (1, Self.stroke(Self.red)),
+                (2, Self.shows([Self.red, Self.blue], absent: [], seconds: 20)),
+            ])
+            let ben = try Self.page(try page(twoURL, "ben"), seconds: 3, actions: [
+                (1, Self.stroke(Self.blue)),
+                (2, Self.shows([Self.red, Self.blue], absent: [], seconds: 20)),
+            ])
+            for (name, process) in [("ann", ann), ("ben", ben)] {
+                let report = try ChromiumMeeting.report(of: process, timeout: 60)
+                let checks = try (report.actions ?? []).compactMap(\.result).filter { $0.hasPrefix("{") }
+                    .map { try JSONDecoder().decode(Check.self, from: Data($0.utf8)) }
+                #expect(checks.count == 1 && checks.allSatisfy(\.held), "\(name): \(report.actions ?? []) \(report.status) \(report.console)")
+                #expect(checks.first?.inks["100"] == Self.red && checks.first?.inks["300"] == Self.blue, "\(name): \(checks)")
+                #expect(report.console.isEmpty, "\(name): \(report.console)")
+            }
+        }
+    }
 }
