@@ -34,41 +34,25 @@ public struct ConferencePlaces: Sendable {
         }
     }
 
+    private var table: PlaceTable { PlaceTable(registry: registry, table: "conferencePlace", what: "conference") }
+
     /// The live node hosting conference `name`, if one does.
     public func host(of name: String) async throws(StoreError) -> NodeID? {
-        let deadAfter = Int64(registry.configuration.deadAfter / .milliseconds(1))
-        return try await store.run("conference \(name)") { client in
-            let rows = try await client.query("""
-                SELECT conferencePlace.node FROM conferencePlace JOIN node ON node.id = conferencePlace.node
-                WHERE conferencePlace.name = \(name) AND \(unescaped: NodeRegistry.now) - node.heartbeatAt < \(deadAfter)
-                """)
-            for try await host in rows.decode(String.self) { return try? NodeID(host) }
-            return nil
-        }
+        try await table.host(of: name)
     }
 
     /// `node` no longer hosts conference `name`.
     public func release(_ name: String, node: NodeID) async throws(StoreError) {
-        try await store.run("conference \(name)") { client in
-            try await client.query("DELETE FROM conferencePlace WHERE name = \(name) AND node = \(node.rawValue)")
-        }
+        try await table.release(name, node: node)
     }
 
     /// Every conference's host (for tests and tools).
     public func all() async throws(StoreError) -> [String: NodeID] {
-        try await store.run("conference places") { client in
-            var places: [String: NodeID] = [:]
-            for try await (name, node) in try await client.query("SELECT name, node FROM conferencePlace").decode((String, String).self) {
-                places[name] = try? NodeID(node)
-            }
-            return places
-        }
+        try await table.all()
     }
 
     /// Removes every row of `node` (a node found dead or gone, or one starting again).
     public func sweep(_ node: NodeID) async throws(StoreError) {
-        try await store.run("conference places of node \(node)") { client in
-            try await client.query("DELETE FROM conferencePlace WHERE node = \(node.rawValue)")
-        }
+        try await table.sweep(node)
     }
 }

@@ -40,17 +40,11 @@ public struct MeetingPlaces: Sendable {
         }
     }
 
+    private var table: PlaceTable { PlaceTable(registry: registry, table: "meetingPlace", what: "meeting") }
+
     /// The live node hosting meeting `name`, if one does.
     public func host(of name: String) async throws(StoreError) -> NodeID? {
-        let deadAfter = Int64(registry.configuration.deadAfter / .milliseconds(1))
-        return try await store.run("meeting \(name)") { client in
-            let rows = try await client.query("""
-                SELECT meetingPlace.node FROM meetingPlace JOIN node ON node.id = meetingPlace.node
-                WHERE meetingPlace.name = \(name) AND \(unescaped: NodeRegistry.now) - node.heartbeatAt < \(deadAfter)
-                """)
-            for try await node in rows.decode(String.self) { return try? NodeID(node) }
-            return nil
-        }
+        try await table.host(of: name)
     }
 
     /// Meeting IDs come from the IDs calls use: two nodes reserving in the same
@@ -66,20 +60,12 @@ public struct MeetingPlaces: Sendable {
 
     /// `node` no longer hosts meeting `name` (it ended, lapsed, or was never made).
     public func release(_ name: String, node: NodeID) async throws(StoreError) {
-        try await store.run("meeting \(name)") { client in
-            try await client.query("DELETE FROM meetingPlace WHERE name = \(name) AND node = \(node.rawValue)")
-        }
+        try await table.release(name, node: node)
     }
 
     /// Every meeting's host (for tests and tools).
     public func all() async throws(StoreError) -> [String: NodeID] {
-        try await store.run("meeting places") { client in
-            var places: [String: NodeID] = [:]
-            for try await (name, node) in try await client.query("SELECT name, node FROM meetingPlace").decode((String, String).self) {
-                places[name] = try? NodeID(node)
-            }
-            return places
-        }
+        try await table.all()
     }
 
     /// A meeting member as the store keeps it.
@@ -129,8 +115,8 @@ public struct MeetingPlaces: Sendable {
 
     /// Removes every row of `node` (a node found dead or gone, or one starting again).
     public func sweep(_ node: NodeID) async throws(StoreError) {
-        try await store.run("meeting places of node \(node)") { client in
-            try await client.query("DELETE FROM meetingPlace WHERE node = \(node.rawValue)")
+        try await table.sweep(node)
+        try await store.run("meeting members of node \(node)") { client in
             try await client.query("DELETE FROM meetingMember WHERE host = \(node.rawValue)")
         }
     }
