@@ -106,26 +106,28 @@ extension SignalingHub {
         return proxy
     }
 
-    /// The devices of `account` logged in on other nodes, as proxies (a request rings them
-    /// as it rings the devices here).
-    func remoteRTSDevices(of account: String) async -> [RTSRegistry.Identity] {
+    /// The devices of `account` logged in on other nodes (a request rings them as it rings
+    /// the devices here).
+    func devicesElsewhere(of account: String) async -> [DevicePresence] {
         guard let cluster else { return [] }
-        let found: [DevicePresence]
         do {
-            found = try await cluster.presence.devices(of: account)
+            return try await cluster.presence.devices(of: account).filter { $0.node != cluster.node }
         } catch {
             logger.warning("presence of \(account): \(error.message); its devices on other nodes are not asked")
             return []
         }
-        var devices: [RTSRegistry.Identity] = []
-        for device in found where device.node != cluster.node {
+    }
+
+    /// Proxies for `devices` of other nodes. They take part in nothing yet: the caller must
+    /// invite them before anything awaits (a settling drops idle proxies).
+    func rtsProxies(for devices: [DevicePresence]) -> [RTSRegistry.Identity] {
+        devices.compactMap { device in
             // A device logged in here is this node's (its presence row is being taken over).
-            if registry.devices[CallRegistry.DeviceKey(account: account, device: device.device)]?.connection != nil { continue }
+            if registry.devices[CallRegistry.DeviceKey(account: device.account, device: device.device)]?.connection != nil { return nil }
             let remote = ClusterState.Remote(node: device.node, connection: device.connection)
-            devices.append(RTSRegistry.Identity(account: account, device: device.device,
-                                                connection: rtsProxy(for: remote, account: account, device: device.device)))
+            return RTSRegistry.Identity(account: device.account, device: device.device,
+                                        connection: rtsProxy(for: remote, account: device.account, device: device.device))
         }
-        return devices
     }
 
     /// Claims `accounts` in `callParty` for the voice channel of session channel `session`;

@@ -60,26 +60,29 @@ extension SignalingHub {
         var assigned: UInt64?
         var voiceClaim: (channelID: UInt64, accounts: Set<String>)?
         let sessionID = UUID().uuidString
-        if case .request(let body) = request {
-            calleeDevices = registry.onlineDevices(of: body.callee).map {
-                RTSRegistry.Identity(account: body.callee, device: $0.device, connection: $0.connection)
+        var elsewhere: [DevicePresence] = []
+        if case .request(let body) = request, cluster != nil {
+            assigned = await sharedMeetingID()
+            if body.services.contains(.audio), let channelID = assigned {
+                // The voice channel is exclusive with calls on every node: its parties
+                // are claimed as a call's are, and one claimed elsewhere is busy.
+                let accounts = [identity.account, body.callee]
+                let claimed = await claimVoice(accounts, session: channelID)
+                busyElsewhere = Set(accounts).subtracting(claimed)
+                voiceClaim = (channelID, claimed)
             }
-            if cluster != nil {
-                calleeDevices += await remoteRTSDevices(of: body.callee)
-                assigned = await sharedMeetingID()
-                if body.services.contains(.audio), let channelID = assigned {
-                    // The voice channel is exclusive with calls on every node: its parties
-                    // are claimed as a call's are, and one claimed elsewhere is busy.
-                    let accounts = [identity.account, body.callee]
-                    let claimed = await claimVoice(accounts, session: channelID)
-                    busyElsewhere = Set(accounts).subtracting(claimed)
-                    voiceClaim = (channelID, claimed)
-                }
-            }
+            elsewhere = await devicesElsewhere(of: body.callee)
         } else if case .join(let body) = request, cluster != nil, let conference = rts.conferences[body.name], conference.channelID == nil {
             assigned = await sharedMeetingID()
         }
         if case .reserve(let body) = request, cluster != nil { clusterState.conferencesPlacedHere.insert(body.name) }
+        // From here to `perform` resolving where the outputs go nothing awaits: a settling
+        // meanwhile would drop the callee's proxies, made here, before the request invites them.
+        if case .request(let body) = request {
+            calleeDevices = registry.onlineDevices(of: body.callee).map {
+                RTSRegistry.Identity(account: body.callee, device: $0.device, connection: $0.connection)
+            } + rtsProxies(for: elsewhere)
+        }
         let calls = registry
         let outputs = rts.handle(request, from: identity, requestID: requestID, calleeDevices: calleeDevices,
                                  inCall: { calls.accountCall[$0] != nil || busyElsewhere.contains($0) }, sessionID: sessionID,
