@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include <sys/eventfd.h>
 #include "CBatchIO.h"
 #include <errno.h>
 #include <string.h>
@@ -61,4 +62,8 @@ int CBatchIO_send(int descriptor, const CBatchIO_datagram *datagrams, unsigned c
 int CBatchIO_wait(struct pollfd *descriptors, nfds_t count, long long nanoseconds) {
     struct timespec timeout = { .tv_sec = (time_t)(nanoseconds / 1000000000LL), .tv_nsec = (long)(nanoseconds % 1000000000LL) };
     return ppoll(descriptors, count, &timeout, NULL);
+}
+
+int CBatchIO_doorbell(void) {
+    return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 }

@@ -31,4 +31,8 @@ int CBatchIO_send(int descriptor, const CBatchIO_datagram *datagrams, unsigned c
 /// (poll takes whole milliseconds). Returns what ppoll returns; errno as it sets it.
 int CBatchIO_wait(struct pollfd *descriptors, nfds_t count, long long nanoseconds);
 
+/// A non-blocking, close-on-exec eventfd (a doorbell one thread rings for another's wait).
+/// Returns the descriptor, or -1 with errno set.
+int CBatchIO_doorbell(void);
+
 #endif

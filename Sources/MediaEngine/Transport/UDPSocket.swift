@@ -15,14 +15,26 @@ public final class UDPSocket: @unchecked Sendable {
     public let localAddress: SocketAddress
 
     /// Binds a socket to `address` (port 0 picks a free port).
-    /// - Parameter receiveBufferSize: kernel receive buffer to ask for, in bytes.
-    public init(bindTo address: SocketAddress, receiveBufferSize: Int = 1 << 20) throws(TransportError) {
+    /// - Parameters:
+    ///   - receiveBufferSize: kernel receive buffer to ask for, in bytes.
+    ///   - reusePort: Bind with `SO_REUSEPORT`, so that several sockets (each with it) share
+    ///     the address: the kernel gives each sender's datagrams (by its address and port)
+    ///     always to the same one of them.
+    public init(bindTo address: SocketAddress, receiveBufferSize: Int = 1 << 20, reusePort: Bool = false) throws(TransportError) {
         let family = address.isIPv6 ? AF_INET6 : AF_INET
         // Close-on-exec: a process the app starts must not keep the port bound.
         let descriptor = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw TransportError.system("socket") }
         var size = Int32(receiveBufferSize)
         _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        if reusePort {
+            var on: Int32 = 1
+            guard setsockopt(descriptor, SOL_SOCKET, SO_REUSEPORT, &on, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
+                let error = TransportError.system("SO_REUSEPORT on \(address)")
+                Glibc.close(descriptor)
+                throw error
+            }
+        }
         if address.isIPv6 {
             var only: Int32 = 1
             _ = setsockopt(descriptor, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &only, socklen_t(MemoryLayout<Int32>.size))
@@ -115,10 +127,15 @@ public final class UDPSocket: @unchecked Sendable {
 public struct SocketPoller {
     private var descriptors: [pollfd]
     private let sockets: [UDPSocket]
+    private let doorbell: Doorbell?
 
-    public init(sockets: some Collection<UDPSocket>) {
+    /// - Parameter doorbell: Also wakes the wait when rung; `wait` then returns
+    ///   `sockets.count` (and the doorbell is quiet again).
+    public init(sockets: some Collection<UDPSocket>, doorbell: Doorbell? = nil) {
         self.sockets = Array(sockets)
+        self.doorbell = doorbell
         descriptors = self.sockets.map { pollfd(fd: $0.rawDescriptor, events: Int16(POLLIN), revents: 0) }
+        if let doorbell { descriptors.append(pollfd(fd: doorbell.descriptor, events: Int16(POLLIN), revents: 0)) }
     }
 
     /// Waits up to `timeout`.
@@ -128,9 +145,11 @@ public struct SocketPoller {
         for socket in sockets where socket.rawDescriptor < 0 {
             throw TransportError(.closed, "socket \(socket.localAddress) is closed")
         }
-        return try descriptors.withUnsafeMutableBufferPointer { (buffer) throws(TransportError) in
+        let ready = try descriptors.withUnsafeMutableBufferPointer { (buffer) throws(TransportError) in
             try Self.wait(buffer.baseAddress!, count: buffer.count, timeout: timeout)
         }
+        if let doorbell, ready == sockets.count { doorbell.quiet() }
+        return ready
     }
 
     /// Waits up to `timeout` on `count` descriptors.
@@ -157,5 +176,34 @@ public struct SocketPoller {
             }
             return nil
         }
+    }
+}
+
+/// Wakes a thread waiting in a `SocketPoller` from another thread (an `eventfd`): one
+/// ring, or many before the waiter looks, wakes it once. Ringing never blocks and
+/// allocates nothing.
+public final class Doorbell: @unchecked Sendable {
+    // @unchecked: the descriptor is set once; the kernel serialises writes and reads.
+    let descriptor: Int32
+
+    /// - Throws: `TransportError` when the system has no event descriptor to give.
+    public init() throws(TransportError) {
+        let descriptor = CBatchIO_doorbell()
+        guard descriptor >= 0 else { throw TransportError.system("eventfd") }
+        self.descriptor = descriptor
+    }
+
+    deinit { Glibc.close(descriptor) }
+
+    /// Wakes the waiter (or its next wait).
+    public func ring() {
+        var one: UInt64 = 1
+        _ = write(descriptor, &one, MemoryLayout<UInt64>.size)
+    }
+
+    /// Takes the rings so far: the next wait sleeps until the next ring.
+    func quiet() {
+        var count: UInt64 = 0
+        _ = read(descriptor, &count, MemoryLayout<UInt64>.size)
     }
 }
