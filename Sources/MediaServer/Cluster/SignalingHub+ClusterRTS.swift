@@ -80,7 +80,7 @@ extension SignalingHub {
 
     /// The hosts of the sessions and conferences connection `id` was in (it closed).
     func rtsHostsClosed(_ id: ConnectionID) -> Set<NodeID> {
-        Set(clusterState.rtsRoutes.removeValue(forKey: id)?.keys ?? [:].keys)
+        Set(clusterState.rtsRoutes.removeValue(forKey: id).map { Array($0.keys) } ?? [])
     }
 
     // MARK: Host side
@@ -203,11 +203,12 @@ extension SignalingHub {
     /// Another node died or left. Its connections leave what they were in here; devices
     /// here in sessions or conferences it hosted are told those ended.
     func rtsNodeDied(_ dead: NodeID) async {
+        var outputs: [RTSRegistry.Output] = []
         for (proxy, entry) in clusterState.rtsProxies.sorted(by: { $0.key < $1.key }) where entry.remote.node == dead {
-            let outputs = rts.disconnected(proxy, at: time)
+            outputs += rts.disconnected(proxy, at: time)
             clusterState.removeRTSProxy(proxy)
-            await perform(outputs)
         }
+        await perform(outputs)
         let error = SignalingError(.serverUnavailable, "node \(dead), which hosted it, is gone")
         for (id, hosts) in clusterState.rtsRoutes.sorted(by: { $0.key < $1.key }) {
             guard let route = hosts[dead] else { continue }
