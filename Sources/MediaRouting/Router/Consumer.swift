@@ -36,9 +36,9 @@ struct Consumer {
     /// of the router's).
     let subscriberCore: MediaCore
     let producer: Producer.ID
-    /// The producer's transport (its publishing state, its voice activity, its ID for the
-    /// order of videos).
-    let publisher: Transport.ID
+    /// The producer's leg (its publishing state, its voice activity, its ID for the order
+    /// of videos), wherever it is.
+    let publisher: UInt64
     let kind: MediaKind
     let send: SendStreamID
     /// The subscriber wants it (not muted for them).
@@ -54,7 +54,7 @@ struct Consumer {
     private var frameForwarded = false
     private var rewriter = StreamRewriter()
 
-    init(subscriber: Transport.ID, subscriberCore: MediaCore, producer: Producer.ID, publisher: Transport.ID, kind: MediaKind,
+    init(subscriber: Transport.ID, subscriberCore: MediaCore, producer: Producer.ID, publisher: UInt64, kind: MediaKind,
          send: SendStreamID) {
         self.subscriber = subscriber
         self.subscriberCore = subscriberCore

@@ -9,11 +9,11 @@ extension ForwardingRouter {
         let mine = transport.consumers.compactMap { id in consumers[id].map { (id: id, consumer: $0) } }
         let videos = mine.filter { $0.consumer.kind == .video && $0.consumer.enabled }
         guard !videos.isEmpty else { return }
-        let audios = mine.filter { $0.consumer.kind == .audio && $0.consumer.enabled && transports[$0.consumer.publisher]?.publishing == true }
+        let audios = mine.filter { $0.consumer.kind == .audio && $0.consumer.enabled && publisher($0.consumer.publisher)?.publishing == true }
         let budget = transport.core.bandwidthEstimator.targetBitrate - audios.count * configuration.audioAllowance
         // A video whose rates are not measured yet keeps what it has.
         let ordered = videos.filter { entry in
-            transports[entry.consumer.publisher]?.publishing == true && producers[entry.consumer.producer]?.layerRates.isEmpty == false
+            publisher(entry.consumer.publisher)?.publishing == true && producers[entry.consumer.producer]?.layerRates.isEmpty == false
         }.sorted { first, second in
             let a = lastSpoke(first.consumer.publisher), b = lastSpoke(second.consumer.publisher)
             return a.time != b.time ? a.time > b.time : a.leg < b.leg
@@ -32,10 +32,10 @@ extension ForwardingRouter {
 
     /// When a publisher last spoke (a day before it joined if never), and its leg ID to
     /// break ties.
-    private func lastSpoke(_ publisher: Transport.ID) -> (time: Duration, leg: UInt64) {
-        guard let transport = transports[publisher] else { return (.zero, 0) }
-        let spoke = transport.audio.flatMap { producers[$0]?.spokeAt }
-        return (spoke ?? transport.created - .seconds(86_400), transport.setup.id)
+    private func lastSpoke(_ leg: UInt64) -> (time: Duration, leg: UInt64) {
+        guard let publisher = publisher(leg) else { return (.zero, 0) }
+        let spoke = publisher.audio.flatMap { producers[$0]?.spokeAt }
+        return (spoke ?? publisher.created - .seconds(86_400), leg)
     }
 
     func reportSpeaking(now: Duration) {

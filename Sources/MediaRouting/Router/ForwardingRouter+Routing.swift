@@ -60,7 +60,8 @@ extension ForwardingRouter {
     /// is kept and sent when the interval has passed).
     func requestKeyframe(_ producerID: Producer.ID, now: Duration) {
         guard producers[producerID]?.wantsKeyframe(now: now, interval: configuration.keyframeRequestInterval) == true,
-              let producer = producers[producerID], let core = transports[producer.transport]?.core else { return }
+              let producer = producers[producerID], case .local(let transport) = producer.origin,
+              let core = transports[transport]?.core else { return }
         core.requestKeyframe(producer.receive)
         counters.keyframeRequestsSent += 1
     }

@@ -112,10 +112,9 @@ extension ForwardingRouter {
 
     /// What `subscriber` was sent of `publisher`'s streams: packets per kind.
     public func forwardedPackets(to subscriber: UInt64, from publisher: UInt64) -> (audio: Int, video: Int) {
-        guard let subscriberID = transportByLeg[subscriber], let core = transports[subscriberID]?.core,
-              let publisherID = transportByLeg[publisher] else { return (0, 0) }
+        guard let subscriberID = transportByLeg[subscriber], let core = transports[subscriberID]?.core else { return (0, 0) }
         func sent(_ kind: MediaKind) -> Int {
-            consumer(of: publisherID, kind: kind, for: subscriberID).flatMap { consumers[$0] }
+            consumer(of: publisher, kind: kind, for: subscriberID).flatMap { consumers[$0] }
                 .flatMap { core.statistics(of: $0.send)?.packetsSent } ?? 0
         }
         return (sent(.audio), sent(.video))
@@ -124,8 +123,7 @@ extension ForwardingRouter {
     /// The highest temporal layer `subscriber` gets of `publisher`'s video now (-1: paused
     /// or none).
     public func forwardedLayer(to subscriber: UInt64, from publisher: UInt64) -> Int {
-        guard let subscriberID = transportByLeg[subscriber], let publisherID = transportByLeg[publisher],
-              let id = consumer(of: publisherID, kind: .video, for: subscriberID) else { return -1 }
+        guard let subscriberID = transportByLeg[subscriber], let id = consumer(of: publisher, kind: .video, for: subscriberID) else { return -1 }
         return consumers[id]?.forwardedLayer ?? -1
     }
 

@@ -303,9 +303,9 @@ public final class ForwardingRouter {
             setup: setup, core: core, checks: TokenBucket(rate: configuration.checkRate, burst: configuration.checkBurst),
             packets: TokenBucket(rate: configuration.legPacketRate, burst: configuration.legPacketBurst), now: now))
         let transport = transports[id]
-        transport?.audio = producers.insert(Producer(kind: .audio, transport: id, receive: audioStream,
+        transport?.audio = producers.insert(Producer(kind: .audio, origin: .local(id), leg: setup.id, receive: audioStream,
                                                      audioLevelID: setup.media.extensions.id(for: RTPExtensionMap.audioLevelURI)))
-        transport?.video = videoStream.map { producers.insert(Producer(kind: .video, transport: id, receive: $0)) }
+        transport?.video = videoStream.map { producers.insert(Producer(kind: .video, origin: .local(id), leg: setup.id, receive: $0)) }
         transportByLeg[setup.id] = id
         transportByUfrag[setup.ice.ufrag] = id
     }
@@ -340,7 +340,7 @@ public final class ForwardingRouter {
         guard publishing else { return }
         transports.forEach { subscriber, other in
             if let wanted = other.wanted[leg] {
-                openConsumers(subscriber: subscriber, publisher: id, audio: wanted.audio, video: wanted.video, now: now)
+                openConsumers(subscriber: subscriber, publisher: leg, audio: wanted.audio, video: wanted.video, now: now)
             }
         }
         if let video = transport.video, let consumerIDs = producers[video]?.consumers {
@@ -353,30 +353,47 @@ public final class ForwardingRouter {
     /// for the publisher's open with the first call while the publisher publishes (or when
     /// it starts): an audience of hundreds costs no streams among themselves.
     public func setForwarding(subscriber subscriberLeg: UInt64, publisher publisherLeg: UInt64, audio: Bool, video: Bool, now: Duration) {
-        guard let subscriber = transportByLeg[subscriberLeg], let publisher = transportByLeg[publisherLeg], subscriber != publisher,
-              let publishing = transports[publisher]?.publishing else { return }
+        guard let subscriber = transportByLeg[subscriberLeg], subscriberLeg != publisherLeg,
+              let publishing = publisher(publisherLeg)?.publishing else { return }
         transports[subscriber]?.wanted[publisherLeg] = (audio, video)
-        guard publishing || consumer(of: publisher, kind: .audio, for: subscriber) != nil
-                || consumer(of: publisher, kind: .video, for: subscriber) != nil else { return }
-        openConsumers(subscriber: subscriber, publisher: publisher, audio: audio, video: video, now: now)
+        guard publishing || consumer(of: publisherLeg, kind: .audio, for: subscriber) != nil
+                || consumer(of: publisherLeg, kind: .video, for: subscriber) != nil else { return }
+        openConsumers(subscriber: subscriber, publisher: publisherLeg, audio: audio, video: video, now: now)
     }
 
-    /// The consumer `subscriber` has of `publisher`'s stream of `kind`, if it has one.
-    func consumer(of publisher: Transport.ID, kind: MediaKind, for subscriber: Transport.ID) -> Consumer.ID? {
-        guard let transport = transports[publisher], let producer = kind == .audio ? transport.audio : transport.video,
+    /// What the router knows of a publishing leg: its setup (keys aside), whether it
+    /// publishes, its producers.
+    struct Publisher {
+        let setup: LegSetup
+        let publishing: Bool
+        let audio: Producer.ID?
+        let video: Producer.ID?
+        let created: Duration
+    }
+
+    /// The leg `leg` as a publisher, if the router has it.
+    func publisher(_ leg: UInt64) -> Publisher? {
+        guard let id = transportByLeg[leg], let transport = transports[id] else { return nil }
+        return Publisher(setup: transport.setup, publishing: transport.publishing, audio: transport.audio, video: transport.video,
+                         created: transport.created)
+    }
+
+    /// The consumer `subscriber` has of the stream of `kind` leg `publisher` publishes, if it has one.
+    func consumer(of publisher: UInt64, kind: MediaKind, for subscriber: Transport.ID) -> Consumer.ID? {
+        guard let source = self.publisher(publisher), let producer = kind == .audio ? source.audio : source.video,
               let consumerIDs = producers[producer]?.consumers else { return nil }
         return consumerIDs.first { consumers[$0]?.subscriber == subscriber }
     }
 
-    private func openConsumers(subscriber: Transport.ID, publisher: Transport.ID, audio: Bool, video: Bool, now: Duration) {
-        guard let publishingTransport = transports[publisher], let subscriberCore = transports[subscriber]?.core else { return }
-        for (producerID, wanted) in [(publishingTransport.audio, audio), (publishingTransport.video, video)] {
+    private func openConsumers(subscriber: Transport.ID, publisher leg: UInt64, audio: Bool, video: Bool, now: Duration) {
+        guard let source = publisher(leg), let subscriberCore = transports[subscriber]?.core else { return }
+        for (producerID, wanted) in [(source.audio, audio), (source.video, video)] {
             guard let producerID, let producer = producers[producerID] else { continue }
             let consumerID: Consumer.ID
-            if let existing = consumer(of: publisher, kind: producer.kind, for: subscriber) {
+            if let existing = consumer(of: leg, kind: producer.kind, for: subscriber) {
                 consumerID = existing
             } else {
-                let setup = publishingTransport.setup
+                let setup = source.setup
                 guard let subscriberMedia = transports[subscriber]?.setup.media else { continue }
                 var stream = producer.kind == .audio
                     ? SendStreamConfiguration(kind: .audio, ssrc: setup.audioSSRC, payloadType: subscriberMedia.audioPayloadType,
@@ -392,7 +409,7 @@ public final class ForwardingRouter {
                 stream.feedback.history.capacity = configuration.retransmissionHistory
                 guard let send = try? subscriberCore.addSendStream(stream) else { continue }
                 consumerID = consumers.insert(Consumer(subscriber: subscriber, subscriberCore: subscriberCore, producer: producerID,
-                                                       publisher: publisher, kind: producer.kind, send: send))
+                                                       publisher: leg, kind: producer.kind, send: send))
                 producers[producerID]?.consumers.append(consumerID)
                 transports[subscriber]?.consumers.append(consumerID)
             }

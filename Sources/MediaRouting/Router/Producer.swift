@@ -10,8 +10,17 @@ import MediaEngine
 final class Producer {
     typealias ID = Table<Producer>.ID
 
+    /// Where its packets come from: a transport of this router's (decrypted there), or
+    /// another forwarding worker that hands them over decrypted.
+    enum Origin: Equatable {
+        case local(Transport.ID)
+        case remote(worker: Int)
+    }
+
     let kind: MediaKind
-    let transport: Transport.ID
+    let origin: Origin
+    /// The publisher's leg.
+    let leg: UInt64
     let receive: ReceiveStreamID
     var consumers: [Consumer.ID] = []
     /// Audio: when the participant last spoke (voice activity over the threshold).
@@ -28,9 +37,10 @@ final class Producer {
     /// Audio: the ID of the RFC 6464 level in the publisher's packets.
     let audioLevelID: UInt8?
 
-    init(kind: MediaKind, transport: Transport.ID, receive: ReceiveStreamID, audioLevelID: UInt8? = nil) {
+    init(kind: MediaKind, origin: Origin, leg: UInt64, receive: ReceiveStreamID, audioLevelID: UInt8? = nil) {
         self.kind = kind
-        self.transport = transport
+        self.origin = origin
+        self.leg = leg
         self.receive = receive
         self.audioLevelID = audioLevelID
     }
