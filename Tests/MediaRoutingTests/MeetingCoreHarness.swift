@@ -158,7 +158,11 @@ final class MeetingCoreHarness {
         }
     }
 
-    let router: ForwardingRouter
+    /// One router per forwarding worker; `router` is the first (the only one by default).
+    let routers: [ForwardingRouter]
+    var router: ForwardingRouter { routers[0] }
+    /// Packets and messages one worker hands another, delivered in order after each step.
+    private var handoffs: [(to: Int, header: WorkerHandoff, bytes: [UInt8])] = []
     let serverAddress = SocketAddress(addressBytes: [203, 0, 113, 1], port: 3_478)!
     var participants: [Participant] = []
     var now: Duration = .zero
@@ -168,11 +172,45 @@ final class MeetingCoreHarness {
     /// Seen at the server: datagrams that came from each participant's address.
     var datagramsAtServer: [Int: Int] = [:]
 
-    init(configuration: ForwardingRouter.Configuration = ForwardingRouter.Configuration()) {
+    /// - Parameter workers: Forwarding workers, each a router: participant N's leg is
+    ///   worker N % workers's, and its datagrams are read by worker (N + 1) % workers (as
+    ///   the kernel's choice of socket may be another's than the owner).
+    init(configuration: ForwardingRouter.Configuration = ForwardingRouter.Configuration(), workers: Int = 1) {
         var settings = configuration
         settings.seed = 7
         settings.ntpEpoch = NTPTime.from(seconds: 1_700_000_000, nanoseconds: 0)
-        router = ForwardingRouter(configuration: settings)
+        routers = (0..<workers).map { ForwardingRouter(configuration: settings, worker: $0) }
+        for router in routers {
+            router.workerCount = workers
+            router.handOff = { [unowned self] worker, header, bytes in handoffs.append((worker, header, Array(bytes))) }
+        }
+    }
+
+    func owner(of participant: Participant) -> ForwardingRouter { routers[participant.index % routers.count] }
+    func reader(of address: SocketAddress) -> ForwardingRouter {
+        guard let index = participants.first(where: { $0.address == address })?.index else { return routers[0] }
+        return routers[(index + 1) % routers.count]
+    }
+
+    /// Delivers what workers handed each other, and their messages, until none is left.
+    private func pump() {
+        guard routers.count > 1 else { return }
+        var progress = true
+        while progress {
+            progress = false
+            for router in routers {
+                while let (worker, message) = router.pollWorkerMessage() {
+                    routers[worker].handleWorkerMessage(message, now: now)
+                    progress = true
+                }
+            }
+            while !handoffs.isEmpty {
+                let handoff = handoffs.removeFirst()
+                var bytes = handoff.bytes
+                bytes.withUnsafeMutableBytes { routers[handoff.to].handleHandoff(handoff.header, $0, now: now) }
+                progress = true
+            }
+        }
     }
 
     /// A participant joins: its leg opens, it checks the server, and it and everyone there
@@ -216,20 +254,24 @@ final class MeetingCoreHarness {
             }
             keying = .dtls(role: .server, certificate: Self.serverCertificate, remoteFingerprints: [webRTC.announced])
         }
-        try router.addLeg(ForwardingRouter.LegSetup(id: leg, meeting: meeting, account: name, publishing: publishing,
-                                                    audioSSRC: participant.audioSSRC, videoSSRC: participant.videoSSRC,
-                                                    keying: keying, media: participant.media, ice: serverICE), now: now)
+        let setup = ForwardingRouter.LegSetup(id: leg, meeting: meeting, account: name, publishing: publishing,
+                                              audioSSRC: participant.audioSSRC, videoSSRC: participant.videoSSRC,
+                                              keying: keying, media: participant.media, ice: serverICE)
+        let ownerIndex = index % routers.count
+        try routers[ownerIndex].addLeg(setup, now: now)
+        for (worker, other) in routers.enumerated() where worker != ownerIndex { other.addRemoteLeg(setup, worker: ownerIndex, now: now) }
         let host = ICECandidate.local(.host, address: participant.address, localPreference: 65_535)
         participant.core.startICE(local: clientICE, controlling: true, hosts: [host], stunServers: [], timeout: .seconds(5), now: now)
         participant.core.setRemoteICE(serverICE, candidates: [ICECandidate.local(.host, address: serverAddress, localPreference: 65_535)],
                                       complete: true, now: now)
         for other in participants {
-            router.setForwarding(subscriber: other.leg, publisher: leg, audio: true, video: true, now: now)
-            router.setForwarding(subscriber: leg, publisher: other.leg, audio: true, video: true, now: now)
+            owner(of: other).setForwarding(subscriber: other.leg, publisher: leg, audio: true, video: true, now: now)
+            owner(of: participant).setForwarding(subscriber: leg, publisher: other.leg, audio: true, video: true, now: now)
             try subscribe(participant, to: other)
             try subscribe(other, to: participant)
         }
         participants.append(participant)
+        pump()
         flush()
         return participant
     }
@@ -251,11 +293,15 @@ final class MeetingCoreHarness {
 
     /// A participant leaves: its leg closes; the others stop receiving it.
     func leave(_ participant: Participant) {
-        router.removeLeg(participant.leg, now: now)
+        for router in routers {
+            if router === owner(of: participant) { router.removeLeg(participant.leg, now: now) } else { router.removeRemoteLeg(participant.leg, now: now) }
+        }
+        pump()
         participants.removeAll { $0 === participant }
     }
 
     private func flush() {
+        pump()
         for participant in participants {
             while let transmit = participant.core.pollTransmit() {
                 guard transmit.destination == serverAddress else { continue }
@@ -264,10 +310,12 @@ final class MeetingCoreHarness {
                 }
             }
         }
-        router.drainTransmits { transmit in
-            guard let target = participants.first(where: { $0.address == transmit.destination }) else { return }
-            if case .delivered(let at, _) = target.downlink.process(size: transmit.bytes.count, now: now) {
-                pending.insert((target.index, serverAddress, Array(transmit.bytes)), due: at)
+        for router in routers {
+            router.drainTransmits { transmit in
+                guard let target = participants.first(where: { $0.address == transmit.destination }) else { return }
+                if case .delivered(let at, _) = target.downlink.process(size: transmit.bytes.count, now: now) {
+                    pending.insert((target.index, serverAddress, Array(transmit.bytes)), due: at)
+                }
             }
         }
     }
@@ -275,7 +323,7 @@ final class MeetingCoreHarness {
     /// Injects a datagram at the server as if from `source`.
     func inject(_ bytes: [UInt8], from source: SocketAddress) {
         var copy = bytes
-        copy.withUnsafeMutableBytes { router.handleDatagram($0, from: source, now: now) }
+        copy.withUnsafeMutableBytes { reader(of: source).handleDatagram($0, from: source, now: now) }
         flush()
     }
 
@@ -293,7 +341,7 @@ final class MeetingCoreHarness {
             for participant in participants {
                 if let timeout = participant.core.nextTimeout { next = min(next, timeout) }
             }
-            if let timeout = router.nextTimeout { next = min(next, timeout) }
+            for router in routers { if let timeout = router.nextTimeout { next = min(next, timeout) } }
             if let due = pending.nextDue { next = min(next, due) }
             now = max(now, next)
             // Something that keeps asking for `now` without progress must not hang the test.
@@ -306,12 +354,14 @@ final class MeetingCoreHarness {
                     if let index = participants.first(where: { $0.address == datagram.from })?.index {
                         datagramsAtServer[index, default: 0] += 1
                     }
-                    bytes.withUnsafeMutableBytes { router.handleDatagram($0, from: datagram.from, now: now) }
+                    bytes.withUnsafeMutableBytes { reader(of: datagram.from).handleDatagram($0, from: datagram.from, now: now) }
+                    pump()
                 } else if let participant = participants.first(where: { $0.index == datagram.to }) {
                     _ = bytes.withUnsafeMutableBytes { participant.core.handleDatagram($0, from: datagram.from, now: now) }
                 }
             }
-            router.handleTimeout(now: now)
+            for router in routers { router.handleTimeout(now: now) }
+            pump()
             for participant in participants {
                 if participant.sends && participant.connected {
                     if Duration.milliseconds(20) * participant.audioIndex <= now { try participant.sendAudio(now: now) }

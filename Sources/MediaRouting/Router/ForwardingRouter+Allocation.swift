@@ -44,7 +44,7 @@ extension ForwardingRouter {
             guard transport.publishing else { return }
             guard let audio = transport.audio, let producer = producers[audio], let spoke = producer.spokeAt,
                   now - spoke <= configuration.speakingInterval,
-                  let level = transport.core.recentAudioLevel(producer.receive, now: now, window: configuration.speakingInterval) else {
+                  let receive = producer.receive, let level = transport.core.recentAudioLevel(receive, now: now, window: configuration.speakingInterval) else {
                 if meetings[transport.setup.meeting] == nil { meetings[transport.setup.meeting] = [:] }
                 return
             }

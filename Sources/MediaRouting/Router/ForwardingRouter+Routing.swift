@@ -60,10 +60,16 @@ extension ForwardingRouter {
     /// is kept and sent when the interval has passed).
     func requestKeyframe(_ producerID: Producer.ID, now: Duration) {
         guard producers[producerID]?.wantsKeyframe(now: now, interval: configuration.keyframeRequestInterval) == true,
-              let producer = producers[producerID], case .local(let transport) = producer.origin,
-              let core = transports[transport]?.core else { return }
-        core.requestKeyframe(producer.receive)
-        counters.keyframeRequestsSent += 1
+              let producer = producers[producerID] else { return }
+        switch producer.origin {
+        case .local(let transport):
+            guard let receive = producer.receive, let core = transports[transport]?.core else { return }
+            core.requestKeyframe(receive)
+            counters.keyframeRequestsSent += 1
+        case .remote(let owner):
+            // Its owner merges this with its own subscribers' requests.
+            workerMessages.append((owner, .keyframe(leg: producer.leg)))
+        }
     }
 
     /// Subscribers' PLIs and FIRs (their leg's responder coalesced them) become requests
@@ -80,7 +86,12 @@ extension ForwardingRouter {
     /// the forwarded streams keep that mapping, so audio and video stay in sync there.
     func passSenderClocks(of transport: Transport) {
         for producerID in transport.producers {
-            guard let producer = producers[producerID], let clock = transport.core.senderClock(of: producer.receive) else { continue }
+            guard let producer = producers[producerID], let receive = producer.receive,
+                  let clock = transport.core.senderClock(of: receive) else { continue }
+            for other in producer.remoteWorkers {
+                workerMessages.append((other, .senderClock(leg: producer.leg, kind: producer.kind, timestamp: clock.timestamp,
+                                                           arrival: clock.arrival)))
+            }
             for consumerID in producer.consumers {
                 guard let consumer = consumers[consumerID] else { continue }
                 consumer.subscriberCore.setSenderClock(consumer.send, timestamp: clock.timestamp, at: clock.arrival)

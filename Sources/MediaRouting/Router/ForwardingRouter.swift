@@ -210,6 +210,10 @@ public final class ForwardingRouter {
         /// certificate that matched no fingerprint, a timeout): those end as lost.
         public var dtlsConnected = 0
         public var dtlsFailed = 0
+        /// Datagrams read here for a leg another worker owns, handed to it.
+        public var datagramsHandedOff = 0
+        /// Media packets handed, decrypted, to other workers' subscribers (once per worker).
+        public var packetsHandedOff = 0
 
         public init() {}
     }
@@ -233,8 +237,22 @@ public final class ForwardingRouter {
     var lastSpeaking: [UInt64: [String: Double]] = [:]
     var random: SeededRandom
 
-    public init(configuration: Configuration = Configuration()) {
+    // Forwarding workers (`ForwardingRouter+Workers`): legs other workers own.
+    /// This router's worker number.
+    public let worker: Int
+    /// Hands a packet to another worker (on the per-packet path: must not allocate or wait).
+    public var handOff: ((_ worker: Int, _ header: WorkerHandoff, _ bytes: UnsafeRawBufferPointer) -> Void)?
+    var remoteLegs: [UInt64: RemoteLeg] = [:]
+    var ufragWorker: [String: Int] = [:]
+    var addressWorker: [SocketAddress: Int] = [:]
+    var workerMessages = DrainQueue<(worker: Int, message: WorkerMessage)>()
+    /// How many workers there are (messages about addresses go to all the others).
+    public var workerCount = 1
+
+    /// - Parameter worker: Its number among the forwarding workers (0 when there is one).
+    public init(configuration: Configuration = Configuration(), worker: Int = 0) {
         self.configuration = configuration
+        self.worker = worker
         random = SeededRandom(seed: configuration.seed)
         bindings = BindingResponder(rate: configuration.bindingRate, burst: configuration.bindingBurst,
                                     sources: configuration.bindingSources)
@@ -326,6 +344,7 @@ public final class ForwardingRouter {
         for consumerID in transport.consumers {
             guard let consumer = consumers.remove(consumerID) else { continue }
             producers[consumer.producer]?.consumers.removeAll { $0 == consumerID }
+            unsubscribeIfIdle(consumer.producer)
         }
         transports.forEach { _, other in other.wanted[leg] = nil }
         let meeting = transport.setup.meeting
@@ -335,17 +354,24 @@ public final class ForwardingRouter {
     /// Whether a leg's media is forwarded (actor) or dropped unread (audience). A leg that
     /// starts publishing gets its subscribers' streams opened (as they asked for them).
     public func setPublishing(_ leg: UInt64, _ publishing: Bool, now: Duration) {
-        guard let id = transportByLeg[leg], let transport = transports[id], transport.publishing != publishing else { return }
-        transport.publishing = publishing
-        guard publishing else { return }
+        if let id = transportByLeg[leg], let transport = transports[id] {
+            guard transport.publishing != publishing else { return }
+            transport.publishing = publishing
+        } else if let remote = remoteLegs[leg] {
+            guard remote.publishing != publishing else { return }
+            remoteLegs[leg]?.publishing = publishing
+        } else {
+            return
+        }
+        guard publishing, let source = publisher(leg) else { return }
         transports.forEach { subscriber, other in
             if let wanted = other.wanted[leg] {
                 openConsumers(subscriber: subscriber, publisher: leg, audio: wanted.audio, video: wanted.video, now: now)
             }
         }
-        if let video = transport.video, let consumerIDs = producers[video]?.consumers {
+        if let video = source.video, let consumerIDs = producers[video]?.consumers {
             for consumerID in consumerIDs { consumers[consumerID]?.waitingForKeyframe = true }
-            requestKeyframe(video, now: now)
+            if source.setup.id == leg, transportByLeg[leg] != nil { requestKeyframe(video, now: now) }
         }
     }
 
@@ -373,7 +399,9 @@ public final class ForwardingRouter {
 
     /// The leg `leg` as a publisher, if the router has it.
     func publisher(_ leg: UInt64) -> Publisher? {
-        guard let id = transportByLeg[leg], let transport = transports[id] else { return nil }
+        guard let id = transportByLeg[leg], let transport = transports[id] else {
+            return remoteLegs[leg].map { Publisher(setup: $0.setup, publishing: $0.publishing, audio: $0.audio, video: $0.video, created: $0.created) }
+        }
         return Publisher(setup: transport.setup, publishing: transport.publishing, audio: transport.audio, video: transport.video,
                          created: transport.created)
     }
@@ -412,6 +440,9 @@ public final class ForwardingRouter {
                                                        publisher: leg, kind: producer.kind, send: send))
                 producers[producerID]?.consumers.append(consumerID)
                 transports[subscriber]?.consumers.append(consumerID)
+                if case .remote(let owner) = producer.origin, producers[producerID]?.consumers.count == 1 {
+                    workerMessages.append((owner, .subscribe(leg: leg, kind: producer.kind, worker: worker, true)))
+                }
             }
             if consumers[consumerID]?.setEnabled(wanted) == true { requestKeyframe(producerID, now: now) }
         }
@@ -430,7 +461,11 @@ public final class ForwardingRouter {
             return
         }
         guard kind == .rtp || kind == .rtcp || kind == .dtls, let id = transportByAddress[source], let transport = transports[id] else {
-            counters.strangerDatagrams += 1
+            if kind != .unknown, let other = addressWorker[source] {
+                handOffDatagram(datagram, from: source, to: other)
+            } else {
+                counters.strangerDatagrams += 1
+            }
             return
         }
         if kind == .rtp && !transport.publishing {
@@ -457,8 +492,10 @@ public final class ForwardingRouter {
         counters.packetsReceived += 1
         if let audio = transport.audio, let producer = producers[audio], producer.receive == forwarded.stream {
             routeAudio(forwarded.packet, of: producer, now: now)
+            handOffMedia(forwarded.packet, of: producer)
         } else if let video = transport.video, let producer = producers[video], producer.receive == forwarded.stream {
             routeVideo(forwarded.packet, of: producer, id: video, now: now)
+            handOffMedia(forwarded.packet, of: producer)
         }
     }
 
@@ -482,7 +519,11 @@ public final class ForwardingRouter {
             // One with a USERNAME no leg has stays a stranger's: a stale leg's agent must
             // not read an answer as its check succeeding.
             guard let ufrag = username.split(separator: ":", maxSplits: 1).first, let owner = transportByUfrag[String(ufrag)] else {
-                counters.strangerDatagrams += 1
+                if let ufrag = username.split(separator: ":", maxSplits: 1).first, let other = ufragWorker[String(ufrag)] {
+                    handOffDatagram(datagram, from: source, to: other)
+                } else {
+                    counters.strangerDatagrams += 1
+                }
                 return
             }
             guard transports[owner]?.checks.admit(now: now) == true else {
@@ -492,6 +533,9 @@ public final class ForwardingRouter {
             id = owner
         } else if let owner = transportByAddress[source] {
             id = owner
+        } else if let other = addressWorker[source] {
+            handOffDatagram(datagram, from: source, to: other)
+            return
         } else {
             counters.strangerDatagrams += 1
             return
@@ -501,9 +545,14 @@ public final class ForwardingRouter {
         // Only a check the leg's core verified (signed for its credentials) made the source its path.
         guard message.type == .bindingRequest, core.path == source,
               let learned = transports[id]?.learn(source), learned.new else { return }
-        if let evicted = learned.evicted, transportByAddress[evicted] == id { transportByAddress[evicted] = nil }
+        if let evicted = learned.evicted, transportByAddress[evicted] == id {
+            transportByAddress[evicted] = nil
+            tellWorkers(.addressForgotten(evicted))
+        }
         if let previous = transportByAddress[source], previous != id { transports[previous]?.forget(source) }
         transportByAddress[source] = id
+        addressWorker[source] = nil
+        tellWorkers(.addressLearned(source, worker: worker))
     }
 
     // MARK: Time

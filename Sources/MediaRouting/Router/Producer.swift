@@ -21,7 +21,10 @@ final class Producer {
     let origin: Origin
     /// The publisher's leg.
     let leg: UInt64
-    let receive: ReceiveStreamID
+    /// Its receive stream on the publisher's transport (nil for one from another worker).
+    let receive: ReceiveStreamID?
+    /// Local: the other workers that have subscribers of it (it hands them every packet).
+    var remoteWorkers: [Int] = []
     var consumers: [Consumer.ID] = []
     /// Audio: when the participant last spoke (voice activity over the threshold).
     var spokeAt: Duration?
@@ -37,7 +40,7 @@ final class Producer {
     /// Audio: the ID of the RFC 6464 level in the publisher's packets.
     let audioLevelID: UInt8?
 
-    init(kind: MediaKind, origin: Origin, leg: UInt64, receive: ReceiveStreamID, audioLevelID: UInt8? = nil) {
+    init(kind: MediaKind, origin: Origin, leg: UInt64, receive: ReceiveStreamID?, audioLevelID: UInt8? = nil) {
         self.kind = kind
         self.origin = origin
         self.leg = leg

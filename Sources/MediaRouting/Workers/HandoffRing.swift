@@ -7,9 +7,9 @@ import Synchronization
 /// store. Nothing is allocated after creation, and neither side ever waits: a full ring
 /// refuses the next packet (the producer counts it as dropped), an empty one has nothing.
 ///
-/// Each slot holds a header (a value of plain bits: which stream, where from) and up to
-/// `slotSize` bytes.
-public final class HandoffRing<Header: BitwiseCopyable>: @unchecked Sendable {
+/// Each slot holds a header (a small value: which stream, where from) and up to `slotSize`
+/// bytes; the headers are set up once, from `placeholder`, and overwritten in place.
+public final class HandoffRing<Header>: @unchecked Sendable {
     // @unchecked: the storage is shared by exactly two threads, each touching a slot only
     // while the indices below give it to that thread (release/acquire order the bytes).
     public let capacity: Int
@@ -31,7 +31,8 @@ public final class HandoffRing<Header: BitwiseCopyable>: @unchecked Sendable {
     /// - Parameters:
     ///   - capacity: Slots, rounded up to a power of two (at least 2).
     ///   - slotSize: Bytes a slot holds (a datagram's largest).
-    public init(capacity: Int, slotSize: Int = 1_536) {
+    ///   - placeholder: What every slot's header holds before its first packet.
+    public init(capacity: Int, slotSize: Int = 1_536, placeholder: Header) {
         var rounded = 2
         while rounded < capacity { rounded <<= 1 }
         self.capacity = rounded
@@ -39,12 +40,14 @@ public final class HandoffRing<Header: BitwiseCopyable>: @unchecked Sendable {
         mask = rounded - 1
         bytes = UnsafeMutableRawPointer.allocate(byteCount: rounded * slotSize, alignment: 16)
         headers = UnsafeMutablePointer<Header>.allocate(capacity: rounded)
+        headers.initialize(repeating: placeholder, count: rounded)
         lengths = UnsafeMutablePointer<Int>.allocate(capacity: rounded)
         lengths.initialize(repeating: 0, count: rounded)
     }
 
     deinit {
         bytes.deallocate()
+        headers.deinitialize(count: capacity)
         headers.deallocate()
         lengths.deallocate()
     }
@@ -85,7 +88,7 @@ public final class HandoffRing<Header: BitwiseCopyable>: @unchecked Sendable {
         let index = next & mask
         let slot = UnsafeMutableRawBufferPointer(start: bytes + index * slotSize, count: slotSize)
         lengths[index] = min(slotSize, max(0, fill(slot)))
-        (headers + index).initialize(to: header)
+        headers[index] = header
         published.store(next + 1, ordering: .releasing)
         return true
     }
