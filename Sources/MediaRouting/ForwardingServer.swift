@@ -3,16 +3,24 @@ import MediaEngine
 import Synchronization
 
 /// The forwarding server's I/O: one UDP port for every meeting leg and for net-detect
-/// probes, and one thread that reads datagrams in batches (`recvmmsg`), hands them to a
-/// `ForwardingRouter` (or, for probes, answers them as `EchoDecider` allows), and sends
-/// what the router queued in batches (`sendmmsg`), straight from the legs' queues. The
-/// router also answers padded STUN Binding requests without credentials, so clients learn
-/// their server-reflexive address from this port (`STUNBinding`).
+/// probes, served by `workers` threads (one by default). Each worker has a socket of its own
+/// bound to the port with `SO_REUSEPORT` (the kernel gives each sender's datagrams to one
+/// of them), a `ForwardingRouter` for the legs it owns, and reads datagrams in batches
+/// (`recvmmsg`), hands them to its router (or, for probes, answers them as `EchoDecider`
+/// allows), and sends what the router queued in batches (`sendmmsg`). The router also
+/// answers padded STUN Binding requests without credentials, so clients learn their
+/// server-reflexive address from this port (`STUNBinding`).
 ///
-/// Signaling drives it through `apply`, which only appends to a short queue the thread
-/// takes between batches: neither side ever waits for the other. Reports (lost legs,
-/// speaking users) go to the `reports` closure on the forwarding thread; it must return
-/// at once (hand them on).
+/// Legs are spread over the workers as they open (the one with the fewest). A datagram
+/// read by a worker that does not own its leg, and a publisher's packet (decrypted once,
+/// on its leg's worker) wanted by another worker's subscribers, go through a lock-free
+/// `HandoffRing` between the two, and a `Doorbell` wakes the receiver; workers tell each
+/// other the rest (addresses, subscriptions, keyframe requests) through short queues.
+///
+/// Signaling drives it through `apply`, which only appends to short queues the workers
+/// take between batches: neither side ever waits for the other. Reports (lost legs,
+/// speaking users) go to the `reports` closure on a forwarding thread; it must return at
+/// once (hand them on).
 public final class ForwardingServer: Sendable {
     public enum Command: Sendable {
         case addLeg(ForwardingRouter.LegSetup)
@@ -21,7 +29,15 @@ public final class ForwardingServer: Sendable {
         case setForwarding(subscriber: UInt64, publisher: UInt64, audio: Bool, video: Bool)
     }
 
-    /// What the thread last published (about once a second).
+    /// What a worker is told to do, in order.
+    enum WorkerCommand: Sendable {
+        case command(Command)
+        case addRemoteLeg(ForwardingRouter.LegSetup, worker: Int)
+        case removeRemoteLeg(UInt64)
+        case message(WorkerMessage)
+    }
+
+    /// What the workers last published (about twice a second), added up.
     public struct Statistics: Sendable, Hashable {
         public var router = ForwardingRouter.Counters()
         public var echo = EchoCounters()
@@ -41,69 +57,231 @@ public final class ForwardingServer: Sendable {
         public var latencyCount = 0
         /// Each open leg's figures.
         public var legStatistics: [ForwardingRouter.LegStatistics] = []
-        /// CPU time the forwarding thread has used (user and system).
+        /// CPU time the forwarding threads have used (user and system), together.
         public var threadCPUTime: Duration = .zero
+        /// Per worker: its CPU time, the legs it owns, and packets it could not hand to
+        /// another worker (that worker's ring was full).
+        public var workerCPUTimes: [Duration] = []
+        public var workerLegs: [Int] = []
+        public var handoffsDropped = 0
     }
 
-    public let socket: UDPSocket
+    /// One worker's own figures.
+    struct WorkerFigures: Sendable {
+        var statistics = Statistics()
+        var latency = LatencyHistogram()
+    }
+
+    /// A worker's socket, queues and figures (its router lives on its thread).
+    final class Worker: Sendable {
+        let index: Int
+        let socket: UDPSocket
+        let doorbell: Doorbell
+        let commands = Locked<[WorkerCommand]>([])
+        /// `inbound[j]`: packets worker j hands this one (nil for itself).
+        let inbound: [HandoffRing<WorkerHandoff>?]
+        let figures = Locked(WorkerFigures())
+
+        init(index: Int, socket: UDPSocket, doorbell: Doorbell, inbound: [HandoffRing<WorkerHandoff>?]) {
+            self.index = index
+            self.socket = socket
+            self.doorbell = doorbell
+            self.inbound = inbound
+        }
+
+        func enqueue(_ command: WorkerCommand) {
+            commands.withLock { $0.append(command) }
+            doorbell.ring()
+        }
+    }
+
+    /// The first worker's socket (every worker's is bound to the same address).
+    public var socket: UDPSocket { workers[0].socket }
+    private let workers: [Worker]
     private let configuration: ForwardingRouter.Configuration
     private let echoPolicy: EchoPolicy
     private let reports: @Sendable (ForwardingRouter.Report) -> Void
-    private let commands = Locked<[Command]>([])
+    /// Which worker owns each leg, and how many each owns.
+    private let placement = Locked<(owners: [UInt64: Int], counts: [Int])>(([:], []))
+    /// The speaking levels each worker reported last, per meeting (merged for `reports`).
+    private let speaking = Locked<[UInt64: [Int: [String: Double]]]>([:])
     private let running = Atomic<Bool>(true)
-    private let thread = Locked<JoinableThread?>(nil)
+    private let threads = Locked<[JoinableThread]>([])
     private let started = Atomic<Bool>(false)
-    private let published = Locked(Statistics())
+    private let origin = ContinuousClock.now
 
-    /// Binds `address` (port 0 picks one); nothing runs until `start`.
+    /// Binds `address` (port 0 picks one) once per worker; nothing runs until `start`.
+    /// - Parameter workers: Forwarding threads (at least 1).
     /// - Throws: `TransportError` naming the address when it cannot be bound.
     public init(bindTo address: SocketAddress, configuration: ForwardingRouter.Configuration = .init(), echoPolicy: EchoPolicy = .init(),
-                reports: @escaping @Sendable (ForwardingRouter.Report) -> Void) throws(TransportError) {
-        socket = try UDPSocket(bindTo: address, receiveBufferSize: 4 << 20)
+                workers count: Int = 1, reports: @escaping @Sendable (ForwardingRouter.Report) -> Void) throws(TransportError) {
+        let count = max(1, count)
+        var sockets = [try UDPSocket(bindTo: address, receiveBufferSize: 4 << 20, reusePort: count > 1)]
+        for _ in 1..<count { sockets.append(try UDPSocket(bindTo: sockets[0].localAddress, receiveBufferSize: 4 << 20, reusePort: true)) }
+        let placeholder = WorkerHandoff(kind: .datagram, source: sockets[0].localAddress, leg: 0)
+        // rings[from][to]
+        let rings: [[HandoffRing<WorkerHandoff>?]] = (0..<count).map { from in
+            (0..<count).map { to in from == to ? nil : HandoffRing(capacity: 2_048, placeholder: placeholder) }
+        }
+        var workers: [Worker] = []
+        for index in 0..<count {
+            workers.append(Worker(index: index, socket: sockets[index], doorbell: try Doorbell(), inbound: (0..<count).map { rings[$0][index] }))
+        }
+        self.workers = workers
         self.configuration = configuration
         self.echoPolicy = echoPolicy
         self.reports = reports
+        placement.withLock { $0.counts = Array(repeating: 0, count: count) }
     }
 
-    public var localAddress: SocketAddress { socket.localAddress }
+    public var localAddress: SocketAddress { workers[0].socket.localAddress }
 
-    /// The figures the thread published last.
-    public var statistics: Statistics { published.withLock { $0 } }
+    /// How many forwarding threads serve the port.
+    public var workerCount: Int { workers.count }
 
-    /// Queues a command for the forwarding thread; returns at once.
+    /// The figures the workers published last, added up.
+    public var statistics: Statistics {
+        var total = Statistics()
+        var latency = LatencyHistogram()
+        for worker in workers {
+            let figures = worker.figures.withLock { $0 }
+            let one = figures.statistics
+            total.router = total.router.adding(one.router)
+            total.echo.answered += one.echo.answered
+            total.echo.malformed += one.echo.malformed
+            total.echo.rateLimited += one.echo.rateLimited
+            total.echo.tableFull += one.echo.tableFull
+            total.legs += one.legs
+            total.sendFailures += one.sendFailures
+            total.refusedCommands += one.refusedCommands
+            total.authenticationFailures += one.authenticationFailures
+            total.replays += one.replays
+            total.legStatistics += one.legStatistics
+            total.threadCPUTime += one.threadCPUTime
+            total.workerCPUTimes.append(one.threadCPUTime)
+            total.workerLegs.append(one.legs)
+            total.handoffsDropped += one.handoffsDropped
+            latency.merge(figures.latency)
+        }
+        total.legStatistics.sort { $0.id < $1.id }
+        total.latencyP50 = latency.percentile(0.5)
+        total.latencyP99 = latency.percentile(0.99)
+        total.latencyP999 = latency.percentile(0.999)
+        total.latencyCount = latency.count
+        return total
+    }
+
+    /// Queues a command for the forwarding threads; returns at once.
     public func apply(_ command: Command) {
-        commands.withLock { $0.append(command) }
+        guard workers.count > 1 else {
+            workers[0].enqueue(.command(command))
+            return
+        }
+        switch command {
+        case .addLeg(let setup):
+            let owner: Int? = placement.withLock { placement in
+                guard placement.owners[setup.id] == nil else { return nil }
+                let owner = placement.counts.indices.min { placement.counts[$0] < placement.counts[$1] } ?? 0
+                placement.owners[setup.id] = owner
+                placement.counts[owner] += 1
+                return owner
+            }
+            guard let owner else {
+                // An ID in use: its owner refuses it (and counts the refusal).
+                let current = placement.withLock { $0.owners[setup.id] } ?? 0
+                workers[current].enqueue(.command(command))
+                return
+            }
+            workers[owner].enqueue(.command(command))
+            for worker in workers where worker.index != owner { worker.enqueue(.addRemoteLeg(setup, worker: owner)) }
+        case .removeLeg(let id):
+            guard let owner = placement.withLock({ placement -> Int? in
+                guard let owner = placement.owners.removeValue(forKey: id) else { return nil }
+                placement.counts[owner] -= 1
+                return owner
+            }) else { return }
+            workers[owner].enqueue(.command(command))
+            for worker in workers where worker.index != owner { worker.enqueue(.removeRemoteLeg(id)) }
+        case .setPublishing:
+            for worker in workers { worker.enqueue(.command(command)) }
+        case .setForwarding(let subscriber, _, _, _):
+            guard let owner = placement.withLock({ $0.owners[subscriber] }) else { return }
+            workers[owner].enqueue(.command(command))
+        }
     }
 
-    /// Starts the forwarding thread.
+    /// Starts the forwarding threads.
     /// - Throws: `TransportError` when the system cannot start a thread.
     public func start() throws(TransportError) {
         guard !started.exchange(true, ordering: .relaxed) else { return }
         do throws(JoinableThread.StartError) {
-            let forwarding = try JoinableThread(name: "sfu forwarding") { [self] in run() }
-            thread.withLock { $0 = forwarding }
+            for worker in workers {
+                let thread = try JoinableThread(name: workers.count == 1 ? "sfu forwarding" : "sfu worker \(worker.index)") { [self] in
+                    run(worker)
+                }
+                threads.withLock { $0.append(thread) }
+            }
         } catch {
-            started.store(false, ordering: .relaxed)
-            throw TransportError(.socketFailed, "cannot start the forwarding thread: \(error)", systemError: error.status)
+            running.store(false, ordering: .relaxed)
+            for thread in threads.withLock({ $0 }) { thread.join() }
+            throw TransportError(.socketFailed, "cannot start a forwarding thread: \(error)", systemError: error.status)
         }
     }
 
-    /// Stops the thread (within 20 ms) and closes the socket.
+    /// Stops the threads (within 20 ms) and closes the sockets.
     public func stop() {
         running.store(false, ordering: .relaxed)
-        thread.withLock { $0 }?.join()
-        socket.close()
+        for worker in workers { worker.doorbell.ring() }
+        for thread in threads.withLock({ $0 }) { thread.join() }
+        for worker in workers { worker.socket.close() }
     }
 
-    private func run() {
+    /// A worker's speaking report, merged with the others' for its meeting.
+    private func reportSpeaking(meeting: UInt64, levels: [String: Double], from worker: Int) {
+        guard workers.count > 1 else {
+            reports(.speaking(meeting: meeting, levels: levels))
+            return
+        }
+        let merged: [String: Double]? = speaking.withLock { speaking in
+            var byWorker = speaking[meeting] ?? [:]
+            let before = byWorker.values.reduce(into: [String: Double]()) { $0.merge($1) { a, _ in a } }
+            byWorker[worker] = levels.isEmpty ? nil : levels
+            speaking[meeting] = byWorker.isEmpty ? nil : byWorker
+            let after = byWorker.values.reduce(into: [String: Double]()) { $0.merge($1) { a, _ in a } }
+            return after == before ? nil : after
+        }
+        if let merged { reports(.speaking(meeting: meeting, levels: merged)) }
+    }
+
+    private func run(_ worker: Worker) {
         let clock = ContinuousClock()
-        let origin = clock.now
-        let router = ForwardingRouter(configuration: configuration)
+        let router = ForwardingRouter(configuration: configuration, worker: worker.index)
+        router.workerCount = workers.count
+        let socket = worker.socket
+        // Packets handed to other workers in this batch: their doorbells ring once after it.
+        let owed = UnsafeMutableBufferPointer<Bool>.allocate(capacity: workers.count)
+        owed.initialize(repeating: false)
+        defer { owed.deallocate() }
+        var dropped = 0
+        let outbound: [HandoffRing<WorkerHandoff>?] = workers.map { $0.inbound[worker.index] }
+        router.handOff = { target, header, bytes in
+            if outbound[target]?.push(bytes, header: header) == true {
+                owed[target] = true
+            } else {
+                dropped += 1
+            }
+        }
+        func ringOwed() {
+            for index in owed.indices where owed[index] {
+                owed[index] = false
+                workers[index].doorbell.ring()
+            }
+        }
         var echo = EchoDecider(policy: echoPolicy)
         let incoming = DatagramBatch()
         let outgoing = DatagramBatch()
-        var poller = SocketPoller(sockets: CollectionOfOne(socket))
-        var taken: [Command] = []
+        var poller = SocketPoller(sockets: CollectionOfOne(socket), doorbell: worker.doorbell)
+        var taken: [WorkerCommand] = []
         taken.reserveCapacity(64)
         var refused = 0
         var nextPublish = Duration.zero
@@ -114,6 +292,10 @@ public final class ForwardingServer: Sendable {
         // met within one.
         var due: Duration?
         var recheck: Duration?
+        func sendQueued() {
+            router.drainTransmits { outgoing.append($0.bytes, to: $0.destination, on: socket) }
+            outgoing.send(on: socket)
+        }
         while running.load(ordering: .relaxed) {
             var now = clock.now - origin
             let next = switch (due, recheck) {
@@ -124,19 +306,30 @@ public final class ForwardingServer: Sendable {
             let wait = next.map { max(.zero, $0 - now) } ?? .milliseconds(20)
             _ = try? poller.wait(timeout: min(wait, .milliseconds(20)))
             now = clock.now - origin
-            commands.withLock { swap(&taken, &$0) }
+            worker.commands.withLock { swap(&taken, &$0) }
             for command in taken {
                 switch command {
-                case .addLeg(let setup):
+                case .command(.addLeg(let setup)):
                     do { try router.addLeg(setup, now: now) } catch { refused += 1 }
-                case .removeLeg(let id): router.removeLeg(id, now: now)
-                case .setPublishing(let leg, let publishing): router.setPublishing(leg, publishing, now: now)
-                case .setForwarding(let subscriber, let publisher, let audio, let video):
+                case .command(.removeLeg(let id)): router.removeLeg(id, now: now)
+                case .command(.setPublishing(let leg, let publishing)): router.setPublishing(leg, publishing, now: now)
+                case .command(.setForwarding(let subscriber, let publisher, let audio, let video)):
                     router.setForwarding(subscriber: subscriber, publisher: publisher, audio: audio, video: video, now: now)
+                case .addRemoteLeg(let setup, let owner): router.addRemoteLeg(setup, worker: owner, now: now)
+                case .removeRemoteLeg(let id): router.removeRemoteLeg(id, now: now)
+                case .message(let message): router.handleWorkerMessage(message, now: now)
                 }
             }
             let commanded = !taken.isEmpty
             taken.removeAll(keepingCapacity: true)
+            // What other workers handed over.
+            for ring in worker.inbound {
+                guard let ring else { continue }
+                while ring.pop({ bytes, header in router.handleHandoff(header, bytes, now: now) }) {
+                    if recheck == nil { recheck = now + .milliseconds(1) }
+                }
+            }
+            sendQueued()
             while let count = try? incoming.receive(on: socket), count > 0 {
                 let arrival = clock.now
                 for index in 0..<count {
@@ -154,34 +347,41 @@ public final class ForwardingServer: Sendable {
                         let forwardedBefore = router.counters.packetsForwarded
                         router.handleDatagram(bytes, from: source, now: now)
                         if recheck == nil { recheck = now + .milliseconds(1) }
-                        router.drainTransmits { outgoing.append($0.bytes, to: $0.destination, on: socket) }
-                        outgoing.send(on: socket)
+                        sendQueued()
                         latency.record(clock.now - arrival, count: router.counters.packetsForwarded - forwardedBefore)
                     }
                 }
                 outgoing.send(on: socket)
+                ringOwed()
                 if count < DatagramBatch.maximumCount { break }
             }
+            ringOwed()
             if recheck.map({ $0 <= now }) == true || due.map({ $0 <= now }) == true || commanded {
                 due = router.nextTimeout
                 recheck = nil
             }
             if due.map({ $0 <= now }) == true {
                 router.handleTimeout(now: now)
-                router.drainTransmits { outgoing.append($0.bytes, to: $0.destination, on: socket) }
-                outgoing.send(on: socket)
+                sendQueued()
                 due = router.nextTimeout
             }
-            while let report = router.pollReport() { reports(report) }
+            while let (target, message) = router.pollWorkerMessage() { workers[target].enqueue(.message(message)) }
+            ringOwed()
+            while let report = router.pollReport() {
+                switch report {
+                case .speaking(let meeting, let levels): reportSpeaking(meeting: meeting, levels: levels, from: worker.index)
+                case .legLost: reports(report)
+                }
+            }
             if now >= nextPublish {
                 nextPublish = now + .milliseconds(500)
                 let snapshot = Statistics(router: router.counters, echo: echo.counters, legs: router.legCount,
                                           sendFailures: outgoing.sendFailures, refusedCommands: refused,
                                           authenticationFailures: router.authenticationFailures, replays: router.replays,
-                                          latencyP50: latency.percentile(0.5), latencyP99: latency.percentile(0.99),
-                                          latencyP999: latency.percentile(0.999), latencyCount: latency.count,
-                                          legStatistics: router.legStatistics, threadCPUTime: Self.threadCPUTime())
-                published.withLock { $0 = snapshot }
+                                          latencyCount: latency.count, legStatistics: router.legStatistics,
+                                          threadCPUTime: Self.threadCPUTime(), handoffsDropped: dropped)
+                let histogram = latency
+                worker.figures.withLock { $0 = WorkerFigures(statistics: snapshot, latency: histogram) }
             }
         }
     }
@@ -212,6 +412,12 @@ public struct LatencyHistogram: Sendable, Hashable {
         let index = min(Self.bucketCount - 1, max(0, Int(latency / Self.bucketWidth)))
         buckets[index] += count
         self.count += count
+    }
+
+    /// Adds `other`'s samples (another worker's).
+    public mutating func merge(_ other: LatencyHistogram) {
+        for index in buckets.indices { buckets[index] += other.buckets[index] }
+        count += other.count
     }
 
     /// The latency below which `fraction` of the samples lie (the bucket's upper edge).

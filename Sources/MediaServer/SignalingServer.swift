@@ -38,6 +38,8 @@ public final class SignalingServer: Sendable {
         public var echoPolicy = EchoPolicy()
         /// The forwarding server's settings (leg timeout, keyframe requests, bandwidth).
         public var forwarding = ForwardingRouter.Configuration()
+        /// Forwarding threads on the media port (`--media-threads`); legs are spread over them.
+        public var mediaThreads = 1
         /// The address participants send media to; nil: the bind address (every IPv4
         /// interface's when bound to 0.0.0.0).
         public var publicHost: String?
@@ -201,12 +203,14 @@ public final class SignalingServer: Sendable {
                     let media: ForwardingServer
                     do {
                         media = try ForwardingServer(bindTo: MediaEngine.SocketAddress(host: configuration.host, port: configuration.echoPort ?? port),
-                                                     configuration: configuration.forwarding, echoPolicy: configuration.echoPolicy, reports: forward)
+                                                     configuration: configuration.forwarding, echoPolicy: configuration.echoPolicy,
+                                                     workers: configuration.mediaThreads, reports: forward)
                     } catch where configuration.echoPort == nil && configuration.port == 0 {
                         // A picked TCP port's number can be taken in UDP (by anything, a call's
                         // media socket): take another; the login reply names the one in use.
                         media = try ForwardingServer(bindTo: MediaEngine.SocketAddress(host: configuration.host, port: 0),
-                                                     configuration: configuration.forwarding, echoPolicy: configuration.echoPolicy, reports: forward)
+                                                     configuration: configuration.forwarding, echoPolicy: configuration.echoPolicy,
+                                                     workers: configuration.mediaThreads, reports: forward)
                     }
                     try media.start()
                     state.setMedia(media, reports: Task {

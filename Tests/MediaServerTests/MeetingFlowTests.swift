@@ -204,9 +204,11 @@ import TestSupport
         }
     }
 
-    @Test func everyParticipantSeesEveryOtherActorAtHighPSNR() async throws {
+    /// On one forwarding thread, and on two (legs spread over both: what one's socket reads
+    /// for the other's legs, and publishers' packets for the other's subscribers, cross).
+    @Test(arguments: [1, 2]) func everyParticipantSeesEveryOtherActorAtHighPSNR(threads: Int) async throws {
         try await Heavy.runAlone {
-            let server = try await TestServer.start()
+            let server = try await TestServer.start { $0.mediaThreads = threads }
             defer { Task { await server.server.shutdown() } }
             let names = ["alice", "bob", "carol"]
             var members: [Member] = []
@@ -229,8 +231,14 @@ import TestSupport
                     let psnrs = pictures.map { picture in sources.map { VideoQuality.psnr($0, picture) }.max() ?? 0 }
                     let mean = psnrs.reduce(0, +) / Double(max(1, psnrs.count))
                     #expect(mean >= 30, "\(viewer.account) sees \(sender) at \(mean) dB")
-                    print("meeting video: \(viewer.account) <- \(sender): \(viewer.snapshot.pictures[sender] ?? 0) pictures, PSNR \(mean) dB")
+                    print("meeting video, \(threads) threads: \(viewer.account) <- \(sender): \(viewer.snapshot.pictures[sender] ?? 0) pictures, PSNR \(mean) dB")
                 }
+            }
+            let statistics = try #require(server.server.forwardingStatistics)
+            #expect(statistics.workerLegs.sorted() == (threads == 1 ? [3] : [1, 2]), "legs per thread: \(statistics.workerLegs)")
+            if threads > 1 {
+                #expect(statistics.router.packetsHandedOff > 100 && statistics.handoffsDropped == 0,
+                        "\(statistics.router.packetsHandedOff) packets handed between threads, \(statistics.handoffsDropped) dropped")
             }
             for member in members { await member.manager.logout() }
         }

@@ -216,6 +216,32 @@ public final class ForwardingRouter {
         public var packetsHandedOff = 0
 
         public init() {}
+
+        /// These and `other`'s, added (several workers' routers).
+        public func adding(_ other: Counters) -> Counters {
+            var sum = self
+            sum.packetsReceived += other.packetsReceived
+            sum.packetsForwarded += other.packetsForwarded
+            sum.bytesForwarded += other.bytesForwarded
+            sum.strangerDatagrams += other.strangerDatagrams
+            sum.audienceMediaDropped += other.audienceMediaDropped
+            sum.mutedPacketsSkipped += other.mutedPacketsSkipped
+            sum.videoPacketsHeldBack += other.videoPacketsHeldBack
+            sum.keyframeRequestsSent += other.keyframeRequestsSent
+            sum.checksRateLimited += other.checksRateLimited
+            sum.mediaRateLimited += other.mediaRateLimited
+            sum.bindingsAnswered += other.bindingsAnswered
+            sum.bindingsRateLimited += other.bindingsRateLimited
+            sum.bindingsTooSmall += other.bindingsTooSmall
+            sum.stunMalformed += other.stunMalformed
+            sum.legsLost += other.legsLost
+            sum.legsRefused += other.legsRefused
+            sum.dtlsConnected += other.dtlsConnected
+            sum.dtlsFailed += other.dtlsFailed
+            sum.datagramsHandedOff += other.datagramsHandedOff
+            sum.packetsHandedOff += other.packetsHandedOff
+            return sum
+        }
     }
 
 
