@@ -204,41 +204,65 @@ import TestSupport
         }
     }
 
-    /// On one forwarding thread, and on two (legs spread over both: what one's socket reads
-    /// for the other's legs, and publishers' packets for the other's subscribers, cross).
+    /// Four video actors and four audience members on one forwarding thread, and on two
+    /// (legs spread over both: what one's socket reads for the other's legs, and
+    /// publishers' packets for the other's subscribers, cross): every pair's pictures at
+    /// the same quality, nothing lost.
     @Test(arguments: [1, 2]) func everyParticipantSeesEveryOtherActorAtHighPSNR(threads: Int) async throws {
         try await Heavy.runAlone {
             let server = try await TestServer.start { $0.mediaThreads = threads }
             defer { Task { await server.server.shutdown() } }
-            let names = ["alice", "bob", "carol"]
+            let actors = ["alice", "bob", "carol", "dave"]
+            let audience = ["erin", "frank", "grace", "heidi"]
             var members: [Member] = []
-            for (index, name) in names.enumerated() {
+            for (index, name) in actors.enumerated() {
                 members.append(try await Member(server: server, account: name, audio: "sine:\(440 + 110 * index)", video: "testsrc:320x240@15"))
             }
+            // The audience sends nothing (its video paused, its media dropped unread if sent).
+            for name in audience { members.append(try await Member(server: server, account: name, audio: "silence", video: "testsrc:320x240@15")) }
             try await members[0].manager.reserveMeeting(name: "video")
-            for member in members { _ = try await member.manager.joinMeeting(name: "video", type: .video) }
+            for member in members {
+                _ = try await member.manager.joinMeeting(name: "video", role: audience.contains(member.account) ? .audience : .actor,
+                                                         type: .video)
+            }
             for member in members { #expect(await member.wait(for: Self.connected) != nil) }
             // The first 40 pictures of each sender are kept: wait for them all.
-            #expect(await eventually {
-                members.allSatisfy { viewer in names.allSatisfy { $0 == viewer.account || viewer.pictureCount($0) >= 40 } }
-            }, "everyone sees the others")
+            #expect(await eventually(timeout: .seconds(30)) {
+                members.allSatisfy { viewer in actors.allSatisfy { $0 == viewer.account || viewer.pictureCount($0) >= 40 } }
+            }, "everyone sees the actors")
             var pattern = TestPattern(width: 320, height: 240, frameRate: 15)
             let sources = (0..<100).map { _ in pattern.nextFrame() }
+            var lowest = Double.infinity
             for viewer in members {
-                for sender in names where sender != viewer.account {
+                for sender in actors where sender != viewer.account {
                     let pictures = viewer.snapshot.firstPictures[sender] ?? []
                     #expect(pictures.count >= 30, "\(viewer.account) got \(pictures.count) pictures of \(sender)")
                     let psnrs = pictures.map { picture in sources.map { VideoQuality.psnr($0, picture) }.max() ?? 0 }
                     let mean = psnrs.reduce(0, +) / Double(max(1, psnrs.count))
                     #expect(mean >= 30, "\(viewer.account) sees \(sender) at \(mean) dB")
-                    print("meeting video, \(threads) threads: \(viewer.account) <- \(sender): \(viewer.snapshot.pictures[sender] ?? 0) pictures, PSNR \(mean) dB")
+                    lowest = min(lowest, mean)
+                }
+                // Every participant's streams are set up; the actors' carry media.
+                let streams = try #require(await viewer.manager.currentMeetingSession).receiveStatistics.streams
+                    .filter { actors.contains($0.participant) }
+                #expect(streams.count == (actors.contains(viewer.account) ? 6 : 8), "\(viewer.account) receives \(streams.count) actors' streams")
+                for stream in streams {
+                    #expect(stream.packetsLost == 0 && stream.packetsReceived > 50,
+                            "\(viewer.account) lost \(stream.packetsLost) of \(stream.packetsReceived) from \(stream.participant)")
                 }
             }
+            print("meeting video, \(threads) threads: 4 actors, 4 audience, lowest mean PSNR of a pair \(lowest) dB")
             let statistics = try #require(server.server.forwardingStatistics)
-            #expect(statistics.workerLegs.sorted() == (threads == 1 ? [3] : [1, 2]), "legs per thread: \(statistics.workerLegs)")
+            #expect(statistics.workerLegs.sorted() == (threads == 1 ? [8] : [4, 4]), "legs per thread: \(statistics.workerLegs)")
             if threads > 1 {
                 #expect(statistics.router.packetsHandedOff > 100 && statistics.handoffsDropped == 0,
                         "\(statistics.router.packetsHandedOff) packets handed between threads, \(statistics.handoffsDropped) dropped")
+            }
+            // /metrics shows each worker's legs and CPU time.
+            let samples = MetricSample.parse(try await server.scrapeMetrics().1)
+            for worker in 0..<threads {
+                #expect(samples.value("mediaengine_media_worker_legs", ["worker": String(worker)]) == Double(8 / threads))
+                #expect((samples.value("mediaengine_media_worker_cpu_seconds_total", ["worker": String(worker)]) ?? 0) > 0)
             }
             for member in members { await member.manager.logout() }
         }

@@ -77,6 +77,9 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: "Seconds without checks or media after which a meeting participant has left (timed out).")
     var legTimeout: Double = 15
 
+    @Option(help: "Threads forwarding meeting media, each with a socket on the media port; legs are spread over them (default: the machine's cores).")
+    var mediaThreads = ProcessInfo.processInfo.activeProcessorCount
+
     @Option(help: "Each meeting subscriber's first bandwidth estimate, b/s (the estimate then follows its feedback).")
     var subscriberStartBitrate = 2_000_000
 
@@ -159,6 +162,7 @@ struct ServerCommand: AsyncParsableCommand {
         guard (1...1_000).contains(meetingParticipants) else { throw ValidationError("--meeting-participants must be within 1...1000") }
         guard maximumMeetings >= 1 else { throw ValidationError("--maximum-meetings must be at least 1") }
         guard legTimeout >= 1 && legTimeout <= 3_600 else { throw ValidationError("--leg-timeout must be within 1...3600 s") }
+        guard (1...256).contains(mediaThreads) else { throw ValidationError("--media-threads \(mediaThreads) must be within 1...256") }
         guard (100_000...1_000_000_000).contains(subscriberStartBitrate) else {
             throw ValidationError("--subscriber-start-bitrate must be within 100000...1000000000 b/s")
         }
@@ -316,6 +320,7 @@ struct ServerCommand: AsyncParsableCommand {
         configuration.meetings.maximumParticipants = meetingParticipants
         configuration.meetings.maximumMeetings = maximumMeetings
         configuration.forwarding.legTimeout = .milliseconds(Int64(legTimeout * 1_000))
+        configuration.mediaThreads = mediaThreads
         configuration.forwarding.subscriberBandwidth.startBitrate = subscriberStartBitrate
         configuration.forwarding.subscriberBandwidth.maximumBitrate = max(configuration.forwarding.subscriberBandwidth.maximumBitrate,
                                                                          subscriberStartBitrate)
@@ -340,7 +345,7 @@ struct ServerCommand: AsyncParsableCommand {
         }
         try await server.wait()
         if let media = server.forwardingServer?.statistics {
-            print("media port: \(media.router.packetsForwarded) packets forwarded, \(media.router.strangerDatagrams) from strangers, "
+            print("media port (\(media.workerLegs.count) forwarding threads): \(media.router.packetsForwarded) packets forwarded, \(media.router.strangerDatagrams) from strangers, "
                 + "\(media.authenticationFailures) failed SRTP; forwarding latency p50 \(Self.microseconds(media.latencyP50)), "
                 + "p99 \(Self.microseconds(media.latencyP99)), p99.9 \(Self.microseconds(media.latencyP999)) (n=\(media.latencyCount))")
         }

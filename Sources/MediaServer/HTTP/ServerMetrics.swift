@@ -18,6 +18,8 @@ import Prometheus
 ///   back packets, legs lost, echo probes answered, STUN Binding requests (for clients'
 ///   server-reflexive addresses) by result (answered, rate_limited, too_small), and
 ///   malformed STUN.
+/// - Per forwarding worker (label `worker`): the legs it owns (gauge) and its CPU seconds
+///   (counter); packets one worker could not hand another (its ring full) are counted.
 ///
 /// The forwarding figures of a leg are cumulative while it is open; counters add each
 /// leg's increase, so a leg that closes takes nothing back.
@@ -91,6 +93,10 @@ public final class ServerMetrics: Sendable {
         var lastEcho = 0
         var lastSendFailures = 0
         var legGauges: [UInt64: LegGauges] = [:]
+        /// Per forwarding worker: its legs, its CPU seconds, and the CPU time added last.
+        var workers: [(legs: CoreMetrics.Gauge, cpu: CoreMetrics.FloatingPointCounter, last: Duration)] = []
+        let handoffsDropped: CoreMetrics.Counter
+        var lastHandoffsDropped = 0
         /// The cluster's gauges and counters, made at the first scrape that has them.
         var cluster: ClusterMetrics?
 
@@ -124,6 +130,7 @@ public final class ServerMetrics: Sendable {
             bindingsRateLimited = counter("stun_bindings_total", [("result", "rate_limited")])
             bindingsTooSmall = counter("stun_bindings_total", [("result", "too_small")])
             stunMalformed = counter("stun_malformed_total")
+            handoffsDropped = counter("media_worker_handoffs_dropped_total")
         }
     }
 
@@ -162,6 +169,19 @@ public final class ServerMetrics: Sendable {
             state.lastRouter = router
             state.lastEcho = forwarding.echo.answered
             state.lastSendFailures = forwarding.sendFailures
+            add(state.handoffsDropped, forwarding.handoffsDropped, state.lastHandoffsDropped)
+            state.lastHandoffsDropped = forwarding.handoffsDropped
+            while state.workers.count < forwarding.workerLegs.count {
+                let label = [("worker", String(state.workers.count))]
+                state.workers.append((CoreMetrics.Gauge(label: "mediaengine_media_worker_legs", dimensions: label, factory: state.factory),
+                                      CoreMetrics.FloatingPointCounter(label: "mediaengine_media_worker_cpu_seconds_total", dimensions: label,
+                                                                       factory: state.factory), .zero))
+            }
+            for (index, legs) in forwarding.workerLegs.enumerated() { state.workers[index].legs.record(legs) }
+            for (index, time) in forwarding.workerCPUTimes.enumerated() where time > state.workers[index].last {
+                state.workers[index].cpu.increment(by: (time - state.workers[index].last) / .seconds(1))
+                state.workers[index].last = time
+            }
 
             var open = Set<UInt64>()
             for leg in forwarding.legStatistics {
