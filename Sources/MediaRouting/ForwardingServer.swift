@@ -2,20 +2,23 @@ import Foundation
 import MediaEngine
 import Synchronization
 
-/// The forwarding server's I/O: one UDP port for every meeting leg and for net-detect
-/// probes, served by `workers` threads (one by default). Each worker has a socket of its own
-/// bound to the port with `SO_REUSEPORT` (the kernel gives each sender's datagrams to one
-/// of them), a `ForwardingRouter` for the legs it owns, and reads datagrams in batches
-/// (`recvmmsg`), hands them to its router (or, for probes, answers them as `EchoDecider`
-/// allows), and sends what the router queued in batches (`sendmmsg`). The router also
-/// answers padded STUN Binding requests without credentials, so clients learn their
-/// server-reflexive address from this port (`STUNBinding`).
+/// The forwarding server's I/O: UDP ports for meeting legs and net-detect probes, served
+/// by `workers` threads (one by default). Each worker has a port of its own (the first is
+/// the media port; with a fixed one, the next ones follow it), a `ForwardingRouter` for the
+/// legs it owns, and reads datagrams in batches (`recvmmsg`), hands them to its router
+/// (or, for probes, answers them as `EchoDecider` allows), and sends what the router
+/// queued in batches (`sendmmsg`). The router also answers padded STUN Binding requests
+/// without credentials, so clients learn their server-reflexive address from these ports
+/// (`STUNBinding`).
 ///
-/// Legs are spread over the workers as they open (the one with the fewest). A datagram
-/// read by a worker that does not own its leg, and a publisher's packet (decrypted once,
-/// on its leg's worker) wanted by another worker's subscribers, go through a lock-free
-/// `HandoffRing` between the two, and a `Doorbell` wakes the receiver; workers tell each
-/// other the rest (addresses, subscriptions, keyframe requests) through short queues.
+/// A leg belongs to worker `leg % workers` (`worker(forLeg:of:)`), and signaling gives the
+/// participant that worker's port: each worker reads its own legs' datagrams, so one that
+/// stalls holds up only its own legs. A datagram that still reaches another worker's port
+/// is handed to the owner. A publisher's packet (decrypted once, on its leg's worker)
+/// wanted by another worker's subscribers goes through a lock-free `HandoffRing` between
+/// the two, and a `Doorbell` wakes the receiver; a full ring drops the packet (counted)
+/// rather than wait. Workers tell each other the rest (addresses, subscriptions, keyframe
+/// requests) through short queues.
 ///
 /// Signaling drives it through `apply`, which only appends to short queues the workers
 /// take between batches: neither side ever waits for the other. Reports (lost legs,
@@ -35,6 +38,24 @@ public final class ForwardingServer: Sendable {
         case addRemoteLeg(ForwardingRouter.LegSetup, worker: Int)
         case removeRemoteLeg(UInt64)
         case message(WorkerMessage)
+        case hold(WorkerHold)
+    }
+
+    /// Holds a worker still, as a system call that never returns would (for tests of what
+    /// the other workers do meanwhile).
+    final class WorkerHold: Sendable {
+        let held = Atomic<Bool>(false)
+        let released = Atomic<Bool>(false)
+
+        func release() { released.store(true, ordering: .releasing) }
+    }
+
+    /// Holds worker `index` until the hold's `release`; the worker takes it between
+    /// batches, and sets `held` then.
+    func hold(worker index: Int) -> WorkerHold {
+        let hold = WorkerHold()
+        workers[index].enqueue(.hold(hold))
+        return hold
     }
 
     /// What the workers last published (about twice a second), added up.
@@ -101,8 +122,6 @@ public final class ForwardingServer: Sendable {
     private let configuration: ForwardingRouter.Configuration
     private let echoPolicy: EchoPolicy
     private let reports: @Sendable (ForwardingRouter.Report) -> Void
-    /// Which worker owns each leg, and how many each owns.
-    private let placement = Locked<(owners: [UInt64: Int], counts: [Int])>(([:], []))
     /// The speaking levels each worker reported last, per meeting (merged for `reports`).
     private let speaking = Locked<[UInt64: [Int: [String: Double]]]>([:])
     private let running = Atomic<Bool>(true)
@@ -110,14 +129,27 @@ public final class ForwardingServer: Sendable {
     private let started = Atomic<Bool>(false)
     private let origin = ContinuousClock.now
 
-    /// Binds `address` (port 0 picks one) once per worker; nothing runs until `start`.
+    /// Binds one port per worker: `address` for the first, and for the others the ports
+    /// that follow it (any free ones when its port is 0). Nothing runs until `start`.
     /// - Parameter workers: Forwarding threads (at least 1).
-    /// - Throws: `TransportError` naming the address when it cannot be bound.
+    /// - Throws: `TransportError` naming the address when one cannot be bound.
     public init(bindTo address: SocketAddress, configuration: ForwardingRouter.Configuration = .init(), echoPolicy: EchoPolicy = .init(),
                 workers count: Int = 1, reports: @escaping @Sendable (ForwardingRouter.Report) -> Void) throws(TransportError) {
         let count = max(1, count)
-        var sockets = [try UDPSocket(bindTo: address, receiveBufferSize: 4 << 20, reusePort: count > 1)]
-        for _ in 1..<count { sockets.append(try UDPSocket(bindTo: sockets[0].localAddress, receiveBufferSize: 4 << 20, reusePort: true)) }
+        var sockets = [try UDPSocket(bindTo: address, receiveBufferSize: 4 << 20)]
+        for index in 1..<count {
+            let port = address.port == 0 ? 0 : address.port + index
+            guard port <= 65_535 else {
+                for socket in sockets { socket.close() }
+                throw TransportError(.badAddress, "forwarding thread \(index + 1) needs UDP port \(port), after media port \(address.port)")
+            }
+            do {
+                sockets.append(try UDPSocket(bindTo: address.with(port: port), receiveBufferSize: 4 << 20))
+            } catch {
+                for socket in sockets { socket.close() }
+                throw TransportError(error.code, "forwarding thread \(index + 1) of \(count): \(error.message)", systemError: error.systemError)
+            }
+        }
         let placeholder = WorkerHandoff(kind: .datagram, source: sockets[0].localAddress, leg: 0)
         // rings[from][to]
         let rings: [[HandoffRing<WorkerHandoff>?]] = (0..<count).map { from in
@@ -131,8 +163,14 @@ public final class ForwardingServer: Sendable {
         self.configuration = configuration
         self.echoPolicy = echoPolicy
         self.reports = reports
-        placement.withLock { $0.counts = Array(repeating: 0, count: count) }
     }
+
+    /// The worker that owns leg `leg` among `count`: the one whose port signaling gives
+    /// its participant.
+    public static func worker(forLeg leg: UInt64, of count: Int) -> Int { Int(leg % UInt64(max(1, count))) }
+
+    /// Each worker's port, the first being the media port.
+    public var ports: [Int] { workers.map(\.socket.localAddress.port) }
 
     public var localAddress: SocketAddress { workers[0].socket.localAddress }
 
@@ -179,34 +217,17 @@ public final class ForwardingServer: Sendable {
         }
         switch command {
         case .addLeg(let setup):
-            let owner: Int? = placement.withLock { placement in
-                guard placement.owners[setup.id] == nil else { return nil }
-                let owner = placement.counts.indices.min { placement.counts[$0] < placement.counts[$1] } ?? 0
-                placement.owners[setup.id] = owner
-                placement.counts[owner] += 1
-                return owner
-            }
-            guard let owner else {
-                // An ID in use: its owner refuses it (and counts the refusal).
-                let current = placement.withLock { $0.owners[setup.id] } ?? 0
-                workers[current].enqueue(.command(command))
-                return
-            }
+            let owner = Self.worker(forLeg: setup.id, of: workers.count)
             workers[owner].enqueue(.command(command))
             for worker in workers where worker.index != owner { worker.enqueue(.addRemoteLeg(setup, worker: owner)) }
         case .removeLeg(let id):
-            guard let owner = placement.withLock({ placement -> Int? in
-                guard let owner = placement.owners.removeValue(forKey: id) else { return nil }
-                placement.counts[owner] -= 1
-                return owner
-            }) else { return }
+            let owner = Self.worker(forLeg: id, of: workers.count)
             workers[owner].enqueue(.command(command))
             for worker in workers where worker.index != owner { worker.enqueue(.removeRemoteLeg(id)) }
         case .setPublishing:
             for worker in workers { worker.enqueue(.command(command)) }
         case .setForwarding(let subscriber, _, _, _):
-            guard let owner = placement.withLock({ $0.owners[subscriber] }) else { return }
-            workers[owner].enqueue(.command(command))
+            workers[Self.worker(forLeg: subscriber, of: workers.count)].enqueue(.command(command))
         }
     }
 
@@ -318,6 +339,9 @@ public final class ForwardingServer: Sendable {
                 case .addRemoteLeg(let setup, let owner): router.addRemoteLeg(setup, worker: owner, now: now)
                 case .removeRemoteLeg(let id): router.removeRemoteLeg(id, now: now)
                 case .message(let message): router.handleWorkerMessage(message, now: now)
+                case .hold(let hold):
+                    hold.held.store(true, ordering: .releasing)
+                    while !hold.released.load(ordering: .acquiring) && running.load(ordering: .relaxed) { usleep(1_000) }
                 }
             }
             let commanded = !taken.isEmpty

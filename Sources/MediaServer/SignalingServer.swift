@@ -225,7 +225,8 @@ public final class SignalingServer: Sendable {
                     let hosts = configuration.publicHost.map { [$0] }
                         ?? (configuration.host == "0.0.0.0" ? LocalAddresses.ipv4() : [configuration.host])
                     await hub.setEchoPort(mediaPort)
-                    await hub.attach(mediaPlane: SFUMediaPlane(server: media), candidates: hosts.map { MediaCandidate(host: $0, port: mediaPort) })
+                    await hub.attach(mediaPlane: SFUMediaPlane(server: media), candidates: hosts.map { MediaCandidate(host: $0, port: mediaPort) },
+                                   workerPorts: media.ports)
                     if let format = configuration.live {
                         let (liveReports, liveSink) = AsyncStream<LivePlaneReport>.makeStream()
                         var settings = LiveRooms.Configuration(recordingDirectory: configuration.liveRecordingDirectory, mediaPort: mediaPort)

@@ -104,25 +104,4 @@ import Testing
         ringer.start()
         #expect(try poller.wait(timeout: .seconds(5)) == 1)
     }
-
-    @Test func socketsSharingAPortWithReusePortEachKeepASendersDatagrams() throws {
-        let first = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0), reusePort: true)
-        let second = try UDPSocket(bindTo: first.localAddress, reusePort: true)
-        #expect(second.localAddress == first.localAddress)
-        // Without the option the port is taken.
-        #expect(throws: TransportError.self) { _ = try UDPSocket(bindTo: first.localAddress) }
-        // Each sender's datagrams all go to one of the two.
-        var buffer = [UInt8](repeating: 0, count: 64)
-        for _ in 0..<8 {
-            let sender = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
-            for index in 0..<10 { try [UInt8(index)].withUnsafeBytes { try sender.send($0, to: first.localAddress) } }
-            var counts = [0, 0]
-            var poller = SocketPoller(sockets: [first, second])
-            while let ready = try poller.wait(timeout: .milliseconds(100)) {
-                let socket = ready == 0 ? first : second
-                while try buffer.withUnsafeMutableBytes({ try socket.receiveNow(into: $0) }) != nil { counts[ready] += 1 }
-            }
-            #expect(counts.sorted() == [0, 10], "one sender's datagrams split: \(counts)")
-        }
-    }
 }

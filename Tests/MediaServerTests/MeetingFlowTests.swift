@@ -1,5 +1,6 @@
 import Foundation
 import MediaEngine
+@testable import MediaRouting
 @testable import MediaServer
 @testable import MediaSimulation
 import Signaling
@@ -257,6 +258,8 @@ import TestSupport
             if threads > 1 {
                 #expect(statistics.router.packetsHandedOff > 100 && statistics.handoffsDropped == 0,
                         "\(statistics.router.packetsHandedOff) packets handed between threads, \(statistics.handoffsDropped) dropped")
+                // Each participant was given its leg's worker's port: no datagram needed handing on.
+                #expect(statistics.router.datagramsHandedOff == 0, "\(statistics.router.datagramsHandedOff) datagrams read by the wrong thread")
             }
             // /metrics shows each worker's legs and CPU time.
             let samples = MetricSample.parse(try await server.scrapeMetrics().1)
@@ -264,6 +267,78 @@ import TestSupport
                 #expect(samples.value("mediaengine_media_worker_legs", ["worker": String(worker)]) == Double(8 / threads))
                 #expect((samples.value("mediaengine_media_worker_cpu_seconds_total", ["worker": String(worker)]) ?? 0) > 0)
             }
+            for member in members { await member.manager.logout() }
+        }
+    }
+
+    /// A forwarding thread held still (as a system call that never returns would hold it):
+    /// the other thread's participants go on hearing each other, nothing reaches the held
+    /// thread's participants meanwhile, and once it goes on they hear everyone again.
+    @Test func aStalledForwardingThreadHoldsUpOnlyItsOwnLegs() async throws {
+        try await Heavy.runAlone {
+            let server = try await TestServer.start { $0.mediaThreads = 2 }
+            defer { Task { await server.server.shutdown() } }
+            let names = ["alice", "bob", "carol", "dave"]
+            var members: [Member] = []
+            for (index, name) in names.enumerated() {
+                members.append(try await Member(server: server, account: name, audio: "sine:\(440 + 110 * index)"))
+            }
+            try await members[0].manager.reserveMeeting(name: "stall")
+            for member in members { _ = try await member.manager.joinMeeting(name: "stall") }
+            for member in members { #expect(await member.wait(for: Self.connected) != nil) }
+            let forwarding = try #require(server.server.forwardingServer)
+            // Which thread owns whose leg.
+            var owner: [String: Int] = [:]
+            #expect(await eventually {
+                for leg in forwarding.statistics.legStatistics { owner[leg.account] = ForwardingServer.worker(forLeg: leg.id, of: 2) }
+                return owner.count == 4
+            }, "the legs: \(forwarding.statistics.legStatistics.map(\.account))")
+            #expect(owner.values.sorted() == [0, 0, 1, 1], "\(owner)")
+            /// Audio packets `member` received of each other participant.
+            func received(_ member: Member) async -> [String: (received: Int, lost: Int)] {
+                let streams = await member.manager.currentMeetingSession?.receiveStatistics.streams ?? []
+                return Dictionary(streams.filter { $0.kind == .audio }.map { ($0.participant, ($0.packetsReceived, $0.packetsLost)) }) { a, _ in a }
+            }
+            func all() async -> [String: [String: (received: Int, lost: Int)]] {
+                var result: [String: [String: (received: Int, lost: Int)]] = [:]
+                for member in members { result[member.account] = await received(member) }
+                return result
+            }
+            #expect(await eventually { await all().values.allSatisfy { $0.count == 3 && $0.values.allSatisfy { $0.received >= 50 } } },
+                    "everyone hears everyone")
+
+            let held = owner["alice"] ?? 0
+            let hold = forwarding.hold(worker: held)
+            #expect(await eventually { hold.held.load(ordering: .acquiring) })
+            // What was under way when it stopped has arrived 200 ms later; then two seconds.
+            try await Task.sleep(for: .milliseconds(200))
+            let before = await all()
+            try await Task.sleep(for: .seconds(2))
+            let during = await all()
+            hold.release()
+            for member in members {
+                for other in names where other != member.account {
+                    let got = (during[member.account]?[other]?.received ?? 0) - (before[member.account]?[other]?.received ?? 0)
+                    if owner[member.account] == held {
+                        #expect(got == 0, "\(member.account), on the held thread, received \(got) packets of \(other)")
+                    } else if owner[other] != held {
+                        // 100 sent in the two seconds.
+                        #expect(got >= 90 && during[member.account]?[other]?.lost == 0,
+                                "\(member.account) received \(got) packets of \(other) while the other thread was held, lost \(during[member.account]?[other]?.lost ?? -1)")
+                    }
+                }
+            }
+            // Once it goes on, its participants hear everyone again, and everyone hears them.
+            let after = await all()
+            #expect(await eventually {
+                let now = await all()
+                return members.allSatisfy { member in
+                    names.allSatisfy { other in
+                        other == member.account || (now[member.account]?[other]?.received ?? 0) - (after[member.account]?[other]?.received ?? 0) >= 50
+                    }
+                }
+            }, "everyone hears everyone again")
+            print("stalled forwarding thread: \(forwarding.statistics.handoffsDropped) handoffs dropped, legs per thread \(forwarding.statistics.workerLegs)")
             for member in members { await member.manager.logout() }
         }
     }

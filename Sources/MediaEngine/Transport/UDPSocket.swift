@@ -17,24 +17,13 @@ public final class UDPSocket: @unchecked Sendable {
     /// Binds a socket to `address` (port 0 picks a free port).
     /// - Parameters:
     ///   - receiveBufferSize: kernel receive buffer to ask for, in bytes.
-    ///   - reusePort: Bind with `SO_REUSEPORT`, so that several sockets (each with it) share
-    ///     the address: the kernel gives each sender's datagrams (by its address and port)
-    ///     always to the same one of them.
-    public init(bindTo address: SocketAddress, receiveBufferSize: Int = 1 << 20, reusePort: Bool = false) throws(TransportError) {
+    public init(bindTo address: SocketAddress, receiveBufferSize: Int = 1 << 20) throws(TransportError) {
         let family = address.isIPv6 ? AF_INET6 : AF_INET
         // Close-on-exec: a process the app starts must not keep the port bound.
         let descriptor = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw TransportError.system("socket") }
         var size = Int32(receiveBufferSize)
         _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        if reusePort {
-            var on: Int32 = 1
-            guard setsockopt(descriptor, SOL_SOCKET, SO_REUSEPORT, &on, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
-                let error = TransportError.system("SO_REUSEPORT on \(address)")
-                Glibc.close(descriptor)
-                throw error
-            }
-        }
         if address.isIPv6 {
             var only: Int32 = 1
             _ = setsockopt(descriptor, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &only, socklen_t(MemoryLayout<Int32>.size))

@@ -99,10 +99,13 @@ public actor SignalingHub {
                                                           participantsHostedElsewhere: clusterState.meetingRoutes.count))
     }
 
-    /// Connects the media plane meetings run on, and where participants reach it.
-    public func attach(mediaPlane: any MediaPlane, candidates: [MediaCandidate]) {
+    /// Connects the media plane meetings run on, and where participants reach it: the
+    /// media port's candidates, and each forwarding worker's port (the first being the
+    /// media port; a leg's participant gets its owner's).
+    public func attach(mediaPlane: any MediaPlane, candidates: [MediaCandidate], workerPorts: [Int] = []) {
         self.mediaPlane = mediaPlane
         meetings.mediaCandidates = candidates
+        meetings.mediaPorts = workerPorts
     }
 
     /// Connects the live plane that runs live rooms' composers; without one, a join with

@@ -196,7 +196,8 @@ public final class LiveRooms: LivePlane {
             controls.audioPaused = true
             controls.videoPaused = true
         }
-        let address = try MediaEngine.SocketAddress(host: "127.0.0.1", port: configuration.mediaPort)
+        // Its leg's forwarding worker's port (the media port with one worker).
+        let address = try MediaEngine.SocketAddress(host: "127.0.0.1", port: setup.candidates.first?.port ?? configuration.mediaPort)
         let server = MediaSession.Endpoint(candidates: [ICECandidate.local(.host, address: address, localPreference: 65_535)],
                                            keying: setup.credentials.serverKeying, audioSSRC: 0, videoSSRC: nil,
                                            ice: setup.credentials.ice)

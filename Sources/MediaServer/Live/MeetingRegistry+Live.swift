@@ -137,7 +137,7 @@ extension MeetingRegistry {
         for other in live.accounts.compactMap({ meeting.members[$0] }) {
             outputs.append(.mediaPlane(.setForwarding(subscriber: live.composerLeg, publisher: other.leg, audio: true, video: true)))
         }
-        let setup = LiveRoomSetup(meeting: id, name: meeting.name, leg: live.composerLeg, audioSSRC: ssrc, credentials: composer, candidates: mediaCandidates, participants: liveMembers(of: meeting),
+        let setup = LiveRoomSetup(meeting: id, name: meeting.name, leg: live.composerLeg, audioSSRC: ssrc, credentials: composer, candidates: mediaCandidates(forLeg: live.composerLeg), participants: liveMembers(of: meeting),
                                   url: url, mixMode: live.mixMode, customLayout: live.customLayout, serverRecording: live.serverRecording)
         outputs.append(.live(.start(setup)))
         return outputs

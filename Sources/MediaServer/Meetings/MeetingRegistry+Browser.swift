@@ -25,9 +25,9 @@ struct BrowserLeg: Sendable {
 }
 
 extension MeetingRegistry {
-    /// The media port's addresses as host candidates of an ICE-lite answer.
-    public var webRTCCandidates: [ICECandidate] {
-        mediaCandidates.enumerated().compactMap { index, candidate -> ICECandidate? in
+    /// Leg `leg`'s media addresses as host candidates of an ICE-lite answer.
+    public func webRTCCandidates(forLeg leg: UInt64) -> [ICECandidate] {
+        mediaCandidates(forLeg: leg).enumerated().compactMap { index, candidate -> ICECandidate? in
             guard let address = try? MediaEngine.SocketAddress(host: candidate.host, port: candidate.port) else { return nil }
             return ICECandidate.local(.host, address: address, localPreference: ICECandidate.localPreference(for: address, index: index))
         }
@@ -53,7 +53,7 @@ extension MeetingRegistry {
         let offer = try Self.parseOffer(text, in: "joinMeeting")
         let others = meeting.members.values.sorted { $0.identity.account < $1.identity.account }
         var local = WebRTCAnswerer.Local(iceUfrag: credentials.ice.ufrag, icePassword: credentials.ice.password, iceLite: true,
-                                         fingerprint: webRTC.certificate.fingerprint, candidates: webRTCCandidates, candidatesComplete: true,
+                                         fingerprint: webRTC.certificate.fingerprint, candidates: webRTCCandidates(forLeg: nextLeg), candidatesComplete: true,
                                          tracks: Self.tracks(of: others, placed: [:]), receives: request.role == .actor,
                                          dtlsRole: .server, sessionID: UInt64(truncatingIfNeeded: Int64(time.epochMilliseconds)) | 1)
         let negotiation = try Self.answer(offer, local: local, in: "joinMeeting")

@@ -201,8 +201,11 @@ public struct MeetingRegistry: Sendable {
     }
 
     public let configuration: Configuration
-    /// Where participants send media: the server's UDP address(es), once bound.
+    /// Where participants send media: the server's UDP address(es), once bound, with the
+    /// media port (the first forwarding worker's).
     public var mediaCandidates: [MediaCandidate] = []
+    /// Each forwarding worker's port, the first being the media port (empty: one worker).
+    public var mediaPorts: [Int] = []
     /// Whether a live plane runs the composers; without one, live joins and controls are
     /// refused (`serverUnavailable`).
     public var liveRoomsAvailable = false
@@ -357,7 +360,7 @@ public struct MeetingRegistry: Sendable {
         meetings[id] = meeting
         accountMeeting[identity.account] = id
 
-        let server = MediaEndpoint(candidates: mediaCandidates, srtpProfile: profile.rawValue,
+        let server = MediaEndpoint(candidates: mediaCandidates(forLeg: lastLeg), srtpProfile: profile.rawValue,
                                    srtpKey: credentials.keying.base64, audioSSRC: 0, videoSSRC: nil,
                                    iceUfrag: credentials.ice.ufrag, icePassword: credentials.ice.password)
         var outputs = [Self.okReply(connection, requestID, .joinMeeting(Reply.JoinMeeting(callID: id, participants: others.map(\.participant), media: server)))]
@@ -367,6 +370,17 @@ public struct MeetingRegistry: Sendable {
         outputs += joined(member, others: others, in: id)
         return outputs + liveJoined(id, member, request, credentials)
     }
+
+    /// Where leg `leg`'s participant sends media: the media candidates with the port of the
+    /// forwarding worker that owns the leg.
+    public func mediaCandidates(forLeg leg: UInt64) -> [MediaCandidate] {
+        guard mediaPorts.count > 1 else { return mediaCandidates }
+        let port = mediaPorts[ForwardingServer.worker(forLeg: leg, of: mediaPorts.count)]
+        return mediaCandidates.map { $0.port == mediaPorts[0] ? MediaCandidate(host: $0.host, port: port) : $0 }
+    }
+
+    /// The leg the next join gets.
+    public var nextLeg: UInt64 { lastLeg + 1 }
 
     /// Who may join `name` as `role`: the token grants it, the meeting is reserved, the
     /// account is in no meeting, and there is room.

@@ -93,7 +93,8 @@ extension SignalingHub {
         }
         var random = SystemRandomNumberGenerator()
         let ice = ICECredentials.random(using: &random)
-        let candidates = meetings.webRTCCandidates
+        // The leg `joinWebRTC` below gives it (nothing is awaited between).
+        let candidates = meetings.webRTCCandidates(forLeg: meetings.nextLeg)
         let local = WebRTCAnswerer.Local(iceUfrag: ice.ufrag, icePassword: ice.password, iceLite: true, fingerprint: certificate.fingerprint,
                                          candidates: candidates, candidatesComplete: true, tracks: tracks, receives: viewing == nil,
                                          dtlsRole: .server)
