@@ -111,9 +111,12 @@ import Testing
 @Suite(.serialized) struct SFULoadBenchCommand {
     @Test func syntheticParticipantsLoadTheForwardingServerWithoutLoss() async throws {
         try await Heavy.runAlone {
-            let result = try CLI.run(["bench", "sfu", "--publishers", "3", "--subscribers", "2", "--video", "--seconds", "3", "--json"])
+            // Two of the three publishers send video; the server forwards on two threads.
+            let result = try CLI.run(["bench", "sfu", "--publishers", "3", "--video-publishers", "2", "--subscribers", "2", "--threads", "2",
+                                      "--seconds", "3", "--json"])
             #expect(result.status == 0, "\(result.stderr)")
             struct Report: Decodable {
+                var serverThreadCPU: [Double]?
                 var subscriberStreams: Int
                 var packetsSent: Int
                 var packetsReceived: Int
@@ -124,8 +127,11 @@ import Testing
                 struct Latency: Decodable { var count: Int; var p50: Double; var p99: Double }
             }
             let report = try JSONDecoder().decode(Report.self, from: Data(result.stdout.utf8))
-            // 3 publishers' audio and video reach 4 (actors) or 3 (audience) subscribers.
-            #expect(report.subscriberStreams == 3 * 2 * 2 + 2 * 3 * 2)
+            // 3 publishers' audio and 2 publishers' video: each actor receives the other two's
+            // (3 or 4 streams), each audience member all five.
+            #expect(report.subscriberStreams == 3 + 3 + 4 + 2 * 5)
+            let threads = try #require(report.serverThreadCPU)
+            #expect(threads.count == 2 && threads.allSatisfy { $0 > 0 }, "the forwarding threads' CPU: \(threads)")
             #expect(report.worstSubscriberLossPercent < 1, "loss \(report.worstSubscriberLossPercent) %")
             let expected = Double(report.packetsSent) * 4
             #expect(Double(report.packetsReceived) >= expected * 0.97, "\(report.packetsReceived) of about \(expected) forwarded packets arrived")

@@ -41,6 +41,12 @@ struct SFULoadBench: AsyncParsableCommand {
     @Flag(help: "Publishers send video too (30 frames of 1,800 bytes a second, about 430 kb/s).")
     var video = false
 
+    @Option(help: "Of the publishers, how many send video too (default: all with --video, else none); the rest send audio only.")
+    var videoPublishers: Int?
+
+    @Option(help: "The child server's forwarding threads (--media-threads; default: the machine's cores).")
+    var threads: Int?
+
     @Option(help: "Seconds of media.")
     var seconds: Double = 10
 
@@ -52,12 +58,23 @@ struct SFULoadBench: AsyncParsableCommand {
         guard (0...1_000).contains(subscribers) else { throw ValidationError("--subscribers \(subscribers) must be within 0...1000") }
         guard seconds >= 1 && seconds <= 3_600 else { throw ValidationError("--seconds \(seconds) must be within 1...3600") }
         if server != nil && secretFile == nil { throw ValidationError("--server needs --secret-file to mint tokens") }
+        if let videoPublishers, !(0...publishers).contains(videoPublishers) {
+            throw ValidationError("--video-publishers \(videoPublishers) must be within 0...\(publishers) (the --publishers)")
+        }
+        if let threads {
+            guard (1...256).contains(threads) else { throw ValidationError("--threads \(threads) must be within 1...256") }
+            guard server == nil else { throw ValidationError("--threads sets the child server's; --server runs with its own") }
+        }
     }
 
     struct Report: Codable {
         var publishers: Int
         var subscribers: Int
         var video: Bool
+        var videoPublishers: Int
+        /// The server's forwarding threads, and each one's CPU over the run (of one core).
+        var serverThreads: Int?
+        var serverThreadCPU: [Double]?
         var seconds: Double
         /// Streams the server forwards: each receiver times each other publisher's streams.
         var subscriberStreams: Int
@@ -90,7 +107,8 @@ struct SFULoadBench: AsyncParsableCommand {
     func run() async throws {
         raiseFileLimit(to: (publishers + subscribers) * 4 + 256)
         // The child stops itself a while after the run even if this process is killed.
-        let child = server == nil ? try ChildServer.start(lifetime: seconds + 120) : nil
+        let child = server == nil
+            ? try ChildServer.start(lifetime: seconds + 120, options: threads.map { ["--media-threads", String($0)] } ?? []) : nil
         defer { child?.stop() }
         let url = server ?? child!.url
         let secretPath = secretFile ?? child!.secretPath
@@ -99,13 +117,16 @@ struct SFULoadBench: AsyncParsableCommand {
         let name = "load-\(UInt32.random(in: 0 ... .max))"
         if !json { say("loading \(url) with \(publishers) publishers and \(subscribers) subscribers for \(seconds) s") }
 
-        // Join everyone (signaling), then run the media on one thread.
+        // Join everyone (signaling), then run the media on one thread. With any video, the
+        // audience joins for video (it receives it); audio-only publishers join for audio.
+        let videoSenders = videoPublishers ?? (video ? publishers : 0)
         var participants: [SyntheticParticipant] = []
         var firstJoin: Double?
         for index in 0..<(publishers + subscribers) {
             let publishing = index < publishers
             let account = publishing ? "pub\(index)" : "sub\(index - publishers)"
-            let participant = try SyntheticParticipant(account: account, publishing: publishing, video: video)
+            let withVideo = publishing ? index < videoSenders : videoSenders > 0
+            let participant = try SyntheticParticipant(account: account, publishing: publishing, video: withVideo)
             let token = try await authority.mint(account: account, lifetime: .seconds(3_600))
             let client = try await SignalingClient.connect(url: url)
             _ = try await client.request(MessageType.login, Request.Login(token: token, device: "load"), as: Reply.Login.self)
@@ -113,7 +134,7 @@ struct SFULoadBench: AsyncParsableCommand {
                 _ = try await client.request(MessageType.reserveMeeting, Request.ReserveMeeting(name: name), as: Reply.ReserveMeeting.self)
             }
             let reply = try await client.request(MessageType.joinMeeting,
-                                                 Request.JoinMeeting(name: name, role: publishing ? .actor : .audience, type: video ? .video : .audio,
+                                                 Request.JoinMeeting(name: name, role: publishing ? .actor : .audience, type: withVideo ? .video : .audio,
                                                                      media: participant.endpoint),
                                                  as: Reply.JoinMeeting.self, timeout: .seconds(30))
             guard let server = reply.media else { throw SignalingError(.malformedMessage, "joinMeeting: the reply has no media endpoint") }
@@ -126,6 +147,7 @@ struct SFULoadBench: AsyncParsableCommand {
             for sender in senders where sender !== participant { try participant.subscribe(to: sender) }
         }
         let cpuBefore = pid.flatMap(Self.processCPU)
+        let threadsBefore = pid.map(Self.forwardingThreadsCPU) ?? [:]
         let memory = Task { () -> (early: Double?, peak: Double?) in
             var early: Double?
             var peak: Double?
@@ -147,6 +169,7 @@ struct SFULoadBench: AsyncParsableCommand {
             }
         }
         let cpuAfter = pid.flatMap(Self.processCPU)
+        let threadsAfter = pid.map(Self.forwardingThreadsCPU) ?? [:]
         let resident = pid.flatMap(Self.residentMegabytes)
         memory.cancel()
         let (early, peak) = await memory.value
@@ -160,7 +183,10 @@ struct SFULoadBench: AsyncParsableCommand {
         var cpu: Double?
         if let cpuBefore, let cpuAfter { cpu = (cpuAfter - cpuBefore) / results.elapsed }
         let losses = results.lossByParticipant
-        let report = Report(publishers: publishers, subscribers: subscribers, video: video, seconds: results.elapsed,
+        let threadCPU = threadsAfter.keys.sorted().map { ((threadsAfter[$0] ?? 0) - (threadsBefore[$0] ?? 0)) / results.elapsed }
+        let report = Report(publishers: publishers, subscribers: subscribers, video: videoSenders > 0, videoPublishers: videoSenders,
+                            serverThreads: threadCPU.isEmpty ? nil : threadCPU.count, serverThreadCPU: threadCPU.isEmpty ? nil : threadCPU,
+                            seconds: results.elapsed,
                             subscriberStreams: streams, packetsSent: results.packetsSent, packetsReceived: results.packetsReceived,
                             forwardedPacketsPerSecond: Double(results.packetsReceived) / results.elapsed, serverCPU: cpu,
                             subscriberStreamsPerCore: cpu.map { Double(streams) / max($0, 0.001) },
@@ -182,6 +208,10 @@ struct SFULoadBench: AsyncParsableCommand {
                        report.packetsSent, report.packetsReceived, streams))
             if let cpu {
                 say(String(format: "server CPU %.1f %% of one core: %.0f subscriber streams per core", cpu * 100, Double(streams) / max(cpu, 0.001)))
+            }
+            if !threadCPU.isEmpty {
+                say("forwarding threads' CPU (of one core each): " + threadCPU.enumerated().map { String(format: "%d: %.1f %%", $0, $1 * 100) }
+                    .joined(separator: ", "))
             }
             say(String(format: "subscriber loss: worst %.2f %%, mean %.2f %%, %d above 1 %%", report.worstSubscriberLossPercent,
                        report.meanSubscriberLossPercent, report.subscribersAboveOnePercent))
@@ -207,6 +237,24 @@ struct SFULoadBench: AsyncParsableCommand {
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// CPU seconds of each of a server's forwarding threads so far (named "sfu worker N",
+    /// or "sfu forwarding" when there is one), by name.
+    static func forwardingThreadsCPU(_ pid: Int32) -> [String: Double] {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return [:] }
+        var result: [String: Double] = [:]
+        for task in tasks {
+            guard let name = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/comm", encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines),
+                  name.hasPrefix("sfu worker") || name == "sfu forwarding",
+                  let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { continue }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { continue }
+            result[name] = (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        }
+        return result
     }
 
     static func residentMegabytes(_ pid: Int32) -> Double? {
