@@ -122,8 +122,14 @@ public final class ForwardingServer: Sendable {
     private let configuration: ForwardingRouter.Configuration
     private let echoPolicy: EchoPolicy
     private let reports: @Sendable (ForwardingRouter.Report) -> Void
-    /// The speaking levels each worker reported last, per meeting (merged for `reports`).
-    private let speaking = Locked<[UInt64: [Int: [String: Double]]]>([:])
+    /// Per meeting: the speaking levels each worker reported last, and the merged levels
+    /// reported last, and when.
+    private struct SpeakingState {
+        var byWorker: [Int: [String: Double]] = [:]
+        var reported: [String: Double] = [:]
+        var at: ContinuousClock.Instant?
+    }
+    private let speaking = Locked<[UInt64: SpeakingState]>([:])
     private let running = Atomic<Bool>(true)
     private let threads = Locked<[JoinableThread]>([])
     private let started = Atomic<Bool>(false)
@@ -257,19 +263,28 @@ public final class ForwardingServer: Sendable {
         for worker in workers { worker.socket.close() }
     }
 
-    /// A worker's speaking report, merged with the others' for its meeting.
+    /// A worker's speaking report, merged with the others' for its meeting. One worker
+    /// reports every `speakingInterval` while someone speaks, and once more when nobody
+    /// does; merged, the meeting's report goes out as soon as the levels change, and while
+    /// they stay, once per interval (not once per worker).
     private func reportSpeaking(meeting: UInt64, levels: [String: Double], from worker: Int) {
         guard workers.count > 1 else {
             reports(.speaking(meeting: meeting, levels: levels))
             return
         }
+        let now = ContinuousClock.now
+        let interval = configuration.speakingInterval * 0.8
         let merged: [String: Double]? = speaking.withLock { speaking in
-            var byWorker = speaking[meeting] ?? [:]
-            let before = byWorker.values.reduce(into: [String: Double]()) { $0.merge($1) { a, _ in a } }
-            byWorker[worker] = levels.isEmpty ? nil : levels
-            speaking[meeting] = byWorker.isEmpty ? nil : byWorker
-            let after = byWorker.values.reduce(into: [String: Double]()) { $0.merge($1) { a, _ in a } }
-            return after == before ? nil : after
+            var state = speaking[meeting] ?? SpeakingState()
+            state.byWorker[worker] = levels.isEmpty ? nil : levels
+            let merged = state.byWorker.values.reduce(into: [String: Double]()) { $0.merge($1) { a, _ in a } }
+            let due = merged != state.reported || (!merged.isEmpty && state.at.map { now - $0 >= interval } != false)
+            if due {
+                state.reported = merged
+                state.at = now
+            }
+            speaking[meeting] = state.byWorker.isEmpty && merged.isEmpty ? nil : state
+            return due ? merged : nil
         }
         if let merged { reports(.speaking(meeting: meeting, levels: merged)) }
     }

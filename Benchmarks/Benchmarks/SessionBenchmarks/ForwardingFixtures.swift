@@ -11,12 +11,19 @@ import SRTPFixtures
 /// each packet once. Video is 1 Mb/s-sized VP8 frames (about 1,100-byte packets, a
 /// keyframe first), audio 100-byte Opus payloads.
 final class PublisherPackets {
-    static let key = try! SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: pseudoRandomBytes(count: 28, seed: 0xC3))
+    static let key = key(of: 0)
     static let audioSSRC: UInt32 = 0x0A0D_10
     static let videoSSRC: UInt32 = 0x0B1D_E0
     static let batch = 1_200
 
+    /// Publisher `publisher`'s key (0: the one publisher's of most fixtures).
+    static func key(of publisher: Int) -> SRTPKeyingMaterial {
+        try! SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: pseudoRandomBytes(count: 28, seed: 0xC3 + UInt32(publisher) * 0x101))
+    }
+
     let video: Bool
+    let audioSSRC: UInt32
+    let videoSSRC: UInt32
     private let core: MediaCore
     private let stream: SendStreamID
     private let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: batch * 1_600, alignment: 16)
@@ -28,16 +35,19 @@ final class PublisherPackets {
     private let frame: [UInt8]
     private let audio = pseudoRandomBytes(count: 100, seed: 0xA0)
 
-    init(video: Bool, destination: SocketAddress) throws {
+    /// - Parameter publisher: Which publisher's (its own key and SSRCs; 0 for one alone).
+    init(video: Bool, destination: SocketAddress, publisher: Int = 0) throws {
         self.video = video
+        audioSSRC = Self.audioSSRC + UInt32(publisher) * 0x100
+        videoSSRC = Self.videoSSRC + UInt32(publisher) * 0x100
         var settings = MediaCore.Configuration()
-        settings.outboundKeying = Self.key
-        settings.rtcpSSRC = 0xC0
+        settings.outboundKeying = Self.key(of: publisher)
+        settings.rtcpSSRC = 0xC0 + UInt32(publisher)
         settings.seed = 3
         settings.transmitCapacity = 64
         core = try MediaCore(configuration: settings)
         core.selectPath(destination, pinned: true, now: .zero)
-        stream = try core.addSendStream(video ? .vp8(ssrc: Self.videoSSRC) : .opus(ssrc: Self.audioSSRC))
+        stream = try core.addSendStream(video ? .vp8(ssrc: videoSSRC) : .opus(ssrc: audioSSRC))
         // A frame that splits into 3 packets of about 1,100 bytes; byte 0 bit 0 says delta.
         var bytes = pseudoRandomBytes(count: 3_300, seed: 0xF0)
         bytes[0] |= 0x01

@@ -89,6 +89,17 @@ let benchmarks: @Sendable () -> Void = {
         } setup: {
             try BaselineForwardingPath(subscribers: 3, video: video)
         }
+
+        // One router on one thread against two forwarding workers on two (WorkerScaling):
+        // a run is 512 packets of each of 2 publishers to 6 subscribers, wall-clock time,
+        // the two alternating. 1 worker's time ÷ 2 workers' is the speed-up.
+        let scaling = Benchmark.Configuration(metrics: WorkerScalingMetrics.all, timeUnits: .microseconds, warmupIterations: 3,
+                                              maxDuration: .seconds(20), maxIterations: 200)
+        Benchmark("SFU \(kind): 2 publishers to 6 subscribers, 1 worker then 2", configuration: scaling) { (benchmark: Benchmark, scaling: WorkerScaling) throws in
+            for _ in benchmark.scaledIterations { try scaling.next(benchmark) }
+        } setup: {
+            try WorkerScaling(video: video)
+        }
     }
 }
 
