@@ -117,6 +117,7 @@ import Testing
             #expect(result.status == 0, "\(result.stderr)")
             struct Report: Decodable {
                 var serverThreadCPU: [Double]?
+                var serverForwardingLatencyMicroseconds: [Double]?
                 var subscriberStreams: Int
                 var packetsSent: Int
                 var packetsReceived: Int
@@ -132,6 +133,7 @@ import Testing
             #expect(report.subscriberStreams == 3 + 3 + 4 + 2 * 5)
             let threads = try #require(report.serverThreadCPU)
             #expect(threads.count == 2 && threads.allSatisfy { $0 > 0 }, "the forwarding threads' CPU: \(threads)")
+            #expect(report.serverForwardingLatencyMicroseconds?.count == 3, "the server's own forwarding latency was read from its summary")
             #expect(report.worstSubscriberLossPercent < 1, "loss \(report.worstSubscriberLossPercent) %")
             let expected = Double(report.packetsSent) * 4
             #expect(Double(report.packetsReceived) >= expected * 0.97, "\(report.packetsReceived) of about \(expected) forwarded packets arrived")

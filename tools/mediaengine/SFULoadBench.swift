@@ -325,7 +325,7 @@ final class ChildServer {
 
     /// The forwarding latency percentiles the server printed at exit (µs): p50, p99, p99.9.
     static func latency(in output: String) -> [Double]? {
-        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("media port:") }),
+        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("media port") }),
               let range = line.range(of: "forwarding latency ") else { return nil }
         let numbers = line[range.upperBound...].split(whereSeparator: { !"0123456789".contains($0) }).compactMap { Double($0) }
         // p50 N µs, p99 N µs, p99.9 N µs (n=...): the digits of the labels come first.
