@@ -16,8 +16,12 @@ import Testing
             + srtp + ["srtp://127.0.0.1:\(port + 2)", "-sdp_file", sdp]
     }
 
+    /// Alone (no other heavy test beside it): the sender is ffmpeg encoding VP8 in real
+    /// time with `-re`, and starved of CPU it sends its audio in bursts. One CI run with two
+    /// heavy tests beside it: 151 packets, none lost, jitter 17.5 ms, 30.7 % concealed,
+    /// 4.46 s recorded of 3, the receiver filling the sender's gaps as it should.
     @Test func receiveDecodesWhatFFmpegSends() async throws {
-        try await Heavy.run {
+        try await Heavy.runAlone {
             let directory = try temporaryDirectory("ffmpeg-in")
             defer { try? FileManager.default.removeItem(at: directory) }
             let port = try freePortBlock()
