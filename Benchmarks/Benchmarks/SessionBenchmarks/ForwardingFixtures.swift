@@ -34,6 +34,7 @@ final class PublisherPackets {
     private var now: Duration = .zero
     private let frame: [UInt8]
     private let audio = pseudoRandomBytes(count: 100, seed: 0xA0)
+    private let arrival = UnsafeMutableRawBufferPointer.allocate(byteCount: 2_048, alignment: 16)
 
     /// - Parameter publisher: Which publisher's (its own key and SSRCs; 0 for one alone).
     init(video: Bool, destination: SocketAddress, publisher: Int = 0) throws {
@@ -55,7 +56,10 @@ final class PublisherPackets {
         refill()
     }
 
-    deinit { storage.deallocate() }
+    deinit {
+        storage.deallocate()
+        arrival.deallocate()
+    }
 
     /// Makes the next batch of packets.
     func refill() {
@@ -96,6 +100,16 @@ final class PublisherPackets {
         return UnsafeRawBufferPointer(rebasing: storage[(index * 1_600)..<(index * 1_600 + lengths[index])])
     }
 
+    /// Hands the next packet to `router` as a socket read would: copied into a receive
+    /// buffer of its own (the router decrypts in place).
+    @inline(__always)
+    func handNext(to router: ForwardingRouter, from source: SocketAddress, now: Duration) {
+        let packet = take()
+        let buffer = UnsafeMutableRawBufferPointer(rebasing: arrival[0..<packet.count])
+        buffer.copyMemory(from: packet)
+        router.handleDatagram(buffer, from: source, now: now)
+    }
+
     /// Packets of the batch not taken yet (SRTP takes each once).
     var remaining: Int { count - next }
 
@@ -117,7 +131,6 @@ final class RouterForwardingPath {
     }())
     let packets: PublisherPackets
     private let publisherAddress = SocketAddress(addressBytes: [198, 51, 100, 1], port: 5_000)!
-    private let arrival = UnsafeMutableRawBufferPointer.allocate(byteCount: 2_048, alignment: 16)
     private(set) var datagramsOut = 0
     private(set) var bytesOut = 0
     private var now: Duration = .zero
@@ -164,13 +177,9 @@ final class RouterForwardingPath {
         router.drainTransmits { _ in }
     }
 
-    deinit { arrival.deallocate() }
-
     @inline(__always)
     func forwardNext() {
-        let packet = packets.take()
-        UnsafeMutableRawBufferPointer(rebasing: arrival[0..<packet.count]).copyMemory(from: packet)
-        router.handleDatagram(UnsafeMutableRawBufferPointer(rebasing: arrival[0..<packet.count]), from: publisherAddress, now: now)
+        packets.handNext(to: router, from: publisherAddress, now: now)
         router.drainTransmits { transmit in
             datagramsOut += 1
             bytesOut += transmit.bytes.count

@@ -39,7 +39,6 @@ final class WorkerScaling: @unchecked Sendable {
         var datagramsOut = 0
         var handoffsTaken = 0
         var now: Duration = .zero
-        private let arrival = UnsafeMutableRawBufferPointer.allocate(byteCount: 2_048, alignment: 16)
 
         init(router: ForwardingRouter, packets: PublisherPackets, publisherAddress: SocketAddress) {
             self.router = router
@@ -47,14 +46,10 @@ final class WorkerScaling: @unchecked Sendable {
             self.publisherAddress = publisherAddress
         }
 
-        deinit { arrival.deallocate() }
-
         /// Its publisher's next packet, as read from the socket.
         @inline(__always)
         func forwardNext() {
-            let packet = packets.take()
-            UnsafeMutableRawBufferPointer(rebasing: arrival[0..<packet.count]).copyMemory(from: packet)
-            router.handleDatagram(UnsafeMutableRawBufferPointer(rebasing: arrival[0..<packet.count]), from: publisherAddress, now: now)
+            packets.handNext(to: router, from: publisherAddress, now: now)
             drain()
             now += .microseconds(500)
         }
@@ -81,7 +76,6 @@ final class WorkerScaling: @unchecked Sendable {
     let alonePackets: [PublisherPackets]
     private(set) var aloneDatagramsOut = 0
     private var aloneNow: Duration = .zero
-    private let aloneArrival = UnsafeMutableRawBufferPointer.allocate(byteCount: 2_048, alignment: 16)
 
     /// Runs started, and finished by the second worker's thread, which spins for the
     /// next between them (a loaded server's workers are busy, not asleep: waking a
@@ -173,7 +167,6 @@ final class WorkerScaling: @unchecked Sendable {
         }
     }
 
-    deinit { aloneArrival.deallocate() }
 
     /// A leg's setup: a publisher's key and SSRCs are its packets'.
     static func setup(_ leg: UInt64) throws -> ForwardingRouter.LegSetup {
@@ -217,11 +210,8 @@ final class WorkerScaling: @unchecked Sendable {
 
     @inline(__always)
     private func forwardAloneNext() {
-        for packets in alonePackets {
-            let packet = packets.take()
-            UnsafeMutableRawBufferPointer(rebasing: aloneArrival[0..<packet.count]).copyMemory(from: packet)
-            alone.handleDatagram(UnsafeMutableRawBufferPointer(rebasing: aloneArrival[0..<packet.count]),
-                                 from: Self.address(of: Self.publisherLegs[packets === alonePackets[0] ? 0 : 1]), now: aloneNow)
+        for (packets, leg) in zip(alonePackets, Self.publisherLegs) {
+            packets.handNext(to: alone, from: Self.address(of: leg), now: aloneNow)
             alone.drainTransmits { _ in aloneDatagramsOut += 1 }
         }
         aloneNow += .microseconds(500)

@@ -3,8 +3,8 @@ import MediaEngine
 /// What rides with a packet one forwarding worker hands another (a `HandoffRing` slot's header).
 public struct WorkerHandoff: Sendable {
     public enum Kind: UInt8, Sendable {
-        /// A datagram from a leg the receiving worker owns, read by another worker's socket
-        /// (the kernel picks a socket per sender): handle it as if read here.
+        /// A datagram from a leg the receiving worker owns that reached another worker's
+        /// port (sent to the wrong one): handle it as if read here.
         case datagram
         /// A publisher's media packet, decrypted on its leg's worker: forward it to this
         /// worker's subscribers of the leg.
