@@ -60,12 +60,14 @@ final class MeetingCoreHarness {
         var videoIndex = 0
 
         init(name: String, index: Int, core: MediaCore, leg: UInt64, frequency: Double, video: Bool, temporalLayers: Int,
-             webRTC: WebRTCPeer?, uplink: ImpairmentSettings, downlink: ImpairmentSettings) throws {
+             webRTC: WebRTCPeer?, rtx: UInt8?, uplink: ImpairmentSettings, downlink: ImpairmentSettings) throws {
             self.name = name
             self.index = index
             self.core = core
             self.leg = leg
-            media = webRTC?.media ?? .engine
+            var media = webRTC?.media ?? .engine
+            media.videoRTXPayloadType = rtx
+            self.media = media
             isWebRTC = webRTC != nil
             address = SocketAddress(addressBytes: [198, 51, 100, UInt8(index + 1)], port: 5_000)!
             var audio = SendStreamConfiguration(kind: .audio, ssrc: UInt32(index + 1) << 8 | 1, payloadType: media.audioPayloadType,
@@ -216,11 +218,13 @@ final class MeetingCoreHarness {
     /// A participant joins: its leg opens, it checks the server, and it and everyone there
     /// subscribe to each other.
     @discardableResult
+    /// - Parameter rtx: The RTX payload type the participant takes its videos' retransmissions
+    ///   on (RFC 4588); nil: plain retransmissions.
     func join(_ name: String, frequency: Double, publishing: Bool = true, video: Bool = false, temporalLayers: Int = 1,
-              webRTC: WebRTCPeer? = nil,
+              webRTC: WebRTCPeer? = nil, rtx: UInt8? = nil,
               uplink: ImpairmentSettings = ImpairmentSettings(), downlink: ImpairmentSettings = ImpairmentSettings()) throws -> Participant {
         let index = participants.count
-        let clientKey = try SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: (0..<28).map { UInt8(index * 31 + $0) })
+        let clientKey = try Self.clientKey(index)
         let serverKey = try SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: (0..<28).map { UInt8(200 - index * 17 + $0) })
         var settings = MediaCore.Configuration()
         if let webRTC {
@@ -242,7 +246,7 @@ final class MeetingCoreHarness {
         nextLeg += 1
         let participant = try Participant(name: name, index: index, core: try MediaCore(configuration: settings), leg: leg,
                                           frequency: frequency, video: video, temporalLayers: temporalLayers, webRTC: webRTC,
-                                          uplink: up, downlink: down)
+                                          rtx: rtx, uplink: up, downlink: down)
         participant.sends = publishing
         let serverICE = ICECredentials(ufrag: "leg\(leg)", password: "leg-password-\(leg)-0123456789ab")
         let clientICE = ICECredentials(ufrag: "client\(leg)", password: "client-password-\(leg)-012345")
@@ -276,6 +280,11 @@ final class MeetingCoreHarness {
         return participant
     }
 
+    /// The key participant `index` (not a WebRTC peer) protects what it sends with.
+    static func clientKey(_ index: Int) throws -> SRTPKeyingMaterial {
+        try SRTPKeyingMaterial(profile: .aeadAES128GCM, bytes: (0..<28).map { UInt8(index * 31 + $0) })
+    }
+
     private func subscribe(_ subscriber: Participant, to publisher: Participant) throws {
         var audio = ReceiveStreamConfiguration(kind: .audio, payloadType: subscriber.media.audioPayloadType, clockRate: 48_000,
                                                ssrc: publisher.audioSSRC)
@@ -285,6 +294,7 @@ final class MeetingCoreHarness {
             var video = ReceiveStreamConfiguration(kind: .video, payloadType: subscriber.media.videoPayloadType,
                                                    clockRate: VP8.clockRate, ssrc: ssrc)
             video.participant = publisher.name
+            if let rtx = subscriber.media.videoRTXPayloadType { video.rtx = RTXStream(ssrc: RTXStream.ssrc(forVideo: ssrc), payloadType: rtx) }
             let id = try subscriber.core.addReceiveStream(video)
             subscriber.videoFrom[id] = publisher.name
             subscriber.decoders[id] = try VP8.Decoder()

@@ -43,6 +43,10 @@ public struct InboundRTPStreamStatistics: Sendable {
     public var firSent = 0
     /// NACK packets sent (each may list several sequence numbers).
     public var nackSent = 0
+    /// Packets that came on the stream's RTX stream (W3C `retransmittedPacketsReceived`),
+    /// and those too short to carry a packet (a sender's RTX padding probes).
+    public var retransmittedPacketsReceived = 0
+    public var rtxPaddingReceived = 0
     /// Video packets that arrived after being NACKed.
     public var packetsRecovered = 0
     public var rtcpReceived = 0
@@ -63,6 +67,11 @@ public struct OutboundRTPStreamStatistics: Sendable, Hashable {
     public var keyFramesSent = 0
     /// Packets sent again in answer to NACKs (W3C `retransmittedPacketsSent`).
     public var retransmittedPacketsSent = 0
+    /// Payload bytes of those (W3C `retransmittedBytesSent`; on an RTX stream, the OSN too).
+    public var retransmittedBytesSent = 0
+    /// RTX streams: NACKed sequence numbers dropped because the forwarding server had not
+    /// taken the earlier ones yet (`RTXStream.maximumPendingRequests`).
+    public var retransmissionRequestsDropped = 0
     /// NACK, PLI and FIR packets received for this stream (W3C `nackCount`, `pliCount`, `firCount`).
     public var nackCount = 0
     public var pliCount = 0

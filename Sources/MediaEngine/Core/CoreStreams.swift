@@ -30,6 +30,11 @@ public struct SendStreamConfiguration: Sendable {
     /// the sender's MID erased. Nil passes them as they are (both sides use the engine's map).
     /// Either way a forwarded packet goes out with this stream's payload type.
     public var forwardedExtensions: RTPExtensionTranslation?
+    /// A forwarded video stream's RTX stream, when the receiver negotiated one. The stream
+    /// then keeps no retransmission history: NACKed sequence numbers wait for the
+    /// forwarding server (`MediaCore.takeRetransmissionRequests`), which answers each from
+    /// its publisher's plain packet with `MediaCore.retransmit`. Ignored on other streams.
+    public var rtx: RTXStream?
 
     public init(kind: MediaKind, ssrc: UInt32, payloadType: UInt8, clockRate: Int) {
         self.kind = kind
@@ -80,6 +85,9 @@ public struct ReceiveStreamConfiguration: Sendable {
     public var forwarding = false
     /// Forwarding video: the NACK settings.
     public var nack = NACKGenerator.Configuration()
+    /// Video: the sender's RTX stream (RFC 4588), when it retransmits on one: its packets
+    /// become the originals again (OSN, SSRC, payload type) and go where those go.
+    public var rtx: RTXStream?
 
     public init(kind: MediaKind, payloadType: UInt8, clockRate: Int, ssrc: UInt32? = nil) {
         self.kind = kind
@@ -131,6 +139,11 @@ final class SendStreamState {
     var octetsSent: UInt32 = 0
     var statistics: OutboundRTPStreamStatistics
     var responder: VideoFeedbackResponder?
+    /// Forwarded video with an RTX stream: its next sequence number, and the NACKed
+    /// numbers waiting for the forwarding server (capacity reserved once).
+    let rtx: RTXStream?
+    var rtxSequenceNumber: UInt16
+    var retransmissionRequests: [UInt16] = []
     var payloader: VP8Payloader
     /// A sender report goes out right after the first packet (receivers get the RTP/NTP
     /// mapping from the start; ffmpeg derives its timing from it).
@@ -162,7 +175,15 @@ final class SendStreamState {
         header = RTPHeader(payloadType: configuration.payloadType, sequenceNumber: 0, timestamp: 0, ssrc: configuration.ssrc,
                            extensionBlock: elements.isEmpty ? nil : try? RTPHeaderExtensionBlock(form: form, elements: elements))
         statistics = OutboundRTPStreamStatistics(kind: configuration.kind, ssrc: configuration.ssrc)
-        responder = configuration.kind == .video ? VideoFeedbackResponder(ssrc: configuration.ssrc, configuration: configuration.feedback) : nil
+        rtx = configuration.kind == .video && configuration.forwarded ? configuration.rtx : nil
+        rtxSequenceNumber = UInt16(truncatingIfNeeded: random.next())
+        var feedback = configuration.feedback
+        if rtx != nil {
+            // Retransmissions come from the publisher's history: one slot, never filled.
+            feedback.history.capacity = 1
+            retransmissionRequests.reserveCapacity(RTXStream.maximumPendingRequests)
+        }
+        responder = configuration.kind == .video ? VideoFeedbackResponder(ssrc: configuration.ssrc, configuration: feedback) : nil
         payloader = VP8Payloader(maximumPayloadSize: max(8, min(configuration.maximumPayloadSize, Self.maximumPacketSize - header.size)),
                                  firstPictureID: UInt16(truncatingIfNeeded: random.next()))
     }

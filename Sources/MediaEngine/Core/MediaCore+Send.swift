@@ -53,6 +53,23 @@ extension MediaCore {
                      random: &random, rewritePayload: rewritePayload)
     }
 
+    /// Sends a packet again on a forwarded video stream's RTX stream (`SendStreamConfiguration.rtx`):
+    /// `original` is the publisher's plain packet, `sequenceNumber` the number it went out
+    /// with on this stream (the OSN), and `rewritePayload` renumbers its payload as the
+    /// original was (the payload after the OSN). Allocates nothing.
+    /// - Returns: false when it could not go out (no RTX stream, no path, a full queue, too long).
+    @discardableResult
+    public func retransmit(_ id: SendStreamID, original: RTPPacketView, sequenceNumber: UInt16, now: Duration,
+                           rewritePayload: (UnsafeMutableRawBufferPointer) -> Void = { _ in }) -> Bool {
+        send.retransmit(id, original: original, sequenceNumber: sequenceNumber, now: now, path: mediaPath, rewritePayload: rewritePayload)
+    }
+
+    /// Hands `body` each sequence number the receiver NACKed on a stream with RTX since the
+    /// last call (at most `RTXStream.maximumPendingRequests`), oldest first.
+    public func takeRetransmissionRequests(_ id: SendStreamID, _ body: (UInt16) -> Void) {
+        send.takeRetransmissionRequests(id, body)
+    }
+
     /// States a forwarded stream's media clock as its sender reported it: RTP timestamp
     /// `timestamp` at local time `at` (when the sender's report arrived). This side's
     /// sender reports then keep the sender's mapping, so receivers keep lip sync.

@@ -30,6 +30,8 @@ struct ReceivePipeline {
     private(set) var nextSynchronization: Duration?
     private(set) var roundTripTime: Duration
     private var bySSRC: [UInt32: ReceiveStreamState] = [:]
+    /// Video streams by their sender's RTX SSRC.
+    private var byRTXSSRC: [UInt32: ReceiveStreamState] = [:]
     private var keys: [(keying: SRTPKeyingMaterial, context: SRTPContext)] = []
     private var feedback: TransportFeedbackGenerator
     private var feedbackDestination: (address: SocketAddress, socket: Int)?
@@ -122,6 +124,7 @@ struct ReceivePipeline {
         state.video?.roundTripTime = roundTripTime
         streams.append(state)
         if let ssrc = configuration.ssrc { bySSRC[ssrc] = state }
+        if configuration.kind == .video, let rtx = configuration.rtx { byRTXSSRC[rtx.ssrc] = state }
     }
 
     /// Removes a stream: its packets are counted as unknown from now on.
@@ -129,6 +132,7 @@ struct ReceivePipeline {
         guard let index = streams.firstIndex(where: { $0.id == id }) else { return }
         let stream = streams.remove(at: index)
         if let ssrc = stream.ssrc, bySSRC[ssrc] === stream { bySSRC[ssrc] = nil }
+        if let rtx = stream.configuration.rtx, byRTXSSRC[rtx.ssrc] === stream { byRTXSSRC[rtx.ssrc] = nil }
         let participant = stream.configuration.participant
         if !streams.contains(where: { $0.configuration.participant == participant }) { lipSyncs[participant] = nil }
     }
@@ -157,6 +161,9 @@ struct ReceivePipeline {
         }
         let payloadType = datagram[1] & 0x7F
         let ssrc = UnsafeRawBufferPointer(datagram).uint32(at: 8)
+        if let original = byRTXSSRC[ssrc], original.configuration.rtx?.payloadType == payloadType {
+            return handleRTX(datagram, for: original, from: source, socket: socket, now: now, path: path, random: &random)
+        }
         var target = stream(ssrc: ssrc, payloadType: payloadType, socket: socket)
         var binding = false
         if target == nil {
@@ -202,6 +209,56 @@ struct ReceivePipeline {
         lastAuthenticatedArrival = now
         receive(packet, on: receiving, from: source, socket: socket, now: now, path: path, random: &random)
         return receiving.configuration.forwarding ? ForwardedPacket(stream: receiving.id, packet: packet) : nil
+    }
+
+    /// A packet of a video stream's RTX stream: authenticated under its own SSRC, then made
+    /// the original again in place (the OSN its sequence number, the stream's SSRC and
+    /// payload type, padding left out) and received as a late original.
+    private mutating func handleRTX(_ datagram: UnsafeMutableRawBufferPointer, for stream: ReceiveStreamState, from source: SocketAddress,
+                                    socket: Int, now: Duration, path: SelectedPath, random: inout SeededRandom) -> ForwardedPacket? {
+        guard (stream.configuration.socket ?? socket) == socket, let ssrc = stream.ssrc ?? stream.configuration.ssrc else {
+            counters.unknownStreamPackets += 1
+            return nil
+        }
+        var length = datagram.count
+        if let key = stream.inboundKey {
+            do {
+                length = try keys[key].context.unprotect(datagram, length: length)
+            } catch {
+                switch error.code {
+                case .authenticationFailed: stream.statistics.authenticationFailures += 1
+                case .replayed, .tooOld: stream.statistics.replays += 1
+                default: stream.statistics.malformedPackets += 1
+                }
+                return nil
+            }
+        }
+        guard let carried = try? RTPPacketView(UnsafeRawBufferPointer(rebasing: datagram[0..<length])) else {
+            stream.statistics.malformedPackets += 1
+            return nil
+        }
+        guard carried.payloadRange.count >= 2 else {
+            stream.statistics.rtxPaddingReceived += 1
+            return nil
+        }
+        let headerSize = carried.headerSize
+        let originalSequence = carried.payload.uint16(at: 0)
+        let payloadSize = carried.payloadRange.count - 2
+        let payloadStart = headerSize + 2
+        // copyMemory is a memmove: the two ranges overlap.
+        if let base = datagram.baseAddress { (base + headerSize).copyMemory(from: base + payloadStart, byteCount: payloadSize) }
+        datagram[0] &= ~0x20
+        datagram[1] = datagram[1] & 0x80 | stream.configuration.payloadType
+        datagram.storeBytes(of: originalSequence.bigEndian, toByteOffset: 2, as: UInt16.self)
+        datagram.storeBytes(of: ssrc.bigEndian, toByteOffset: 8, as: UInt32.self)
+        guard let packet = try? RTPPacketView(UnsafeRawBufferPointer(rebasing: datagram[0..<(headerSize + payloadSize)])) else {
+            stream.statistics.malformedPackets += 1
+            return nil
+        }
+        stream.statistics.retransmittedPacketsReceived += 1
+        lastAuthenticatedArrival = now
+        receive(packet, on: stream, from: source, socket: socket, now: now, path: path, random: &random)
+        return stream.configuration.forwarding ? ForwardedPacket(stream: stream.id, packet: packet) : nil
     }
 
     /// The stream a packet belongs to by SSRC (in the clear even under SRTP), when its

@@ -139,15 +139,7 @@ struct SendPipeline {
             return false
         }
         let translation = stream.configuration.forwardedExtensions
-        // Where the receiver's transport-wide sequence number goes: the element the sender
-        // wrote under the ID that becomes the receiver's.
-        let arrivingTransportID = translation.map { table in stream.transportSequenceID.flatMap { table.sourceID(of: $0) } }
-            ?? stream.transportSequenceID
-        var transportOffset: Int?
-        if let extensionID = arrivingTransportID, let value = packet.extensionValue(id: extensionID), value.count == 2,
-           let start = value.baseAddress, let base = packet.bytes.baseAddress {
-            transportOffset = start - base
-        }
+        let transportOffset = transportSequenceOffset(in: packet, for: stream)
         let payloadType = stream.configuration.payloadType
         let transportSequence = nextTransportSequence
         let outgoing = sequenceNumber ?? stream.sequenceNumber
@@ -173,7 +165,7 @@ struct SendPipeline {
             nextTransportSequence &+= 1
             estimator.packetSent(transportSequenceNumber: transportSequence, size: bytes.count, now: now)
         }
-        stream.responder?.packetSent(bytes, now: now)
+        if stream.rtx == nil { stream.responder?.packetSent(bytes, now: now) }
         let payloadSize = packet.payloadRange.count
         stream.packetsSent &+= 1
         stream.octetsSent &+= UInt32(truncatingIfNeeded: payloadSize)
@@ -187,6 +179,95 @@ struct SendPipeline {
         if !stream.hasSenderClock { stream.lastMedia = (packet.timestamp, now) }
         afterFirstPacket(stream, now: now, path: path, random: &random)
         return true
+    }
+
+    /// Where, in a packet relayed on `stream`, the receiver's transport-wide sequence
+    /// number goes: the element the sender wrote under the ID that becomes the receiver's.
+    private func transportSequenceOffset(in packet: RTPPacketView, for stream: SendStreamState) -> Int? {
+        let arrivingTransportID = stream.configuration.forwardedExtensions.map { table in
+            stream.transportSequenceID.flatMap { table.sourceID(of: $0) }
+        } ?? stream.transportSequenceID
+        guard let extensionID = arrivingTransportID, let value = packet.extensionValue(id: extensionID), value.count == 2,
+              let start = value.baseAddress, let base = packet.bytes.baseAddress else { return nil }
+        return start - base
+    }
+
+    /// Sends `original` (the publisher's plain packet) again on a forwarded stream's RTX
+    /// stream (`MediaCore.retransmit`): its header with the RTX SSRC, payload type and next
+    /// sequence number, padding left out, a fresh transport-wide number; then the OSN and
+    /// the payload, which `rewritePayload` renumbers as the original was. Allocates nothing.
+    mutating func retransmit(_ id: SendStreamID, original packet: RTPPacketView, sequenceNumber: UInt16, now: Duration,
+                             path: SocketAddress?, rewritePayload: (UnsafeMutableRawBufferPointer) -> Void) -> Bool {
+        guard let stream = stream(id), let rtx = stream.rtx, !stream.isEnded else { return false }
+        let headerSize = packet.headerSize
+        let payloadSize = packet.payloadRange.count
+        let length = headerSize + 2 + payloadSize
+        guard length + SRTPContext.trailerCapacity <= TransmitQueue.slotSize else { return false }
+        guard let destination = stream.configuration.destination ?? path else {
+            counters.packetsWithoutPath += 1
+            return false
+        }
+        let translation = stream.configuration.forwardedExtensions
+        let transportOffset = transportSequenceOffset(in: packet, for: stream)
+        let transportSequence = nextTransportSequence
+        let rtxSequence = stream.rtxSequenceNumber
+        let context = output.context(stream.outboundKey)
+        var written: UnsafeRawBufferPointer?
+        let queued = output.transmits.enqueue(to: destination, socket: stream.configuration.socket, kind: .retransmission) { slot in
+            slot.copyMemory(from: UnsafeRawBufferPointer(rebasing: packet.bytes[0..<headerSize]))
+            slot[0] &= ~0x20
+            slot[1] = slot[1] & 0x80 | rtx.payloadType
+            slot.storeBytes(of: rtxSequence.bigEndian, toByteOffset: 2, as: UInt16.self)
+            slot.storeBytes(of: rtx.ssrc.bigEndian, toByteOffset: 8, as: UInt32.self)
+            if let translation, let profile = packet.extensionProfile {
+                translation.apply(to: slot, range: packet.extensionRange, profile: profile)
+            }
+            if let transportOffset { slot.storeBytes(of: transportSequence.bigEndian, toByteOffset: transportOffset, as: UInt16.self) }
+            slot.storeBytes(of: sequenceNumber.bigEndian, toByteOffset: headerSize, as: UInt16.self)
+            let payload = UnsafeMutableRawBufferPointer(rebasing: slot[(headerSize + 2)..<length])
+            payload.copyMemory(from: packet.payload)
+            rewritePayload(payload)
+            let size = context.map { (try? $0.protect(slot, length: length)) ?? 0 } ?? length
+            written = UnsafeRawBufferPointer(rebasing: slot[0..<max(size, 0)])
+            return size
+        }
+        guard queued, let bytes = written else { return false }
+        stream.rtxSequenceNumber &+= 1
+        if transportOffset != nil {
+            nextTransportSequence &+= 1
+            estimator.packetSent(transportSequenceNumber: transportSequence, size: bytes.count, now: now)
+        }
+        stream.statistics.retransmittedPacketsSent += 1
+        stream.statistics.retransmittedBytesSent += payloadSize + 2
+        return true
+    }
+
+    /// Hands `body` each NACKed sequence number of an RTX stream waiting for the forwarding
+    /// server, oldest first, and forgets them.
+    func takeRetransmissionRequests(_ id: SendStreamID, _ body: (UInt16) -> Void) {
+        guard let stream = stream(id), !stream.retransmissionRequests.isEmpty else { return }
+        for sequenceNumber in stream.retransmissionRequests { body(sequenceNumber) }
+        stream.retransmissionRequests.removeAll(keepingCapacity: true)
+    }
+
+    /// A NACK about a stream with RTX: its numbers wait for the forwarding server.
+    private func queueRetransmissionRequests(_ nack: GenericNACK, for stream: SendStreamState) {
+        func queue(_ sequenceNumber: UInt16) {
+            if stream.retransmissionRequests.count < RTXStream.maximumPendingRequests {
+                stream.retransmissionRequests.append(sequenceNumber)
+            } else {
+                stream.statistics.retransmissionRequestsDropped += 1
+            }
+        }
+        for entry in nack.entries {
+            queue(entry.packetID)
+            var bits = entry.lostBitmask
+            while bits != 0 {
+                let bit = bits.trailingZeroBitCount
+                bits &= bits - 1
+                queue(entry.packetID &+ UInt16(bit + 1))
+            }
+        }
     }
 
     /// A forwarded stream's media clock as its sender reported it.
@@ -297,7 +378,11 @@ struct SendPipeline {
                 return nil
             }
             stream.statistics.nackCount += 1
-            resend(packet, for: stream, now: now, path: path)
+            if stream.rtx != nil {
+                queueRetransmissionRequests(nack, for: stream)
+            } else {
+                resend(packet, for: stream, now: now, path: path)
+            }
         case .pictureLossIndication(let pli):
             guard let stream = streams.first(where: { $0.configuration.ssrc == pli.mediaSSRC }) else {
                 counters.feedbackForUnknownStreams += 1
@@ -408,7 +493,10 @@ struct SendPipeline {
             statistics.pliCount = responder.statistics.pliReceived
             statistics.firCount = responder.statistics.firReceived
             statistics.keyframesForced = responder.statistics.keyframesForced
-            statistics.retransmittedPacketsSent = responder.history.statistics.packetsRetransmitted
+            if stream.rtx == nil {
+                statistics.retransmittedPacketsSent = responder.history.statistics.packetsRetransmitted
+                statistics.retransmittedBytesSent = responder.history.statistics.bytesRetransmitted
+            }
         }
         return statistics
     }

@@ -94,6 +94,9 @@ public struct RetransmissionHistory: Sendable {
         storage = [UInt8](repeating: 0, count: capacity * configuration.maximumPacketSize)
     }
 
+    /// Bytes its storage takes (the packet slots and their bookkeeping).
+    public var storageBytes: Int { storage.count + slots.count * MemoryLayout<Slot>.stride }
+
     /// Packets currently held that are younger than `maximumAge` at `now`.
     public func storedCount(now: Duration) -> Int {
         slots.count(where: { $0.isOccupied && now - $0.sentAt <= configuration.maximumAge })

@@ -53,9 +53,12 @@ struct Consumer {
     private var framePicture: UInt16?
     private var frameForwarded = false
     private var rewriter = StreamRewriter()
+    /// Video to a subscriber with RTX: what each packet went out as, for its NACKs.
+    let retransmissions: RetransmissionMap?
 
     init(subscriber: Transport.ID, subscriberCore: MediaCore, producer: Producer.ID, publisher: UInt64, kind: MediaKind,
-         send: SendStreamID) {
+         send: SendStreamID, retransmissions: RetransmissionMap? = nil) {
+        self.retransmissions = retransmissions
         self.subscriber = subscriber
         self.subscriberCore = subscriberCore
         self.producer = producer
@@ -104,7 +107,11 @@ struct Consumer {
             rewriter.drop(sequenceNumber: sequenceNumber, descriptor: descriptor)
             return .heldBack(needsKeyframe: waitingForKeyframe && allowedLayer >= 0)
         }
-        return numbers(for: sequenceNumber)
+        let decision = numbers(for: sequenceNumber)
+        if let retransmissions, case .forward(let to) = decision {
+            retransmissions.record(sent: to.sequenceNumber, original: sequenceNumber, pictureShift: to.pictureShift, tl0Shift: to.tl0Shift)
+        }
+        return decision
     }
 
     private mutating func numbers(for sequenceNumber: UInt16) -> Decision {

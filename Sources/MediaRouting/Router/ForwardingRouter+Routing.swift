@@ -31,6 +31,7 @@ extension ForwardingRouter {
         let layer = Int(min(descriptor.temporalLayerID ?? 0, 3))
         let isKeyframe = descriptor.startsFrame && size < payload.count && payload[size] & 0x01 == 0
         producer.meter(layer: layer, bytes: packet.bytes.count, now: now)
+        producer.history?.store(packet, now: now)
         for consumerID in producer.consumers {
             guard let decision = consumers.update(consumerID, {
                 $0.decideVideo(sequenceNumber: packet.sequenceNumber, descriptor: descriptor, layer: layer, isKeyframe: isKeyframe)
@@ -79,6 +80,40 @@ extension ForwardingRouter {
             guard let consumer = consumers[consumerID], consumer.kind == .video,
                   transport.core.shouldForceKeyframe(consumer.send, now: now) else { continue }
             requestKeyframe(consumer.producer, now: now)
+        }
+    }
+
+    /// Subscribers' NACKs on video with RTX: each number found in what the subscriber was
+    /// sent, and its publisher's packet still in the history, goes out again on the RTX
+    /// stream, renumbered as the original was.
+    func answerRetransmissionRequests(of transport: Transport, now: Duration) {
+        for consumerID in transport.consumers {
+            guard let consumer = consumers[consumerID], let map = consumer.retransmissions else { continue }
+            retransmissionRequests.removeAll(keepingCapacity: true)
+            transport.core.takeRetransmissionRequests(consumer.send) { retransmissionRequests.append($0) }
+            guard !retransmissionRequests.isEmpty else { continue }
+            let history = producers[consumer.producer]?.history
+            let rtt = transport.core.roundTripTime
+            for sent in retransmissionRequests {
+                switch map.lookUp(sent, now: now, rtt: rtt) {
+                case .unknown:
+                    counters.retransmissionsOutOfHistory += 1
+                case .suppressed:
+                    counters.retransmissionsSuppressed += 1
+                case .resend(let original, let pictureShift, let tl0Shift, let first):
+                    var sentAgain = false
+                    let held = history?.withPacket(original, now: now) { packet in
+                        sentAgain = transport.core.retransmit(consumer.send, original: packet, sequenceNumber: sent, now: now) { payload in
+                            StreamRewriter.shiftVP8(payload, pictureShift: pictureShift, tl0Shift: tl0Shift)
+                        }
+                    } ?? false
+                    if !held { counters.retransmissionsOutOfHistory += 1 }
+                    if sentAgain {
+                        counters.rtxPacketsSent += 1
+                        if first { counters.packetsRetransmittedOnRTX += 1 }
+                    }
+                }
+            }
         }
     }
 

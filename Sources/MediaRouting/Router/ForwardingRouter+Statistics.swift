@@ -95,6 +95,23 @@ extension ForwardingRouter {
         }
     }
 
+    /// Bytes held for video retransmissions. A subscriber stream without RTX keeps its own
+    /// history of the protected packets it sent; with RTX, one history per publisher video
+    /// (on each worker with subscribers of it) serves them all, and each subscriber stream
+    /// keeps only a map of what it was sent.
+    public var retransmissionMemory: Int {
+        var total = 0
+        producers.forEach { _, producer in
+            if producer.history != nil { total += PublisherHistory.footprint }
+        }
+        consumers.forEach { _, consumer in
+            guard consumer.kind == .video else { return }
+            total += consumer.subscriberCore.feedbackResponder(of: consumer.send)?.history.storageBytes ?? 0
+            if consumer.retransmissions != nil { total += RetransmissionMap.footprint }
+        }
+        return total
+    }
+
     /// A leg's transport counters (SRTP failures, foreign paths, feedback).
     public func transportStatistics(ofLeg id: UInt64) -> TransportStatistics? { transport(ofLeg: id)?.core.transportStatistics }
 

@@ -107,11 +107,17 @@ public final class ForwardingRouter {
             public var audioPayloadType: UInt8
             public var videoPayloadType: UInt8
             public var extensions: RTPExtensionMap
+            /// The `rtx` payload type (RFC 4588) for video forwarded to the leg, when its peer
+            /// negotiated one: each publisher's video then comes with an RTX stream
+            /// (`RTXStream.ssrc(forVideo:)`), answered from one history per publisher.
+            public var videoRTXPayloadType: UInt8?
 
-            public init(audioPayloadType: UInt8 = 111, videoPayloadType: UInt8 = 96, extensions: RTPExtensionMap = .standard) {
+            public init(audioPayloadType: UInt8 = 111, videoPayloadType: UInt8 = 96, extensions: RTPExtensionMap = .standard,
+                        videoRTXPayloadType: UInt8? = nil) {
                 self.audioPayloadType = audioPayloadType
                 self.videoPayloadType = videoPayloadType
                 self.extensions = extensions
+                self.videoRTXPayloadType = videoRTXPayloadType
             }
 
             /// Our clients': Opus 111, VP8 96, the engine's extension map.
@@ -122,7 +128,8 @@ public final class ForwardingRouter {
             public init(_ negotiation: WebRTCNegotiation) {
                 self.init(audioPayloadType: negotiation.sections.first { $0.kind == .audio }?.codec.payloadType ?? 111,
                           videoPayloadType: negotiation.sections.first { $0.kind == .video }?.codec.payloadType ?? 96,
-                          extensions: negotiation.extensionMap)
+                          extensions: negotiation.extensionMap,
+                          videoRTXPayloadType: negotiation.sections.first { $0.kind == .video && $0.rtxPayloadType != nil }?.rtxPayloadType)
             }
         }
 
@@ -214,6 +221,15 @@ public final class ForwardingRouter {
         public var datagramsHandedOff = 0
         /// Media packets handed, decrypted, to other workers' subscribers (once per worker).
         public var packetsHandedOff = 0
+        /// Retransmissions sent on subscribers' RTX streams, and the distinct packets they
+        /// carried (a packet sent again twice counts once here).
+        public var rtxPacketsSent = 0
+        public var packetsRetransmittedOnRTX = 0
+        /// NACKed packets (of subscribers with RTX) no longer held: sent too long ago, or
+        /// their publisher's packet overwritten or older than a second.
+        public var retransmissionsOutOfHistory = 0
+        /// NACKed packets sent again less than a round trip ago, or three times already.
+        public var retransmissionsSuppressed = 0
 
         public init() {}
 
@@ -240,6 +256,10 @@ public final class ForwardingRouter {
             sum.dtlsFailed += other.dtlsFailed
             sum.datagramsHandedOff += other.datagramsHandedOff
             sum.packetsHandedOff += other.packetsHandedOff
+            sum.rtxPacketsSent += other.rtxPacketsSent
+            sum.packetsRetransmittedOnRTX += other.packetsRetransmittedOnRTX
+            sum.retransmissionsOutOfHistory += other.retransmissionsOutOfHistory
+            sum.retransmissionsSuppressed += other.retransmissionsSuppressed
             return sum
         }
     }
@@ -253,6 +273,12 @@ public final class ForwardingRouter {
     @exclusivity(unchecked) var transports = Table<Transport>()
     @exclusivity(unchecked) var producers = Table<Producer>()
     @exclusivity(unchecked) var consumers = Table<Consumer>()
+    /// One subscriber stream's NACKed numbers at a time (capacity reserved once).
+    @exclusivity(unchecked) var retransmissionRequests: [UInt16] = {
+        var numbers: [UInt16] = []
+        numbers.reserveCapacity(RTXStream.maximumPendingRequests)
+        return numbers
+    }()
     /// The owner's leg IDs, checks' ufrags and proved addresses, to transports.
     var transportByLeg: [UInt64: Transport.ID] = [:]
     var transportByUfrag: [String: Transport.ID] = [:]
@@ -461,9 +487,15 @@ public final class ForwardingRouter {
                     stream.forwardedExtensions = RTPExtensionTranslation(from: setup.media.extensions, to: subscriberMedia.extensions)
                 }
                 stream.feedback.history.capacity = configuration.retransmissionHistory
+                var retransmissions: RetransmissionMap?
+                if producer.kind == .video, let rtx = subscriberMedia.videoRTXPayloadType {
+                    stream.rtx = RTXStream(ssrc: RTXStream.ssrc(forVideo: stream.ssrc), payloadType: rtx)
+                    retransmissions = RetransmissionMap()
+                    if producer.history == nil { producer.history = PublisherHistory() }
+                }
                 guard let send = try? subscriberCore.addSendStream(stream) else { continue }
                 consumerID = consumers.insert(Consumer(subscriber: subscriber, subscriberCore: subscriberCore, producer: producerID,
-                                                       publisher: leg, kind: producer.kind, send: send))
+                                                       publisher: leg, kind: producer.kind, send: send, retransmissions: retransmissions))
                 producers[producerID]?.consumers.append(consumerID)
                 transports[subscriber]?.consumers.append(consumerID)
                 if case .remote(let owner) = producer.origin, producers[producerID]?.consumers.count == 1 {
@@ -511,6 +543,7 @@ public final class ForwardingRouter {
         guard let forwarded = transport.core.handleDatagram(datagram, from: source, now: now) else {
             if kind == .rtcp {
                 collectKeyframeRequests(of: transport, now: now)
+                answerRetransmissionRequests(of: transport, now: now)
                 passSenderClocks(of: transport)
             }
             return

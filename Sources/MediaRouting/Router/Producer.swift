@@ -26,6 +26,8 @@ final class Producer {
     /// Local: the other workers that have subscribers of it (it hands them every packet).
     var remoteWorkers: [Int] = []
     var consumers: [Consumer.ID] = []
+    /// Video with subscribers that take RTX: its recent packets, kept once for all of them.
+    var history: PublisherHistory?
     /// Audio: when the participant last spoke (voice activity over the threshold).
     var spokeAt: Duration?
     /// Video: the cumulative rates of its layers over the last full window; empty until

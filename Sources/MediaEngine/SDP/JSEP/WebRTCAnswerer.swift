@@ -25,10 +25,15 @@ public enum WebRTCAnswerer {
         public var cname: String
         /// The section it was in before, if any.
         public var mid: String?
+        /// Video: the SSRC of its RTX stream, announced (`a=ssrc-group:FID`) where the
+        /// section negotiates RTX; a receiver drops RTX packets of an SSRC it was not told.
+        public var rtxSSRC: UInt32?
 
-        public init(kind: MediaDescription.Kind, ssrc: UInt32, stream: String, id: String, cname: String, mid: String? = nil) {
+        public init(kind: MediaDescription.Kind, ssrc: UInt32, stream: String, id: String, cname: String, mid: String? = nil,
+                    rtxSSRC: UInt32? = nil) {
             self.kind = kind
             self.ssrc = ssrc
+            self.rtxSSRC = rtxSSRC
             self.stream = stream
             self.id = id
             self.cname = cname
@@ -150,9 +155,11 @@ public enum WebRTCAnswerer {
             let isAudio = section.kind == .audio
             let supportedFeedback = isAudio ? audioFeedback : videoFeedback
             let supportedExtensions = isAudio ? audioExtensions : videoExtensions
+            let feedback = codec.feedback.filter { supportedFeedback.contains($0) }
             agreed.append(WebRTCNegotiation.Section(
                 index: section.index, mid: section.mid ?? "", kind: section.kind, codec: codec,
-                feedback: codec.feedback.filter { supportedFeedback.contains($0) },
+                rtxPayloadType: section.direction == .receiveOnly && feedback.contains("nack") ? rtxPayloadType(for: codec, in: section) : nil,
+                feedback: feedback,
                 extensions: section.extensions.filter { supportedExtensions.contains($0.uri) }.map {
                     MediaDescription.ExtensionMap(id: $0.id, uri: $0.uri)
                 },
@@ -192,6 +199,13 @@ public enum WebRTCAnswerer {
             return .refused("no \(wanted.name) among the codecs offered (\(offered.isEmpty ? "none" : offered))")
         }
         return .taken(codec)
+    }
+
+    /// The `rtx` payload type the section offers for `codec` (`a=fmtp:<rtx> apt=<codec>`, RFC 4588).
+    /// Taken only where the peer just receives: a peer that sends on a section with RTX
+    /// retransmits only on RTX, which this side does not take.
+    private static func rtxPayloadType(for codec: WebRTCDescription.Codec, in section: WebRTCDescription.Section) -> UInt8? {
+        section.codecs.first { $0.isCodec("rtx", clockRate: codec.clockRate) && $0.parameters["apt"] == String(codec.payloadType) }?.payloadType
     }
 
     /// Whether `section` is the first to use its mid.
@@ -268,10 +282,18 @@ public enum WebRTCAnswerer {
                     payloadType: codec.payloadType, parameters: ["minptime": "10", "useinbandfec": "1"])))
             }
             attributes += taken.feedback.map { SessionDescription.Attribute(name: "rtcp-fb", value: "\(codec.payloadType) \($0)") }
+            if let rtx = taken.rtxPayloadType {
+                attributes.append(.rtpMap(MediaDescription.RTPMap(payloadType: rtx, encodingName: "rtx", clockRate: codec.clockRate, channels: nil)))
+                attributes.append(.formatParameters(MediaDescription.FormatParameters(payloadType: rtx, parameters: ["apt": String(codec.payloadType)])))
+            }
             if let track = taken.track {
                 attributes.append(SessionDescription.Attribute(name: "msid", value: "\(track.stream) \(track.id)"))
-                attributes.append(.ssrc(MediaDescription.SSRCAttribute(ssrc: track.ssrc, name: "cname", value: track.cname)))
-                attributes.append(.ssrc(MediaDescription.SSRCAttribute(ssrc: track.ssrc, name: "msid", value: "\(track.stream) \(track.id)")))
+                let rtxSSRC = taken.rtxPayloadType == nil ? nil : track.rtxSSRC
+                if let rtxSSRC { attributes.append(SessionDescription.Attribute(name: "ssrc-group", value: "FID \(track.ssrc) \(rtxSSRC)")) }
+                for ssrc in [track.ssrc] + (rtxSSRC.map { [$0] } ?? []) {
+                    attributes.append(.ssrc(MediaDescription.SSRCAttribute(ssrc: ssrc, name: "cname", value: track.cname)))
+                    attributes.append(.ssrc(MediaDescription.SSRCAttribute(ssrc: ssrc, name: "msid", value: "\(track.stream) \(track.id)")))
+                }
             }
             // Candidates belong to the BUNDLE transport: the tag section carries them.
             if taken.index == agreed.first?.index {
@@ -279,7 +301,7 @@ public enum WebRTCAnswerer {
                 if local.candidatesComplete { attributes.append(SessionDescription.Attribute(name: "end-of-candidates")) }
             }
             return MediaDescription(kind: section.kind, port: address.map { UInt16($0.port) } ?? 9, transportProtocol: section.transportProtocol,
-                                    payloadTypes: [codec.payloadType], attributes: attributes)
+                                    payloadTypes: [codec.payloadType] + (taken.rtxPayloadType.map { [$0] } ?? []), attributes: attributes)
         }
         return SessionDescription(origin: SessionDescription.Origin(username: "-", sessionID: local.sessionID, sessionVersion: local.version,
                                                                     addressType: .ip4, address: "127.0.0.1"),
@@ -297,6 +319,10 @@ public struct WebRTCNegotiation: Sendable {
         public var kind: MediaDescription.Kind
         /// The payload type both sides use for Opus or VP8, and what the peer said of it.
         public var codec: WebRTCDescription.Codec
+        /// Video this side sends and the peer only receives: the `rtx` payload type for
+        /// `codec` when the offer has one and NACKs (RFC 4588); retransmissions then go on
+        /// the track's RTX stream.
+        public var rtxPayloadType: UInt8?
         /// Feedback both sides do (`nack`, `nack pli`, `ccm fir`, `transport-cc`).
         public var feedback: [String]
         /// Header extensions both sides use, with the offer's IDs.

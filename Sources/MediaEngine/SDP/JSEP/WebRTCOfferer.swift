@@ -121,7 +121,7 @@ public enum WebRTCOfferer {
             default: .inactive
             }
             sections.append(WebRTCNegotiation.Section(
-                index: section.index, mid: section.mid ?? "", kind: section.kind, codec: codec, feedback: codec.feedback,
+                index: section.index, mid: section.mid ?? "", kind: section.kind, codec: codec, rtxPayloadType: nil, feedback: codec.feedback,
                 extensions: section.extensions, direction: direction, remoteSSRCs: section.ssrcs, remoteStream: section.msid, track: nil))
         }
         guard let tag = answer.sections.first(where: { !$0.isRejected }), sections.contains(where: { $0.kind == .audio }) else {
