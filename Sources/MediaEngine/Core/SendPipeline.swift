@@ -202,7 +202,8 @@ struct SendPipeline {
         let headerSize = packet.headerSize
         let payloadSize = packet.payloadRange.count
         let length = headerSize + 2 + payloadSize
-        guard length + SRTPContext.trailerCapacity <= TransmitQueue.slotSize else { return false }
+        // Within an Ethernet MTU once protected, as originals are (2 bytes longer than theirs).
+        guard length <= SendStreamState.maximumPacketSize, length + SRTPContext.trailerCapacity <= TransmitQueue.slotSize else { return false }
         guard let destination = stream.configuration.destination ?? path else {
             counters.packetsWithoutPath += 1
             return false

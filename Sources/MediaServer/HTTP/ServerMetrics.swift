@@ -88,6 +88,7 @@ public final class ServerMetrics: Sendable {
         let authenticationFailures, nacksReceived, keyframeRequestsReceived, nacksSent, keyframeRequestsSent: CoreMetrics.Counter
         let strangers, audienceDropped, muted, heldBack, legsLost, echoAnswered, sendFailures: CoreMetrics.Counter
         let bindingsAnswered, bindingsRateLimited, bindingsTooSmall, stunMalformed: CoreMetrics.Counter
+        let rtxSent, rtxPackets, retransmissionsOutOfHistory, retransmissionsSuppressed: CoreMetrics.Counter
         /// The router-wide counters as last added.
         var lastRouter = ForwardingRouter.Counters()
         var lastEcho = 0
@@ -130,6 +131,10 @@ public final class ServerMetrics: Sendable {
             bindingsRateLimited = counter("stun_bindings_total", [("result", "rate_limited")])
             bindingsTooSmall = counter("stun_bindings_total", [("result", "too_small")])
             stunMalformed = counter("stun_malformed_total")
+            rtxSent = counter("rtx_packets_sent_total")
+            rtxPackets = counter("rtx_packets_retransmitted_total")
+            retransmissionsOutOfHistory = counter("rtx_requests_total", [("result", "out_of_history")])
+            retransmissionsSuppressed = counter("rtx_requests_total", [("result", "suppressed")])
             handoffsDropped = counter("media_worker_handoffs_dropped_total")
         }
     }
@@ -162,6 +167,9 @@ public final class ServerMetrics: Sendable {
                 (state.heldBack, \.videoPacketsHeldBack), (state.legsLost, \.legsLost),
                 (state.bindingsAnswered, \.bindingsAnswered), (state.bindingsRateLimited, \.bindingsRateLimited),
                 (state.bindingsTooSmall, \.bindingsTooSmall), (state.stunMalformed, \.stunMalformed),
+                (state.rtxSent, \.rtxPacketsSent), (state.rtxPackets, \.packetsRetransmittedOnRTX),
+                (state.retransmissionsOutOfHistory, \.retransmissionsOutOfHistory),
+                (state.retransmissionsSuppressed, \.retransmissionsSuppressed),
             ]
             for (counter, field) in routerCounters { add(counter, router[keyPath: field], state.lastRouter[keyPath: field]) }
             add(state.echoAnswered, forwarding.echo.answered, state.lastEcho)

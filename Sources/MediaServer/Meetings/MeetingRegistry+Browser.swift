@@ -160,7 +160,8 @@ extension MeetingRegistry {
             for (kind, ssrc) in streams {
                 let placement = BrowserLeg.Placement(account: account, kind: kind)
                 tracks.append(WebRTCAnswerer.Track(kind: kind, ssrc: ssrc, stream: account, id: "\(account)-\(kind)", cname: account,
-                                                   mid: placed.first { $0.value == placement }?.key))
+                                                   mid: placed.first { $0.value == placement }?.key,
+                                                   rtxSSRC: kind == .video ? RTXStream.ssrc(forVideo: ssrc) : nil))
             }
         }
         return tracks

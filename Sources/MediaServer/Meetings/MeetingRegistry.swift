@@ -403,13 +403,19 @@ public struct MeetingRegistry: Sendable {
         return (id, meeting)
     }
 
-    /// A joiner's SSRCs are distinct, not 0, and nobody else's in the meeting.
+    /// The SSRCs a member's streams go out with: its audio and video, and the RTX stream the
+    /// server gives its video for subscribers that take one (`RTXStream.ssrc(forVideo:)`).
+    static func streamSSRCs(audio: UInt32, video: UInt32?) -> [UInt32] {
+        [audio] + (video.map { [$0, RTXStream.ssrc(forVideo: $0)] } ?? [])
+    }
+
+    /// A joiner's SSRCs (and its video's RTX SSRC) are distinct, not 0, and nobody else's in the meeting.
     func checkSSRCs(audio: UInt32, video: UInt32?, in meeting: Meeting, request: String) throws(SignalingError) {
-        let ours = [audio] + (video.map { [$0] } ?? [])
+        let ours = Self.streamSSRCs(audio: audio, video: video)
         guard Set(ours).isDisjoint(with: liveSSRCs(of: meeting)) else {
             throw SignalingError(.invalidRequest, "\(request): an SSRC of yours is the live composer's; draw new ones")
         }
-        for other in meeting.members.values where !Set(ours).isDisjoint(with: [other.audioSSRC] + (other.videoSSRC.map { [$0] } ?? [])) {
+        for other in meeting.members.values where !Set(ours).isDisjoint(with: Self.streamSSRCs(audio: other.audioSSRC, video: other.videoSSRC)) {
             throw SignalingError(.invalidRequest, "\(request): an SSRC of yours is \(other.identity.account)'s; draw new ones")
         }
         guard Set(ours).count == ours.count, !ours.contains(0) else {

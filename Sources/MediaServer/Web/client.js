@@ -492,7 +492,13 @@ async function stats() {
         if (entry.kind === "video") {
           Object.assign(figures, { framesDecoded: entry.framesDecoded || 0, frameWidth: entry.frameWidth || 0,
                                    frameHeight: entry.frameHeight || 0, videoPacketsLost: entry.packetsLost || 0,
-                                   videoJitter: entry.jitter || 0 });
+                                   videoJitter: entry.jitter || 0, videoPacketsReceived: entry.packetsReceived || 0,
+                                   // Loss recovery: RTX packets taken (only with an RTX stream, whose SSRC
+                                   // Chrome names), NACKs and keyframe requests sent, and freezes.
+                                   retransmittedPacketsReceived: entry.retransmittedPacketsReceived,
+                                   rtxSsrc: entry.rtxSsrc, nackCount: entry.nackCount || 0, pliCount: entry.pliCount || 0,
+                                   framesReceived: entry.framesReceived || 0, framesDropped: entry.framesDropped || 0,
+                                   freezeCount: entry.freezeCount || 0, totalFreezesDuration: entry.totalFreezesDuration || 0 });
         } else {
           Object.assign(figures, { audioLevel: entry.audioLevel || 0, packetsLost: entry.packetsLost || 0, jitter: entry.jitter || 0,
                                    totalSamplesReceived: entry.totalSamplesReceived || 0,

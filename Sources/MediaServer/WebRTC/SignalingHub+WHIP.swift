@@ -82,7 +82,8 @@ extension SignalingHub {
             }
             tracks.append(WebRTCAnswerer.Track(kind: .audio, ssrc: target.audioSSRC, stream: viewing, id: "\(viewing)-audio", cname: viewing))
             if let video = target.videoSSRC {
-                tracks.append(WebRTCAnswerer.Track(kind: .video, ssrc: video, stream: viewing, id: "\(viewing)-video", cname: viewing))
+                tracks.append(WebRTCAnswerer.Track(kind: .video, ssrc: video, stream: viewing, id: "\(viewing)-video", cname: viewing,
+                                                   rtxSSRC: RTXStream.ssrc(forVideo: video)))
             }
         }
         let certificate: DTLSCertificate

@@ -150,6 +150,29 @@ import Testing
         #expect(sent.sections[1].track == Self.ourVideo)
     }
 
+    @Test func aViewersRTXIsTakenWithItsFIDGroupAndASendersIsNot() throws {
+        var video = Self.ourVideo
+        video.rtxSSRC = 0x3456_789A
+        // A viewer (recvonly): the offer's rtx for VP8 is taken, the track's RTX SSRC announced.
+        let view = Self.chromium.replacingOccurrences(of: "a=sendrecv", with: "a=recvonly")
+        let sent = try WebRTCAnswerer.answer(try WebRTCDescription(parsing: view), local: try Self.local(tracks: [video]))
+        #expect(sent.sections.map(\.rtxPayloadType) == [nil, 97], "audio never; video's rtx whose apt is 96, not H.264's 103")
+        let answer = try WebRTCDescription(parsing: sent.answer.text)
+        #expect(answer.sections[1].codecs.map(\.payloadType) == [96, 97])
+        #expect(answer.sections[1].codecs.last?.parameters["apt"] == "96" && answer.sections[1].codecs.last?.name == "rtx")
+        #expect(answer.sections[1].ssrcs == [0x2345_6789, 0x3456_789A])
+        #expect(sent.answer.text.contains("a=ssrc-group:FID \(0x2345_6789) \(0x3456_789A)"))
+        #expect(sent.answer.text.contains("a=ssrc:\(0x3456_789A) msid:alice alice-video"))
+        // A peer that sends video on the section (it would retransmit only on RTX): none.
+        let call = try WebRTCAnswerer.answer(try WebRTCDescription(parsing: Self.chromium), local: try Self.local(tracks: [video]))
+        #expect(call.sections.allSatisfy { $0.rtxPayloadType == nil })
+        #expect(!call.answer.text.contains("rtx/") && !call.answer.text.contains("FID"))
+        // Without NACK there is nothing to retransmit.
+        let noNACK = view.replacingOccurrences(of: "a=rtcp-fb:96 nack\n", with: "").replacingOccurrences(of: "a=rtcp-fb:96 nack pli\n", with: "")
+        let plain = try WebRTCAnswerer.answer(try WebRTCDescription(parsing: noNACK), local: try Self.local(tracks: [video]))
+        #expect(plain.sections[1].rtxPayloadType == nil && !plain.answer.text.contains("FID"))
+    }
+
     @Test func theSetupRoleFollowsTheOffer() throws {
         for (offered, role, written) in [("actpass", DTLSRole.client, "active"), ("active", .server, "passive"), ("passive", .client, "active")] {
             let text = Self.chromium.replacingOccurrences(of: "a=setup:actpass", with: "a=setup:\(offered)")
