@@ -40,14 +40,18 @@ import TestSupport
         var error: String?
     }
 
-    /// Drops 5 % of the RTP datagrams of payload type 96 (VP8 in Chrome's offer) and 97 (its
-    /// RTX), each counted by its own rule.
+    /// Drops 5 % of the RTP datagrams of payload type 96 (VP8 in Chrome's offer), and counts
+    /// those of 97 (its RTX), which all pass. (Dropped at 5 % too, Chrome asked again for most
+    /// lost RTX packets, and they came; but it never asks again for a packet whose frame it
+    /// no longer needs, an upper temporal layer's once a later frame decoded, so that share
+    /// depends on Chrome, not on the server: 74 of 79 came back in one run, 0 PLIs. The
+    /// virtual-time test `ForwardingRouterRTX` drops RTX packets too, and recovers all.)
     static let lossRules = """
         table ip loss {
             chain input {
                 type filter hook input priority filter; policy accept;
                 meta l4proto udp @th,64,2 == 2 @th,72,8 & 0x7f == 96 numgen random mod 100 < 5 counter drop
-                meta l4proto udp @th,64,2 == 2 @th,72,8 & 0x7f == 97 numgen random mod 100 < 5 counter drop
+                meta l4proto udp @th,64,2 == 2 @th,72,8 & 0x7f == 97 counter
             }
         }
 
@@ -85,7 +89,7 @@ import TestSupport
             let report = try JSONDecoder().decode(Report.self, from: Data(line.utf8))
             #expect(report.error == nil && report.console.isEmpty, "\(report.error ?? "") \(report.console)")
 
-            // What the kernel dropped: VP8 packets, and RTX packets.
+            // What the kernel dropped of VP8, and let in of RTX.
             let listing = try lab.run(in: browserHost, "nft", ["list", "table", "ip", "loss"])
             let ruleset = try listing.wait(timeout: 10).stdout
             let dropped = ruleset.split(separator: "\n").filter { $0.contains("counter packets") }.compactMap { rule -> Int? in
@@ -93,7 +97,7 @@ import TestSupport
                 return Int(rule[range.upperBound...].prefix { $0.isNumber })
             }
             try #require(dropped.count == 2, "\(ruleset)")
-            let (mediaDropped, rtxDropped) = (dropped[0], dropped[1])
+            let (mediaDropped, rtxArrived) = (dropped[0], dropped[1])
 
             // What the server sent on RTX (scraped after the page closed: the leg's counters stay).
             let scrape = try lab.run(in: browserHost, "/usr/bin/python3",
@@ -117,7 +121,7 @@ import TestSupport
             let received = last.retransmittedPacketsReceived ?? 0
             let resends = rtxSent - answered
             let recovered = Double(min(lost, received - resends)) / Double(max(1, lost))
-            print("Chromium RTX: the kernel dropped \(mediaDropped) VP8 and \(rtxDropped) RTX packets (counted until the scrape); "
+            print("Chromium RTX: the kernel dropped \(mediaDropped) VP8 packets and let \(rtxArrived) RTX packets in (counted until the scrape); "
                 + "Chrome lost \(lost) VP8 packets and received \(received) on RTX (rtxSsrc \(last.rtxSsrc.map(String.init) ?? "none")), "
                 + "sent \(last.nackCount ?? 0) NACKs, \(last.pliCount ?? 0) PLIs, \(last.freezeCount ?? 0) freezes (\(last.totalFreezesDuration ?? 0) s), "
                 + "decoded \(last.framesDecoded ?? 0) frames of \(last.frameWidth ?? 0) px; the server answered \(answered) packets with \(rtxSent) "
