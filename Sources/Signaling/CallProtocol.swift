@@ -136,6 +136,10 @@ public struct MediaEndpoint: Sendable, Hashable, Codable, CustomStringConvertibl
     /// ICE username fragment and password (RFC 8445 §5.3; ice-chars, 4-256 and 22-256).
     public var iceUfrag: String
     public var icePassword: String
+    /// A meeting participant's: the RTX payload type (RFC 4588) it takes the forwarding
+    /// server's video retransmissions on, each video's on `RTXStream.ssrc(forVideo:)`;
+    /// absent: plain retransmissions (the identical packets again).
+    public var rtxPayloadType: UInt8?
 
     public init(candidates: [MediaCandidate], srtpProfile: String, srtpKey: String, audioSSRC: UInt32, videoSSRC: UInt32?,
                 iceUfrag: String, icePassword: String) {

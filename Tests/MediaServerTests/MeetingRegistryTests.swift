@@ -1,5 +1,6 @@
 import Foundation
 import MediaEngine
+import MediaRouting
 import Signaling
 import Testing
 @testable import MediaServer
@@ -191,6 +192,34 @@ struct MeetingHarness {
         #expect(error.message.contains("joinMeeting: media.srtpKey") && error.message.contains(message), "\(error.message)")
         #expect(h.takeCommands().isEmpty, "no leg for a key that does not parse")
         #expect(h.code(h.join(1, "a", ssrc: 1)) == nil, "the same participant joins with a good key")
+    }
+
+    /// An RTX payload type must be one the leg's media does not use: refused, naming it; a
+    /// good one goes into the leg's setup. A video's RTX SSRC is nobody's SSRC either.
+    @Test func aJoinsRTXPayloadTypeIsCheckedAndItsVideosRTXSSRCIsKeptApart() throws {
+        var h = harness()
+        _ = h.reserve(1, "a")
+        _ = h.takeCommands()
+        for bad: UInt8 in [96, 111, 20, 128] {
+            var media = MeetingHarness.media(1, video: true)
+            media.rtxPayloadType = bad
+            let reply = h.request(1, MessageType.joinMeeting, Request.JoinMeeting(name: "a", role: .actor, type: .video, media: media))
+            #expect(h.code(reply) == SignalingError.Code.invalidRequest.rawValue)
+            #expect(try reply.body(ErrorBody.self).error.message.contains("media.rtxPayloadType \(bad)"))
+        }
+        #expect(h.takeCommands().isEmpty)
+        var media = MeetingHarness.media(1, video: true)
+        media.rtxPayloadType = 97
+        #expect(h.code(h.request(1, MessageType.joinMeeting, Request.JoinMeeting(name: "a", role: .actor, type: .video, media: media))) == nil)
+        let setups = h.takeCommands().compactMap { command -> ForwardingRouter.LegSetup? in
+            if case .addLeg(let setup) = command { return setup }
+            return nil
+        }
+        #expect(setups.map(\.media.videoRTXPayloadType) == [97])
+        // Alice's video is SSRC 2: its RTX SSRC is taken, as her SSRCs are.
+        let rtx = RTXStream.ssrc(forVideo: 2)
+        #expect(h.code(h.join(2, "a", ssrc: rtx)) == SignalingError.Code.invalidRequest.rawValue)
+        #expect(h.code(h.join(2, "a", ssrc: 5)) == nil)
     }
 
     @Test func anUnjoinedReservationLapses() {

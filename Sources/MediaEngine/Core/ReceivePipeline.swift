@@ -257,7 +257,7 @@ struct ReceivePipeline {
         }
         stream.statistics.retransmittedPacketsReceived += 1
         lastAuthenticatedArrival = now
-        receive(packet, on: stream, from: source, socket: socket, now: now, path: path, random: &random)
+        receive(packet, on: stream, from: source, socket: socket, now: now, path: path, random: &random, retransmitted: true)
         return stream.configuration.forwarding ? ForwardedPacket(stream: stream.id, packet: packet) : nil
     }
 
@@ -305,7 +305,7 @@ struct ReceivePipeline {
     }
 
     private mutating func receive(_ packet: RTPPacketView, on stream: ReceiveStreamState, from source: SocketAddress, socket: Int,
-                                  now: Duration, path: SelectedPath, random: inout SeededRandom) {
+                                  now: Duration, path: SelectedPath, random: inout SeededRandom, retransmitted: Bool = false) {
         stream.statistics.ssrc = packet.ssrc
         stream.source = (source, socket)
         if let id = extensions.id(for: RTPExtensionMap.transportSequenceNumberURI),
@@ -324,7 +324,7 @@ struct ReceivePipeline {
             stream.lastArrival = now
             // Relayed as is: only losses are tracked here, to NACK them to the sender.
             let sequence = stream.unwrapper.unwrap(packet.sequenceNumber)
-            stream.nacks?.insert(sequence, now: now)
+            stream.nacks?.insert(sequence, retransmitted: retransmitted, now: now)
             return
         }
         if nextSynchronization == nil { nextSynchronization = now + .seconds(1) }
@@ -342,7 +342,7 @@ struct ReceivePipeline {
                 stream.nextPull = streams.lazy.compactMap { $0 === stream ? nil : $0.nextPull }.min() ?? now
             }
         case .video:
-            _ = stream.video?.insert(packet, arrival: now)
+            _ = stream.video?.insert(packet, arrival: now, retransmitted: retransmitted)
             processVideo(stream, now: now, path: path)
         }
     }

@@ -158,10 +158,11 @@ public struct NACKGenerator: Sendable {
     /// - Parameters:
     ///   - sequence: The unwrapped RTP sequence number.
     ///   - startsKeyframe: The packet starts a keyframe; an overflow may then drop entries before it.
+    ///   - retransmitted: It came on an RTX stream: an answer to a request, however soon.
     ///   - now: Arrival time.
     /// - Returns: What the packet was to the generator.
     @discardableResult
-    public mutating func insert(_ sequence: Int64, startsKeyframe: Bool = false, now: Duration) -> Arrival {
+    public mutating func insert(_ sequence: Int64, startsKeyframe: Bool = false, retransmitted: Bool = false, now: Duration) -> Arrival {
         defer { lastArrival = now }
         if startsKeyframe, sequence > (lastKeyframeStart ?? .min) { lastKeyframeStart = sequence }
         guard let highest = highestSequence else {
@@ -171,7 +172,7 @@ public struct NACKGenerator: Sendable {
         if sequence <= highest {
             guard let index = index(of: sequence) else { return .old }
             let entry = entries.remove(at: index)
-            if entry.requests > 0, now - entry.lastRequestAt >= lastRoundTripTime / 2 {
+            if entry.requests > 0, retransmitted || now - entry.lastRequestAt >= lastRoundTripTime / 2 {
                 statistics.recovered += 1
                 return .recovered
             }

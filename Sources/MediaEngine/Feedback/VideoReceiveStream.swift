@@ -249,9 +249,12 @@ public struct VideoReceiveStream: Sendable {
     /// - Parameters:
     ///   - packet: A parsed RTP packet (after SRTP unprotect).
     ///   - now: Its arrival time.
+    ///   - retransmitted: It came on the sender's RTX stream: an answer to a NACK for
+    ///     certain, however soon it came (a plain retransmission is told from reordering by
+    ///     its timing).
     /// - Returns: What was done with it.
     @discardableResult
-    public mutating func insert(_ packet: RTPPacketView, arrival now: Duration) -> InsertResult {
+    public mutating func insert(_ packet: RTPPacketView, arrival now: Duration, retransmitted: Bool = false) -> InsertResult {
         statistics.packetsReceived += 1
         if let current = ssrc, packet.ssrc != current, !takesOver(packet, from: current, now: now) {
             statistics.otherSourcePackets += 1
@@ -303,7 +306,7 @@ public struct VideoReceiveStream: Sendable {
 
         let startsFrame = !isFiller && descriptor.startsFrame
         let startsKeyframe = startsFrame && Self.isKeyframeStart(data)
-        let arrival = nack.insert(sequence, startsKeyframe: startsKeyframe, now: now)
+        let arrival = nack.insert(sequence, startsKeyframe: startsKeyframe, retransmitted: retransmitted, now: now)
         ring.store(VideoPacketRing.Packet(sequence: sequence, timestamp: packet.timestamp, arrival: now, length: data.count,
                                           isFiller: isFiller, startsFrame: startsFrame, startsKeyframe: startsKeyframe,
                                           marker: packet.marker, pictureID: descriptor.pictureID?.value),

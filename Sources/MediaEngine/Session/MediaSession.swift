@@ -64,6 +64,10 @@ public final class MediaSession: Sendable {
         /// VP8 temporal layers (1 to 3); a meeting's forwarding server thins them per
         /// subscriber, so meeting legs send 3.
         public var temporalLayers = 1
+        /// The RTX payload type (RFC 4588) participants' videos are retransmitted on, each on
+        /// `RTXStream.ssrc(forVideo:)` (a meeting's forwarding server does this for legs that
+        /// ask); nil: plain retransmissions only.
+        public var videoRTXPayloadType: UInt8?
         /// Longest wait for ICE to select a pair.
         public var connectTimeout: Duration = .seconds(10)
         /// STUN servers this side learns its server-reflexive candidates from (a signaling
@@ -503,8 +507,13 @@ public final class MediaSession: Sendable {
     /// Receives a participant's streams from now on (a member joined a meeting leg).
     /// - Throws: `MediaCoreError` when the ID is taken or an SSRC is already bound.
     public func addParticipant(_ participant: Participant) throws(MediaCoreError) {
+        let rtx = parts.configuration.videoRTXPayloadType
         try addParticipant(participant.id, audio: participant.audioSSRC.map { streamPlan.audio.receive(ssrc: $0) },
-                           video: participant.videoSSRC.map { streamPlan.video.receive(ssrc: $0) })
+                           video: participant.videoSSRC.map { ssrc in
+                               var video = streamPlan.video.receive(ssrc: ssrc)
+                               video.rtx = rtx.map { RTXStream(ssrc: RTXStream.ssrc(forVideo: ssrc), payloadType: $0) }
+                               return video
+                           })
     }
 
     /// Receives `audio` and `video` (either may be nil) as participant `id`'s.

@@ -348,6 +348,9 @@ public struct MeetingRegistry: Sendable {
         guard (request.type == .video) == (media.videoSSRC != nil) else {
             throw SignalingError(.invalidRequest, "joinMeeting: a video participant needs a video SSRC, an audio one none")
         }
+        if let rtx = media.rtxPayloadType, !(96...127).contains(rtx) || rtx == 96 || rtx == 111 {
+            throw SignalingError(.invalidRequest, "joinMeeting: media.rtxPayloadType \(rtx) must be a dynamic payload type (96...127) other than VP8's 96 and Opus's 111")
+        }
         try checkSSRCs(audio: media.audioSSRC, video: media.videoSSRC, in: meeting, request: "joinMeeting")
         try admitLive(meeting, identity, request)
         lastLeg += 1
@@ -364,9 +367,11 @@ public struct MeetingRegistry: Sendable {
                                    srtpKey: credentials.keying.base64, audioSSRC: 0, videoSSRC: nil,
                                    iceUfrag: credentials.ice.ufrag, icePassword: credentials.ice.password)
         var outputs = [Self.okReply(connection, requestID, .joinMeeting(Reply.JoinMeeting(callID: id, participants: others.map(\.participant), media: server)))]
-        outputs.append(.mediaPlane(.addLeg(ForwardingRouter.LegSetup(
+        var setup = ForwardingRouter.LegSetup(
             id: member.leg, meeting: id, account: identity.account, publishing: request.role == .actor, audioSSRC: media.audioSSRC,
-            videoSSRC: media.videoSSRC, inboundKeying: keying, outboundKeying: credentials.keying, ice: credentials.ice))))
+            videoSSRC: media.videoSSRC, inboundKeying: keying, outboundKeying: credentials.keying, ice: credentials.ice)
+        setup.media.videoRTXPayloadType = media.rtxPayloadType
+        outputs.append(.mediaPlane(.addLeg(setup)))
         outputs += joined(member, others: others, in: id)
         return outputs + liveJoined(id, member, request, credentials)
     }

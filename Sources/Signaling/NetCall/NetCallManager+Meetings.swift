@@ -35,6 +35,10 @@ extension NetCallManager {
         try await request(MessageType.reserveMeeting, Request.ReserveMeeting(name: name, ext: ext), as: Reply.ReserveMeeting.self)
     }
 
+    /// The RTX payload type meeting legs take the server's video retransmissions on (the
+    /// engine's VP8 is 96; browsers pair 97 with it too).
+    static let meetingRTXPayloadType: UInt8 = 97
+
     /// Joins a reserved meeting; its media starts at once (an audience sends nothing).
     /// - Returns: The meeting's ID and who was already there.
     /// - Throws: `SignalingError`: `meetingNotFound`, `meetingFull`, `alreadyInMeeting`,
@@ -58,6 +62,7 @@ extension NetCallManager {
         }
         var local = MediaEndpoint(session.local)
         local.candidates = []
+        local.rtxPayloadType = Self.meetingRTXPayloadType
         let reply: Reply.JoinMeeting
         do {
             reply = try await request(MessageType.joinMeeting, Request.JoinMeeting(name: name, role: role, type: type, videoQuality: videoQuality,

@@ -612,6 +612,7 @@ public actor NetCallManager {
                 // Meeting legs: the forwarding server's profile, and layers it can thin.
                 settings.profile = .aeadAES128GCM
                 settings.temporalLayers = 3
+                settings.videoRTXPayloadType = Self.meetingRTXPayloadType
             }
             let target = settings.videoBitrate
             settings.videoBitrate = max(target, CallVideoQuality.allCases.map(\.encoding.bitrate).max() ?? target)
