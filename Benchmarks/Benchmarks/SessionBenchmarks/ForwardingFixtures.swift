@@ -191,7 +191,8 @@ final class RouterForwardingPath {
 /// The same job in plain C (SRTPBaseline's `baseline_srtp_forward`): copy the packet in,
 /// unprotect it once, copy and protect it for each subscriber, with libsrtp configured as
 /// the engine configures it.
-final class BaselineForwardingPath {
+final class BaselineForwardingPath: @unchecked Sendable {
+    // @unchecked: WorkerScaling hands one to its second thread, which alone uses it during a run.
     let packets: PublisherPackets
     private let inbound: OpaquePointer
     private let outbound: [OpaquePointer?]

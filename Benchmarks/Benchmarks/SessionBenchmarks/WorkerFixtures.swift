@@ -9,7 +9,15 @@ import Synchronization
 enum WorkerScalingMetrics {
     static let one = BenchmarkMetric.custom("1 worker (ns per run)")
     static let two = BenchmarkMetric.custom("2 workers (ns per run)")
-    static let all = [one, two]
+    /// Two routers on two threads, each with one publisher and its six subscribers, nothing
+    /// handed between them: what the second core buys without handoffs (the ceiling).
+    static let apart = BenchmarkMetric.custom("2 routers apart (ns per run)")
+    /// The same pair apart as C forwarders making the same libsrtp calls
+    /// (`BaselineForwardingPath`): on one thread one after the other, then on two at once.
+    /// Their ratio is this machine's ceiling for the work, whatever the language.
+    static let cOne = BenchmarkMetric.custom("C forwarders, 1 thread (ns per run)")
+    static let cTwo = BenchmarkMetric.custom("C forwarders, 2 threads (ns per run)")
+    static let all = [one, two, apart, cOne, cTwo]
 }
 
 /// Two publishers and six subscribers of both, forwarded by one router on one thread, and
@@ -76,6 +84,34 @@ final class WorkerScaling: @unchecked Sendable {
     let alonePackets: [PublisherPackets]
     private(set) var aloneDatagramsOut = 0
     private var aloneNow: Duration = .zero
+    /// A router apart: one publisher and its six subscribers, its own packets and clock;
+    /// each is used by one thread during a run.
+    final class Apart: @unchecked Sendable {
+        let router: ForwardingRouter
+        let packets: PublisherPackets
+        let publisherAddress: SocketAddress
+        var now: Duration = .zero
+        var datagramsOut = 0
+
+        init(router: ForwardingRouter, packets: PublisherPackets, publisherAddress: SocketAddress) {
+            self.router = router
+            self.packets = packets
+            self.publisherAddress = publisherAddress
+        }
+
+        /// Its publisher's next packet, forwarded.
+        @inline(__always)
+        func forwardNext() {
+            packets.handNext(to: router, from: publisherAddress, now: now)
+            router.drainTransmits { _ in datagramsOut += 1 }
+            now += .microseconds(500)
+        }
+    }
+
+    let apart: [Apart]
+    let baselines: [BaselineForwardingPath]
+    /// What the second thread runs next: worker 1's part (0) or the second router apart's (1).
+    private let mode = Counter()
 
     /// Runs started, and finished by the second worker's thread, which spins for the
     /// next between them (a loaded server's workers are busy, not asleep: waking a
@@ -107,6 +143,11 @@ final class WorkerScaling: @unchecked Sendable {
         }
         alone = ForwardingRouter(configuration: settings)
         alonePackets = try (0..<2).map { try PublisherPackets(video: video, destination: server, publisher: $0) }
+        baselines = try (0..<2).map { _ in try BaselineForwardingPath(subscribers: Self.subscribers, video: video) }
+        apart = try (0..<2).map { index in
+            Apart(router: ForwardingRouter(configuration: settings), packets: try PublisherPackets(video: video, destination: server, publisher: index),
+                  publisherAddress: Self.address(of: Self.publisherLegs[index]))
+        }
 
         let placeholder = WorkerHandoff(kind: .datagram, source: server, leg: 0)
         let rings = (0..<2).map { _ in HandoffRing<WorkerHandoff>(capacity: 2_048, placeholder: placeholder) }
@@ -130,6 +171,18 @@ final class WorkerScaling: @unchecked Sendable {
                 check.withUnsafeMutableBytes { router.handleDatagram($0, from: Self.address(of: leg), now: .zero) }
             }
         }
+        for (index, router) in apart.map(\.router).enumerated() {
+            for leg in [Self.publisherLegs[index]] + Self.subscriberLegs {
+                let setup = try Self.setup(leg)
+                try router.addLeg(setup, now: .zero)
+                var check = try Self.check(for: setup)
+                check.withUnsafeMutableBytes { router.handleDatagram($0, from: Self.address(of: leg), now: .zero) }
+            }
+            for subscriber in Self.subscriberLegs {
+                router.setForwarding(subscriber: subscriber, publisher: Self.publisherLegs[index], audio: true, video: true, now: .zero)
+            }
+            router.drainTransmits { _ in }
+        }
         settle()
         for subscriber in Self.subscriberLegs {
             for publisher in Self.publisherLegs {
@@ -143,16 +196,17 @@ final class WorkerScaling: @unchecked Sendable {
             for worker in workers { worker.forwardNext() }
             settle()
             forwardAloneNext()
+            for router in apart { router.forwardNext() }
         }
         let expected = 40 * 2 * Self.subscribers
         let both = workers.reduce(0) { $0 + $1.datagramsOut }
-        guard both >= expected * 9 / 10, aloneDatagramsOut >= expected * 9 / 10 else {
+        guard both >= expected * 9 / 10, aloneDatagramsOut >= expected * 9 / 10, apart.reduce(0, { $0 + $1.datagramsOut }) >= expected * 9 / 10 else {
             throw BenchmarkFailure("worker scaling: \(both) and \(aloneDatagramsOut) of \(expected) packets forwarded in setup")
         }
         refill()
 
         // Its thread waits for runs for as long as the benchmark process lives.
-        let second = workers[1], generation = self.generation, finished = self.finished
+        let second = workers[1], secondApart = apart[1], secondBaseline = baselines[1], generation = self.generation, finished = self.finished, mode = self.mode
         Thread.detachNewThread {
             var runs = 0
             while true {
@@ -160,7 +214,14 @@ final class WorkerScaling: @unchecked Sendable {
                     sched_yield()
                     continue
                 }
-                Self.work(second)
+                switch mode.value.load(ordering: .relaxed) {
+                case 1:
+                    for _ in 0..<Self.run { secondApart.forwardNext() }
+                case 2:
+                    for _ in 0..<Self.run { try? secondBaseline.forwardNext() }
+                default:
+                    Self.work(second)
+                }
                 runs += 1
                 finished.value.store(runs, ordering: .releasing)
             }
@@ -230,12 +291,15 @@ final class WorkerScaling: @unchecked Sendable {
     }
 
     private func refill() {
-        for packets in workers.map(\.packets) + alonePackets { packets.refill() }
+        for packets in workers.map(\.packets) + alonePackets + apart.map(\.packets) + baselines.map(\.packets) { packets.refill() }
     }
 
     /// A run alone, then a run on two workers.
     func next(_ benchmark: Benchmark) throws {
-        if alonePackets[0].remaining < Self.run || workers[0].packets.remaining < Self.run { refill() }
+        if alonePackets[0].remaining < Self.run || workers[0].packets.remaining < Self.run || apart[0].packets.remaining < Self.run
+            || baselines.contains(where: { $0.packets.remaining < 2 * Self.run }) {
+            refill()
+        }
         let aloneBefore = aloneDatagramsOut
         var started = ContinuousClock.now
         for _ in 0..<Self.run { forwardAloneNext() }
@@ -243,10 +307,36 @@ final class WorkerScaling: @unchecked Sendable {
 
         let before = workers.map(\.router.counters.packetsForwarded)
         started = ContinuousClock.now
-        let run = generation.value.add(1, ordering: .releasing).newValue
+        mode.value.store(0, ordering: .relaxed)
+        var run = generation.value.add(1, ordering: .releasing).newValue
         Self.work(workers[0])
         while finished.value.load(ordering: .acquiring) != run { sched_yield() }
         benchmark.measurement(WorkerScalingMetrics.two, (ContinuousClock.now - started).nanoseconds)
+
+        let apartBefore = apart.reduce(0) { $0 + $1.datagramsOut }
+        started = ContinuousClock.now
+        mode.value.store(1, ordering: .relaxed)
+        run = generation.value.add(1, ordering: .releasing).newValue
+        for _ in 0..<Self.run { apart[0].forwardNext() }
+        while finished.value.load(ordering: .acquiring) != run { sched_yield() }
+        benchmark.measurement(WorkerScalingMetrics.apart, (ContinuousClock.now - started).nanoseconds)
+        let apartForwarded = apart.reduce(0) { $0 + $1.datagramsOut } - apartBefore
+        guard apartForwarded >= Self.run * 2 * Self.subscribers else {
+            throw BenchmarkFailure("worker scaling: the routers apart forwarded \(apartForwarded) of \(Self.run * 2 * Self.subscribers)")
+        }
+
+        // The C pair: one thread, then two.
+        let cBefore = baselines.reduce(0) { $0 + $1.bytesOut }
+        started = ContinuousClock.now
+        for baseline in baselines { for _ in 0..<Self.run { try baseline.forwardNext() } }
+        benchmark.measurement(WorkerScalingMetrics.cOne, (ContinuousClock.now - started).nanoseconds)
+        started = ContinuousClock.now
+        mode.value.store(2, ordering: .relaxed)
+        run = generation.value.add(1, ordering: .releasing).newValue
+        for _ in 0..<Self.run { try baselines[0].forwardNext() }
+        while finished.value.load(ordering: .acquiring) != run { sched_yield() }
+        benchmark.measurement(WorkerScalingMetrics.cTwo, (ContinuousClock.now - started).nanoseconds)
+        guard baselines.reduce(0, { $0 + $1.bytesOut }) > cBefore else { throw BenchmarkFailure("worker scaling: the C forwarders sent nothing") }
 
         let expected = Self.run * 2 * Self.subscribers
         let forwarded = zip(workers, before).reduce(0) { $0 + $1.0.router.counters.packetsForwarded - $1.1 }
