@@ -84,31 +84,9 @@ final class WorkerScaling: @unchecked Sendable {
     let alonePackets: [PublisherPackets]
     private(set) var aloneDatagramsOut = 0
     private var aloneNow: Duration = .zero
-    /// A router apart: one publisher and its six subscribers, its own packets and clock;
-    /// each is used by one thread during a run.
-    final class Apart: @unchecked Sendable {
-        let router: ForwardingRouter
-        let packets: PublisherPackets
-        let publisherAddress: SocketAddress
-        var now: Duration = .zero
-        var datagramsOut = 0
-
-        init(router: ForwardingRouter, packets: PublisherPackets, publisherAddress: SocketAddress) {
-            self.router = router
-            self.packets = packets
-            self.publisherAddress = publisherAddress
-        }
-
-        /// Its publisher's next packet, forwarded.
-        @inline(__always)
-        func forwardNext() {
-            packets.handNext(to: router, from: publisherAddress, now: now)
-            router.drainTransmits { _ in datagramsOut += 1 }
-            now += .microseconds(500)
-        }
-    }
-
-    let apart: [Apart]
+    /// Two routers apart, each a `Worker` without rings: one publisher and its six
+    /// subscribers, its own packets and clock; each used by one thread during a run.
+    let apart: [Worker]
     let baselines: [BaselineForwardingPath]
     /// What the second thread runs next: worker 1's part (0) or the second router apart's (1).
     private let mode = Counter()
@@ -145,8 +123,8 @@ final class WorkerScaling: @unchecked Sendable {
         alonePackets = try (0..<2).map { try PublisherPackets(video: video, destination: server, publisher: $0) }
         baselines = try (0..<2).map { _ in try BaselineForwardingPath(subscribers: Self.subscribers, video: video) }
         apart = try (0..<2).map { index in
-            Apart(router: ForwardingRouter(configuration: settings), packets: try PublisherPackets(video: video, destination: server, publisher: index),
-                  publisherAddress: Self.address(of: Self.publisherLegs[index]))
+            Worker(router: ForwardingRouter(configuration: settings), packets: try PublisherPackets(video: video, destination: server, publisher: index),
+                   publisherAddress: Self.address(of: Self.publisherLegs[index]))
         }
 
         let placeholder = WorkerHandoff(kind: .datagram, source: server, leg: 0)

@@ -179,19 +179,7 @@ struct ReceivePipeline {
             binding = open.configuration.mid != nil
         }
         guard let stream = target else { return nil }
-        var length = datagram.count
-        if let key = stream.inboundKey {
-            do {
-                length = try keys[key].context.unprotect(datagram, length: length)
-            } catch {
-                switch error.code {
-                case .authenticationFailed: stream.statistics.authenticationFailures += 1
-                case .replayed, .tooOld: stream.statistics.replays += 1
-                default: stream.statistics.malformedPackets += 1
-                }
-                return nil
-            }
-        }
+        guard let length = unprotect(datagram, for: stream) else { return nil }
         let packet: RTPPacketView
         do {
             packet = try RTPPacketView(UnsafeRawBufferPointer(rebasing: datagram[0..<length]))
@@ -211,6 +199,22 @@ struct ReceivePipeline {
         return receiving.configuration.forwarding ? ForwardedPacket(stream: receiving.id, packet: packet) : nil
     }
 
+    /// The length of `datagram` once its stream's key took it (in place), or nil, counted as
+    /// the stream's authentication failure, replay or malformed packet.
+    private func unprotect(_ datagram: UnsafeMutableRawBufferPointer, for stream: ReceiveStreamState) -> Int? {
+        guard let key = stream.inboundKey else { return datagram.count }
+        do {
+            return try keys[key].context.unprotect(datagram, length: datagram.count)
+        } catch {
+            switch error.code {
+            case .authenticationFailed: stream.statistics.authenticationFailures += 1
+            case .replayed, .tooOld: stream.statistics.replays += 1
+            default: stream.statistics.malformedPackets += 1
+            }
+            return nil
+        }
+    }
+
     /// A packet of a video stream's RTX stream: authenticated under its own SSRC, then made
     /// the original again in place (the OSN its sequence number, the stream's SSRC and
     /// payload type, padding left out) and received as a late original.
@@ -220,19 +224,7 @@ struct ReceivePipeline {
             counters.unknownStreamPackets += 1
             return nil
         }
-        var length = datagram.count
-        if let key = stream.inboundKey {
-            do {
-                length = try keys[key].context.unprotect(datagram, length: length)
-            } catch {
-                switch error.code {
-                case .authenticationFailed: stream.statistics.authenticationFailures += 1
-                case .replayed, .tooOld: stream.statistics.replays += 1
-                default: stream.statistics.malformedPackets += 1
-                }
-                return nil
-            }
-        }
+        guard let length = unprotect(datagram, for: stream) else { return nil }
         guard let carried = try? RTPPacketView(UnsafeRawBufferPointer(rebasing: datagram[0..<length])) else {
             stream.statistics.malformedPackets += 1
             return nil

@@ -11,34 +11,7 @@ import TestSupport
 @Suite(.serialized) struct ChromiumRTX {
     static let driver = Aiortc.script("../chromium/page.py")
 
-    struct Report: Decodable {
-        struct Sample: Decodable {
-            var at: Double
-            var stats: Stats?
-        }
-
-        struct Stats: Decodable {
-            struct Participant: Decodable {
-                var framesDecoded: Int?
-                var frameWidth: Int?
-                var videoPacketsReceived: Int?
-                var videoPacketsLost: Int?
-                var retransmittedPacketsReceived: Int?
-                var rtxSsrc: UInt32?
-                var nackCount: Int?
-                var pliCount: Int?
-                var freezeCount: Int?
-                var totalFreezesDuration: Double?
-            }
-
-            var participants: [String: Participant]
-        }
-
-        var samples: [Sample]
-        var console: [String]
-        var status: String?
-        var error: String?
-    }
+    typealias Report = ChromiumWHEP.Report
 
     /// Drops 5 % of the RTP datagrams of payload type 96 (VP8 in Chrome's offer), and counts
     /// those of 97 (its RTX), which all pass. (Dropped at 5 % too, Chrome asked again for most

@@ -24,6 +24,14 @@ import TestSupport
                 var totalSamplesReceived: Int?
                 var audioPacketsReceived: Int?
                 var packetsLost: Int?
+                /// Video loss recovery (`ChromiumRTX`).
+                var videoPacketsLost: Int?
+                var retransmittedPacketsReceived: Int?
+                var rtxSsrc: UInt32?
+                var nackCount: Int?
+                var pliCount: Int?
+                var freezeCount: Int?
+                var totalFreezesDuration: Double?
             }
 
             struct Sent: Decodable {
