@@ -47,6 +47,9 @@ struct SFULoadBench: AsyncParsableCommand {
     @Option(help: "The child server's forwarding threads (--media-threads; default: the machine's cores).")
     var threads: Int?
 
+    @Flag(inversion: .prefixedNo, help: "Take video retransmissions on RTX, as our clients do (else plain ones, each subscriber stream keeping its own history on the server).")
+    var rtx = true
+
     @Option(help: "Seconds of media.")
     var seconds: Double = 10
 
@@ -126,7 +129,7 @@ struct SFULoadBench: AsyncParsableCommand {
             let publishing = index < publishers
             let account = publishing ? "pub\(index)" : "sub\(index - publishers)"
             let withVideo = publishing ? index < videoSenders : videoSenders > 0
-            let participant = try SyntheticParticipant(account: account, publishing: publishing, video: withVideo)
+            let participant = try SyntheticParticipant(account: account, publishing: publishing, video: withVideo, rtx: rtx)
             let token = try await authority.mint(account: account, lifetime: .seconds(3_600))
             let client = try await SignalingClient.connect(url: url)
             _ = try await client.request(MessageType.login, Request.Login(token: token, device: "load"), as: Reply.Login.self)
@@ -355,11 +358,14 @@ final class SyntheticParticipant: @unchecked Sendable {
     var receiveStreams: [ReceiveStreamID] = []
     var client: SignalingClient?
     var connected = false
+    /// Video retransmissions come on RTX (payload type 97), as to our clients.
+    let rtx: Bool
 
-    init(account: String, publishing: Bool, video: Bool) throws {
+    init(account: String, publishing: Bool, video: Bool, rtx: Bool) throws {
         self.account = account
         self.publishing = publishing
         self.video = video
+        self.rtx = rtx
         socket = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
         var settings = MediaCore.Configuration()
         settings.outboundKeying = keying
@@ -371,8 +377,10 @@ final class SyntheticParticipant: @unchecked Sendable {
     }
 
     var endpoint: MediaEndpoint {
-        MediaEndpoint(candidates: [], srtpProfile: keying.profile.rawValue, srtpKey: keying.base64, audioSSRC: audioSSRC,
-                      videoSSRC: video ? videoSSRC : nil, iceUfrag: ice.ufrag, icePassword: ice.password)
+        var endpoint = MediaEndpoint(candidates: [], srtpProfile: keying.profile.rawValue, srtpKey: keying.base64, audioSSRC: audioSSRC,
+                                     videoSSRC: video ? videoSSRC : nil, iceUfrag: ice.ufrag, icePassword: ice.password)
+        endpoint.rtxPayloadType = rtx ? 97 : nil
+        return endpoint
     }
 
     func connect(to server: MediaEndpoint, client: SignalingClient) throws {
@@ -392,6 +400,7 @@ final class SyntheticParticipant: @unchecked Sendable {
         if sender.video {
             var video = ReceiveStreamConfiguration.vp8(ssrc: sender.videoSSRC)
             video.forwarding = true
+            if rtx { video.rtx = RTXStream(ssrc: RTXStream.ssrc(forVideo: sender.videoSSRC), payloadType: 97) }
             video.participant = sender.account
             receiveStreams.append(try core.addReceiveStream(video))
         }
