@@ -24,6 +24,8 @@ enum WHIPPeer {
         var first_pts: Int?
         var last_pts: Int?
         var first_frame_after: Double?
+        /// Seconds from the POST to the connection (ICE and DTLS); media runs from then on.
+        var connected_after: Double?
         var reason: String?
     }
 

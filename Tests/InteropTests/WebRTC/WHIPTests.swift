@@ -42,7 +42,8 @@ import TestSupport
             let samples = try AudioFile.read(path: heard).samples
             let levels = [440.0, 330, 550].map { WHIPPeer.peakLevel(samples, frequency: $0) }
             // A sine of amplitude 0.3 measures 0.21 (its RMS) when whole: each tone at 70 % of that.
-            #expect(levels[0] > 0.15 && levels[1] > 0.15, "alice heard bob (440 Hz) and carol (330 Hz) while they were there: \(levels)")
+            let connected = "connected after \(bobReport.connected_after ?? -1) and \(carolReport.connected_after ?? -1) s"
+            #expect(levels[0] > 0.15 && levels[1] > 0.15, "alice heard bob (440 Hz) and carol (330 Hz) while they were there: \(levels); \(connected)")
             #expect(levels[2] < 0.005, "alice does not hear herself: \(levels)")
         }
     }

@@ -5,7 +5,7 @@
 
 The token is read from a file (never on the command line). The offer is POSTed as
 application/sdp once gathered (127.0.0.1 only), the answer applied, media runs for
---seconds, then the session is DELETEd at its Location (or abandoned: --abandon). Prints one line of JSON: the
+--seconds once connected, then the session is DELETEd at its Location (or abandoned: --abandon). Prints one line of JSON: the
 POST's status and Location, the ICE server Link headers, the connection state, what was
 sent, and what arrived (audio samples, decoded frames and their size). A refused POST
 prints its status and the server's reason and exits 2.
@@ -91,11 +91,15 @@ async def main() -> int:
             print(json.dumps(report), flush=True)
             return 2
         await connection.setRemoteDescription(RTCSessionDescription(sdp=body, type="answer"))
-        deadline = time.monotonic() + arguments.seconds
+        # --seconds of media, counted from the connection (ICE and DTLS may take a second or
+        # two on a busy machine: counted from the answer, a short run could carry almost
+        # nothing); at most 15 s to connect.
+        deadline = time.monotonic() + 15
         while time.monotonic() < deadline:
             if not established and connection.connectionState == "connected":
                 established = True
                 report["connected_after"] = round(time.monotonic() - started, 3)
+                deadline = time.monotonic() + arguments.seconds
             if counts["video_frames"] and "first_frame_after" not in report:
                 report["first_frame_after"] = round(time.monotonic() - started, 3)
             await asyncio.sleep(0.02)
