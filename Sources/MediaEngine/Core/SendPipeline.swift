@@ -253,20 +253,11 @@ struct SendPipeline {
 
     /// A NACK about a stream with RTX: its numbers wait for the forwarding server.
     private func queueRetransmissionRequests(_ nack: GenericNACK, for stream: SendStreamState) {
-        func queue(_ sequenceNumber: UInt16) {
+        nack.forEachSequenceNumber { sequenceNumber in
             if stream.retransmissionRequests.count < RTXStream.maximumPendingRequests {
                 stream.retransmissionRequests.append(sequenceNumber)
             } else {
                 stream.statistics.retransmissionRequestsDropped += 1
-            }
-        }
-        for entry in nack.entries {
-            queue(entry.packetID)
-            var bits = entry.lostBitmask
-            while bits != 0 {
-                let bit = bits.trailingZeroBitCount
-                bits &= bits - 1
-                queue(entry.packetID &+ UInt16(bit + 1))
             }
         }
     }

@@ -149,16 +149,7 @@ public struct RetransmissionHistory: Sendable {
         }
         statistics.nacksReceived += 1
         var sent = 0
-        for entry in nack.entries {
-            // Walk PID and BLP directly: `Entry.sequenceNumbers` would allocate an array.
-            sent += try retransmit(entry.packetID, now: now, rtt: rtt, resend)
-            var bits = entry.lostBitmask
-            while bits != 0 {
-                let bit = bits.trailingZeroBitCount
-                bits &= bits - 1
-                sent += try retransmit(entry.packetID &+ UInt16(bit + 1), now: now, rtt: rtt, resend)
-            }
-        }
+        try nack.forEachSequenceNumber { sent += try retransmit($0, now: now, rtt: rtt, resend) }
         return sent
     }
 

@@ -38,6 +38,20 @@ public struct GenericNACK: Sendable, Hashable {
         }
     }
 
+    /// Hands `body` every sequence number the entries report lost, in order (each PID, then
+    /// its BLP's), without building an array: for per-packet paths.
+    public func forEachSequenceNumber(_ body: (UInt16) throws -> Void) rethrows {
+        for entry in entries {
+            try body(entry.packetID)
+            var bits = entry.lostBitmask
+            while bits != 0 {
+                let bit = bits.trailingZeroBitCount
+                bits &= bits - 1
+                try body(entry.packetID &+ UInt16(bit + 1))
+            }
+        }
+    }
+
     /// SSRC of the packet's sender (the receiver of the media).
     public var senderSSRC: UInt32
     /// SSRC of the media source the NACK is about.
