@@ -27,6 +27,13 @@ final class MeetingCoreHarness {
     static let otherCertificate = try! DTLSCertificate(commonName: "other")
     static let serverCertificate = try! DTLSCertificate(commonName: "sfu")
 
+    /// One simulcast layer a participant publishes: its size and bitrate (b/s).
+    struct SimulcastLayer {
+        var width: Int
+        var height: Int
+        var bitrate: Int
+    }
+
     final class Participant {
         let name: String
         let index: Int
@@ -43,7 +50,12 @@ final class MeetingCoreHarness {
         let vp8: VP8.Encoder?
         var pattern = TestPattern(width: 320, height: 240)
         var picture = VideoFrame(width: 320, height: 240)
-        var encoded = [UInt8](repeating: 0, count: 200_000)
+        var encoded = [UInt8](repeating: 0, count: 400_000)
+        /// A simulcast publisher's layers, lowest first: each its own encoder, stream and
+        /// picture (downscaled from the top one), all on one media clock.
+        var simulcast: [(encoder: VP8.Encoder, stream: SendStreamID, picture: VideoFrame, ssrc: UInt32)] = []
+        /// Simulcast layers it stops sending (as a browser's encoder drops a layer).
+        var stoppedLayers: Set<Int> = []
         var audioFrame = AudioFrame(layout: .mono, samplesPerChannel: 960)
         var uplink: ImpairmentModel
         var downlink: ImpairmentModel
@@ -54,12 +66,15 @@ final class MeetingCoreHarness {
         var heard: [String: [Int16]] = [:]
         var framesDecoded: [String: Int] = [:]
         var lastPicture: [String: VideoFrame] = [:]
+        /// When each publisher's frames were decoded.
+        var decodedAt: [String: [Duration]] = [:]
         var connected = false
         var dtlsFailed = false
         var audioIndex = 0
         var videoIndex = 0
 
         init(name: String, index: Int, core: MediaCore, leg: UInt64, frequency: Double, video: Bool, temporalLayers: Int,
+             simulcast layers: [SimulcastLayer] = [],
              webRTC: WebRTCPeer?, rtx: UInt8?, uplink: ImpairmentSettings, downlink: ImpairmentSettings) throws {
             self.name = name
             self.index = index
@@ -79,7 +94,21 @@ final class MeetingCoreHarness {
                 pictures.mid = "v"
             }
             audioOut = try core.addSendStream(audio)
-            videoOut = video ? try core.addSendStream(pictures) : nil
+            if video && !layers.isEmpty {
+                // One media clock for every layer, as a simulcast encoder's.
+                pictures.timestampOffset = UInt32(index + 1) &* 0x0100_0193
+                for (number, layer) in layers.enumerated() {
+                    var stream = pictures
+                    stream.ssrc = UInt32(index + 1) << 8 | 2 | UInt32(number) << 4
+                    var settings = VP8.Configuration(width: layer.width, height: layer.height, bitrate: layer.bitrate)
+                    settings.temporalLayers = temporalLayers
+                    simulcast.append((try VP8.Encoder(configuration: settings), try core.addSendStream(stream),
+                                      VideoFrame(width: layer.width, height: layer.height), stream.ssrc))
+                }
+                pattern = TestPattern(width: layers[layers.count - 1].width, height: layers[layers.count - 1].height)
+                picture = VideoFrame(width: pattern.width, height: pattern.height)
+            }
+            videoOut = video ? try (simulcast.first?.stream ?? core.addSendStream(pictures)) : nil
             sends = true
             tone = ToneGenerator(.sine(frequency), amplitude: 0.3)
             opus = try Opus.Encoder(configuration: Opus.Configuration())
@@ -108,6 +137,7 @@ final class MeetingCoreHarness {
         }
 
         func sendVideo(now: Duration) throws {
+            guard simulcast.isEmpty else { return try sendSimulcast(now: now) }
             guard let vp8, let videoOut else { return }
             pattern.render(into: &picture)
             let force = core.shouldForceKeyframe(videoOut, now: now)
@@ -116,6 +146,28 @@ final class MeetingCoreHarness {
                 _ = core.sendVideo(videoOut, frame: UnsafeRawBufferPointer(rebasing: $0[0..<info.byteCount]),
                                    mediaTimestamp: UInt32(truncatingIfNeeded: videoIndex * 3_000), isKeyframe: info.isKeyframe,
                                    temporalLayer: vp8.configuration.temporalLayers > 1 ? (info.temporalLayer, info.layerSync) : nil, now: now)
+            }
+            videoIndex += 1
+        }
+
+        private func sendSimulcast(now: Duration) throws {
+            pattern.render(into: &picture)
+            for index in simulcast.indices where !stoppedLayers.contains(index) {
+                if index == simulcast.count - 1 {
+                    simulcast[index].picture = picture
+                } else {
+                    picture.scale(into: &simulcast[index].picture)
+                }
+                let layer = simulcast[index]
+                let force = core.shouldForceKeyframe(layer.stream, now: now)
+                guard let info = try encoded.withUnsafeMutableBytes({ try layer.encoder.encode(layer.picture, forceKeyframe: force, into: $0) })
+                else { continue }
+                encoded.withUnsafeBytes {
+                    _ = core.sendVideo(layer.stream, frame: UnsafeRawBufferPointer(rebasing: $0[0..<info.byteCount]),
+                                       mediaTimestamp: UInt32(truncatingIfNeeded: videoIndex * 3_000), isKeyframe: info.isKeyframe,
+                                       temporalLayer: layer.encoder.configuration.temporalLayers > 1 ? (info.temporalLayer, info.layerSync) : nil,
+                                       now: now)
+                }
             }
             videoIndex += 1
         }
@@ -130,6 +182,7 @@ final class MeetingCoreHarness {
                         if try frame.data.withUnsafeBytes({ try decoder.decode($0, into: &decoded) }) {
                             framesDecoded[owner, default: 0] += 1
                             lastPicture[owner] = decoded
+                            decodedAt[owner, default: []].append(now)
                             core.videoDecoded(id, timestamp: frame.timestamp, isKeyframe: frame.isKeyframe, shownAt: now)
                         }
                     } catch {
@@ -220,8 +273,9 @@ final class MeetingCoreHarness {
     @discardableResult
     /// - Parameter rtx: The RTX payload type the participant takes its videos' retransmissions
     ///   on (RFC 4588); nil: plain retransmissions.
+    /// - Parameter simulcast: The layers of a simulcast video, lowest first (`video` must be set).
     func join(_ name: String, frequency: Double, publishing: Bool = true, video: Bool = false, temporalLayers: Int = 1,
-              webRTC: WebRTCPeer? = nil, rtx: UInt8? = nil,
+              simulcast: [SimulcastLayer] = [], webRTC: WebRTCPeer? = nil, rtx: UInt8? = nil,
               uplink: ImpairmentSettings = ImpairmentSettings(), downlink: ImpairmentSettings = ImpairmentSettings()) throws -> Participant {
         let index = participants.count
         let clientKey = try Self.clientKey(index)
@@ -245,7 +299,8 @@ final class MeetingCoreHarness {
         let leg = nextLeg
         nextLeg += 1
         let participant = try Participant(name: name, index: index, core: try MediaCore(configuration: settings), leg: leg,
-                                          frequency: frequency, video: video, temporalLayers: temporalLayers, webRTC: webRTC,
+                                          frequency: frequency, video: video, temporalLayers: temporalLayers, simulcast: simulcast,
+                                          webRTC: webRTC,
                                           rtx: rtx, uplink: up, downlink: down)
         participant.sends = publishing
         let serverICE = ICECredentials(ufrag: "leg\(leg)", password: "leg-password-\(leg)-0123456789ab")
@@ -258,9 +313,12 @@ final class MeetingCoreHarness {
             }
             keying = .dtls(role: .server, certificate: Self.serverCertificate, remoteFingerprints: [webRTC.announced])
         }
-        let setup = ForwardingRouter.LegSetup(id: leg, meeting: meeting, account: name, publishing: publishing,
+        var setup = ForwardingRouter.LegSetup(id: leg, meeting: meeting, account: name, publishing: publishing,
                                               audioSSRC: participant.audioSSRC, videoSSRC: participant.videoSSRC,
                                               keying: keying, media: participant.media, ice: serverICE)
+        setup.videoLayers = participant.simulcast.map {
+            ForwardingRouter.LegSetup.VideoLayer(ssrc: $0.ssrc, width: $0.picture.width, height: $0.picture.height)
+        }
         let ownerIndex = index % routers.count
         try routers[ownerIndex].addLeg(setup, now: now)
         for (worker, other) in routers.enumerated() where worker != ownerIndex { other.addRemoteLeg(setup, worker: ownerIndex, now: now) }

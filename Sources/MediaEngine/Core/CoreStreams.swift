@@ -249,6 +249,8 @@ final class ReceiveStreamState {
     /// The RTP timestamp of the sender's last report and when it arrived: the media clock
     /// a forwarding server states in its own reports.
     var senderClock: (timestamp: UInt32, arrival: Duration)?
+    /// The sender's last report's (NTP, RTP) pair.
+    var senderMapping: SenderClockMapping?
     /// Forwarding video: the losses to NACK, by unwrapped sequence number.
     var nacks: NACKGenerator?
     var unwrapper = SequenceNumberUnwrapper()

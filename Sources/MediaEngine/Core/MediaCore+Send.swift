@@ -47,9 +47,11 @@ extension MediaCore {
     ///     stream's next.
     /// - Returns: false when it could not go out (no path, not a forwarded stream, a full queue).
     @discardableResult
-    public func forward(_ id: SendStreamID, packet: RTPPacketView, sequenceNumber: UInt16? = nil, isKeyframe: Bool = false,
-                        now: Duration, rewritePayload: (UnsafeMutableRawBufferPointer) -> Void = { _ in }) -> Bool {
-        send.forward(id, packet: packet, sequenceNumber: sequenceNumber, isKeyframe: isKeyframe, now: now, path: mediaPath,
+    public func forward(_ id: SendStreamID, packet: RTPPacketView, sequenceNumber: UInt16? = nil, timestampShift: UInt32 = 0,
+                        isKeyframe: Bool = false, now: Duration,
+                        rewritePayload: (UnsafeMutableRawBufferPointer) -> Void = { _ in }) -> Bool {
+        send.forward(id, packet: packet, sequenceNumber: sequenceNumber, timestampShift: timestampShift, isKeyframe: isKeyframe,
+                     now: now, path: mediaPath,
                      random: &random, rewritePayload: rewritePayload)
     }
 
@@ -59,9 +61,10 @@ extension MediaCore {
     /// original was (the payload after the OSN). Allocates nothing.
     /// - Returns: false when it could not go out (no RTX stream, no path, a full queue, too long).
     @discardableResult
-    public func retransmit(_ id: SendStreamID, original: RTPPacketView, sequenceNumber: UInt16, now: Duration,
-                           rewritePayload: (UnsafeMutableRawBufferPointer) -> Void = { _ in }) -> Bool {
-        send.retransmit(id, original: original, sequenceNumber: sequenceNumber, now: now, path: mediaPath, rewritePayload: rewritePayload)
+    public func retransmit(_ id: SendStreamID, original: RTPPacketView, sequenceNumber: UInt16, timestampShift: UInt32 = 0,
+                           now: Duration, rewritePayload: (UnsafeMutableRawBufferPointer) -> Void = { _ in }) -> Bool {
+        send.retransmit(id, original: original, sequenceNumber: sequenceNumber, timestampShift: timestampShift, now: now,
+                        path: mediaPath, rewritePayload: rewritePayload)
     }
 
     /// Hands `body` each sequence number the receiver NACKed on a stream with RTX since the
@@ -81,6 +84,12 @@ extension MediaCore {
     /// arrival of the report).
     public func senderClock(of id: ReceiveStreamID) -> (timestamp: UInt32, arrival: Duration)? {
         receive.stream(id)?.senderClock
+    }
+
+    /// The (NTP, RTP timestamp) pair of the last sender report on a receive stream: two
+    /// streams of one sender (simulcast layers) relate their timestamps through these.
+    public func senderMapping(of id: ReceiveStreamID) -> SenderClockMapping? {
+        receive.stream(id)?.senderMapping
     }
 
     /// Whether the next frame of a video stream should be a keyframe (a PLI or FIR came,

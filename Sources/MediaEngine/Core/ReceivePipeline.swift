@@ -385,6 +385,7 @@ struct ReceivePipeline {
             stream.senderClock = (report.rtpTimestamp, now)
             let mapping = SenderClockMapping(ntp: report.ntpTimestamp, rtpTimestamp: report.rtpTimestamp,
                                              clockRate: stream.configuration.clockRate)
+            stream.senderMapping = mapping
             if isLipSyncAudio(stream) { lipSyncs[stream.configuration.participant, default: LipSync()].audioSenderReport(mapping) }
             if isLipSyncVideo(stream) { lipSyncs[stream.configuration.participant, default: LipSync()].videoSenderReport(mapping) }
         }

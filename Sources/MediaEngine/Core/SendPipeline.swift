@@ -129,8 +129,8 @@ struct SendPipeline {
     }
 
     /// Relays another core's packet on a forwarded stream (`MediaCore.forward`).
-    mutating func forward(_ id: SendStreamID, packet: RTPPacketView, sequenceNumber: UInt16?, isKeyframe: Bool, now: Duration,
-                          path: SocketAddress?, random: inout SeededRandom,
+    mutating func forward(_ id: SendStreamID, packet: RTPPacketView, sequenceNumber: UInt16?, timestampShift: UInt32 = 0,
+                          isKeyframe: Bool, now: Duration, path: SocketAddress?, random: inout SeededRandom,
                           rewritePayload: (UnsafeMutableRawBufferPointer) -> Void) -> Bool {
         guard let stream = stream(id), stream.configuration.forwarded, !stream.isEnded,
               packet.bytes.count + SRTPContext.trailerCapacity <= TransmitQueue.slotSize else { return false }
@@ -141,6 +141,7 @@ struct SendPipeline {
         let translation = stream.configuration.forwardedExtensions
         let transportOffset = transportSequenceOffset(in: packet, for: stream)
         let payloadType = stream.configuration.payloadType
+        let ssrc = stream.configuration.ssrc
         let transportSequence = nextTransportSequence
         let outgoing = sequenceNumber ?? stream.sequenceNumber
         let context = output.context(stream.outboundKey)
@@ -150,6 +151,11 @@ struct SendPipeline {
             slot.copyMemory(from: packet.bytes)
             slot.storeBytes(of: outgoing.bigEndian, toByteOffset: 2, as: UInt16.self)
             slot[1] = slot[1] & 0x80 | payloadType
+            // One stream to the receiver whichever simulcast layer it carries now.
+            slot.storeBytes(of: ssrc.bigEndian, toByteOffset: 8, as: UInt32.self)
+            if timestampShift != 0 {
+                slot.storeBytes(of: (packet.timestamp &- timestampShift).bigEndian, toByteOffset: 4, as: UInt32.self)
+            }
             if let translation, let profile = packet.extensionProfile {
                 translation.apply(to: slot, range: packet.extensionRange, profile: profile)
             }
@@ -196,8 +202,8 @@ struct SendPipeline {
     /// stream (`MediaCore.retransmit`): its header with the RTX SSRC, payload type and next
     /// sequence number, padding left out, a fresh transport-wide number; then the OSN and
     /// the payload, which `rewritePayload` renumbers as the original was. Allocates nothing.
-    mutating func retransmit(_ id: SendStreamID, original packet: RTPPacketView, sequenceNumber: UInt16, now: Duration,
-                             path: SocketAddress?, rewritePayload: (UnsafeMutableRawBufferPointer) -> Void) -> Bool {
+    mutating func retransmit(_ id: SendStreamID, original packet: RTPPacketView, sequenceNumber: UInt16, timestampShift: UInt32 = 0,
+                             now: Duration, path: SocketAddress?, rewritePayload: (UnsafeMutableRawBufferPointer) -> Void) -> Bool {
         guard let stream = stream(id), let rtx = stream.rtx, !stream.isEnded else { return false }
         let headerSize = packet.headerSize
         let payloadSize = packet.payloadRange.count
@@ -220,6 +226,9 @@ struct SendPipeline {
             slot[1] = slot[1] & 0x80 | rtx.payloadType
             slot.storeBytes(of: rtxSequence.bigEndian, toByteOffset: 2, as: UInt16.self)
             slot.storeBytes(of: rtx.ssrc.bigEndian, toByteOffset: 8, as: UInt32.self)
+            if timestampShift != 0 {
+                slot.storeBytes(of: (packet.timestamp &- timestampShift).bigEndian, toByteOffset: 4, as: UInt32.self)
+            }
             if let translation, let profile = packet.extensionProfile {
                 translation.apply(to: slot, range: packet.extensionRange, profile: profile)
             }

@@ -3,31 +3,102 @@ import MediaEngine
 // Once a second per subscriber: its bandwidth estimate shared out among its videos; every
 // speaking interval: who speaks in each meeting.
 extension ForwardingRouter {
+    /// One video's steps for the allocation, lowest first: its temporal layers, and for a
+    /// simulcast video those of each live spatial layer in turn (a subscriber gets one
+    /// spatial layer), up to `maximumSpatial`.
+    struct Ladder {
+        var spatial: [Int] = []
+        var temporal: [Int] = []
+        var rates: [Int] = []
+        /// The step the consumer is at (-1: paused).
+        var current = -1
+    }
+
+    func ladder(of consumer: Consumer, _ producer: Producer, maximumSpatial: Int, now: Duration) -> Ladder {
+        var ladder = Ladder()
+        for spatial in producer.layers.indices where spatial <= maximumSpatial && (!producer.isSimulcast || producer.isLive(spatial, now: now)) {
+            for (layer, rate) in producer.layers[spatial].rates.enumerated() {
+                ladder.spatial.append(spatial)
+                ladder.temporal.append(layer)
+                ladder.rates.append(rate)
+            }
+        }
+        if consumer.allowedLayer >= 0 {
+            ladder.current = ladder.spatial.indices.last { index in
+                ladder.spatial[index] < consumer.targetSpatial
+                    || (ladder.spatial[index] == consumer.targetSpatial && ladder.temporal[index] <= consumer.currentLayer)
+            } ?? -1
+        }
+        return ladder
+    }
+
     /// Shares a subscriber's estimate out among its videos, most recent speakers first.
+    /// A simulcast video moves up a spatial layer only on what the lowest estimate of the
+    /// last `spatialSwitchHold` allows, and not within that long of its last move: an
+    /// estimate that swings moves it down once and leaves it there.
     func allocate(_ subscriber: Transport.ID, now: Duration) {
         guard let transport = transports[subscriber] else { return }
+        let estimate = transport.core.bandwidthEstimator.targetBitrate
+        transport.recordEstimate(estimate, keeping: max(1, Int(configuration.spatialSwitchHold / configuration.allocationInterval)))
         let mine = transport.consumers.compactMap { id in consumers[id].map { (id: id, consumer: $0) } }
         let videos = mine.filter { $0.consumer.kind == .video && $0.consumer.enabled }
         guard !videos.isEmpty else { return }
         let audios = mine.filter { $0.consumer.kind == .audio && $0.consumer.enabled && publisher($0.consumer.publisher)?.publishing == true }
-        let budget = transport.core.bandwidthEstimator.targetBitrate - audios.count * configuration.audioAllowance
+        let audio = audios.count * configuration.audioAllowance
         // A video whose rates are not measured yet keeps what it has.
         let ordered = videos.filter { entry in
-            publisher(entry.consumer.publisher)?.publishing == true && producers[entry.consumer.producer]?.layerRates.isEmpty == false
+            guard publisher(entry.consumer.publisher)?.publishing == true, let producer = producers[entry.consumer.producer] else { return false }
+            producer.expireLayers(now: now)
+            return producer.layers.contains { !$0.rates.isEmpty }
         }.sorted { first, second in
             let a = lastSpoke(first.consumer.publisher), b = lastSpoke(second.consumer.publisher)
             return a.time != b.time ? a.time > b.time : a.leg < b.leg
         }
-        let layers = LayerAllocator.allocate(budget: budget, videos: ordered.map { entry in
-            let consumer = entry.consumer
-            // A video within its pause hold cannot fit (and so holds the others at their base).
-            let held = consumer.allowedLayer < 0 && consumer.pausedAt.map { now - $0 < configuration.pauseHold } == true
-            return LayerAllocator.Video(layerRates: held ? [Int.max / 4] : producers[consumer.producer]?.layerRates ?? [],
-                                        current: consumer.allowedLayer < 0 ? -1 : consumer.currentLayer)
-        })
-        for (entry, layer) in zip(ordered, layers) where consumers[entry.id]?.allow(layer: layer, now: now) == true {
-            requestKeyframe(entry.consumer.producer, now: now)
+        func share(_ budget: Int, cut: [Int]) -> [(ladder: Ladder, step: Int)] {
+            let ladders = zip(ordered, cut).map { entry, maximum in
+                ladder(of: entry.consumer, producers[entry.consumer.producer]!, maximumSpatial: maximum, now: now)
+            }
+            let steps = LayerAllocator.allocate(budget: budget, videos: zip(ordered, ladders).map { entry, ladder in
+                let consumer = entry.consumer
+                // A video within its pause hold cannot fit (and so holds the others at their base).
+                let held = consumer.allowedLayer < 0 && consumer.pausedAt.map { now - $0 < configuration.pauseHold } == true
+                return LayerAllocator.Video(layerRates: held || ladder.rates.isEmpty ? [Int.max / 4] : ladder.rates, current: ladder.current)
+            })
+            return Array(zip(ladders, steps))
         }
+        let caps = ordered.map { $0.consumer.spatialCap }
+        // What the lowest recent estimate allows each video: the highest spatial layer it may
+        // move up to (none while its last move is recent).
+        let floor = share(transport.lowestEstimate - audio, cut: caps)
+        let cut = zip(ordered, floor).map { entry, lowest in
+            let consumer = entry.consumer
+            let settled = consumer.targetChangedAt.map { now - $0 >= configuration.spatialSwitchHold } ?? true
+            let reach = lowest.step >= 0 ? lowest.ladder.spatial[lowest.step] : 0
+            return min(consumer.spatialCap, settled ? max(consumer.targetSpatial, reach) : consumer.targetSpatial)
+        }
+        for (entry, result) in zip(ordered, share(estimate - audio, cut: cut)) {
+            let (ladder, step) = result
+            let spatial = step >= 0 && step < ladder.spatial.count ? ladder.spatial[step] : entry.consumer.targetSpatial
+            let layer = step >= 0 && step < ladder.temporal.count ? ladder.temporal[step] : -1
+            if let wanted = consumers[entry.id]?.allow(spatial: spatial, layer: layer, now: now) {
+                requestKeyframe(entry.consumer.producer, spatial: wanted, now: now)
+            }
+        }
+    }
+
+    /// What `subscriber` shows of `publisher`'s video, in pixels: it gets the smallest
+    /// simulcast layer at least about that size (90 % of it), or the largest there is; 0×0
+    /// (not shown) gets the smallest. A single-stream video is unaffected. The next
+    /// allocation applies it, at once.
+    public func setVideoSize(subscriber subscriberLeg: UInt64, publisher publisherLeg: UInt64, width: Int, height: Int, now: Duration) {
+        guard let subscriber = transportByLeg[subscriberLeg], let id = consumer(of: publisherLeg, kind: .video, for: subscriber),
+              let consumer = consumers[id], let producer = producers[consumer.producer] else { return }
+        let fits = producer.layers.indices.first { index in
+            let layer = producer.layers[index]
+            return layer.width * 10 >= width * 9 && layer.height * 10 >= height * 9
+        }
+        consumers[id]?.spatialCap = width <= 0 || height <= 0 ? 0 : fits ?? producer.layers.count - 1
+        allocate(subscriber, now: now)
     }
 
     /// When a publisher last spoke (a day before it joined if never), and its leg ID to

@@ -102,7 +102,7 @@ extension ForwardingRouter {
     public var retransmissionMemory: Int {
         var total = 0
         producers.forEach { _, producer in
-            if producer.history != nil { total += PublisherHistory.footprint }
+            total += producer.layers.filter { $0.history != nil }.count * PublisherHistory.footprint
         }
         consumers.forEach { _, consumer in
             guard consumer.kind == .video else { return }
@@ -144,8 +144,21 @@ extension ForwardingRouter {
         return consumers[id]?.forwardedLayer ?? -1
     }
 
-    /// The cumulative bitrates of a publisher's video layers, as last measured (b/s).
-    public func layerRates(ofLeg id: UInt64) -> [Int] { transport(ofLeg: id)?.video.flatMap { producers[$0]?.layerRates } ?? [] }
+    /// What `subscriber` gets of `publisher`'s video now: the simulcast layer (0 for a single
+    /// stream) and the highest temporal layer, -1 and -1 while paused or none; and the
+    /// simulcast switches made for it so far.
+    public func forwardedVideo(to subscriber: UInt64, from publisher: UInt64) -> (spatial: Int, temporal: Int, switches: Int) {
+        guard let subscriberID = transportByLeg[subscriber], let id = consumer(of: publisher, kind: .video, for: subscriberID),
+              let consumer = consumers[id] else { return (-1, -1, 0) }
+        return (consumer.forwardedSpatial, consumer.forwardedLayer, consumer.spatialSwitches)
+    }
+
+    /// The cumulative bitrates of a publisher's video layers, as last measured (b/s): of
+    /// its simulcast layer `spatial` (0: the only one, or the lowest).
+    public func layerRates(ofLeg id: UInt64, spatial: Int = 0) -> [Int] {
+        guard let producer = transport(ofLeg: id)?.video.flatMap({ producers[$0] }), spatial < producer.layers.count else { return [] }
+        return producer.layers[spatial].rates
+    }
 
     /// The streams `leg` gets, as a subscriber (a stream per kind per publisher it opened).
     package func consumerCount(ofLeg id: UInt64) -> Int { transport(ofLeg: id)?.consumers.count ?? 0 }

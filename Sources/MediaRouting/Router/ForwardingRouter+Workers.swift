@@ -17,11 +17,14 @@ public struct WorkerHandoff: Sendable {
     public var source: SocketAddress
     /// `audio` and `video`: the publisher's leg.
     public var leg: UInt64
+    /// `video`: its simulcast layer (0 unless simulcast).
+    public var layer: UInt8
 
-    public init(kind: Kind, source: SocketAddress, leg: UInt64) {
+    public init(kind: Kind, source: SocketAddress, leg: UInt64, layer: UInt8 = 0) {
         self.kind = kind
         self.source = source
         self.leg = leg
+        self.layer = layer
     }
 }
 
@@ -33,10 +36,11 @@ public enum WorkerMessage: Sendable, Hashable {
     case addressForgotten(SocketAddress)
     /// A subscriber on `worker` wants (or no longer wants) leg `leg`'s stream of `kind`.
     case subscribe(leg: UInt64, kind: MediaKind, worker: Int, Bool)
-    /// Subscribers elsewhere want a keyframe of leg `leg`'s video.
-    case keyframe(leg: UInt64)
-    /// Leg `leg`'s sender report stated the media clock of its stream of `kind`.
-    case senderClock(leg: UInt64, kind: MediaKind, timestamp: UInt32, arrival: Duration)
+    /// Subscribers elsewhere want a keyframe of leg `leg`'s video (of its simulcast layer `layer`).
+    case keyframe(leg: UInt64, layer: Int)
+    /// Leg `leg`'s sender report stated the media clock of its stream of `kind` (of the
+    /// video's simulcast layer `layer`, whose timestamps are `offset` ahead of layer 0's).
+    case senderClock(leg: UInt64, kind: MediaKind, layer: Int, timestamp: UInt32, arrival: Duration, offset: UInt32?)
 }
 
 /// A leg another worker owns, as a publisher this router's subscribers may get: its
@@ -64,7 +68,9 @@ extension ForwardingRouter {
         leg.audio = producers.insert(Producer(kind: .audio, origin: .remote(worker: owner), leg: setup.id, receive: nil,
                                               audioLevelID: setup.media.extensions.id(for: RTPExtensionMap.audioLevelURI)))
         if setup.videoSSRC != nil {
-            leg.video = producers.insert(Producer(kind: .video, origin: .remote(worker: owner), leg: setup.id, receive: nil))
+            let layers = setup.videoLayers.isEmpty ? [Producer.Layer(receive: nil)]
+                : setup.videoLayers.map { Producer.Layer(receive: nil, width: $0.width, height: $0.height) }
+            leg.video = producers.insert(Producer(kind: .video, origin: .remote(worker: owner), leg: setup.id, layers: layers))
         }
         remoteLegs[setup.id] = leg
         ufragWorker[setup.ice.ufrag] = owner
@@ -106,7 +112,8 @@ extension ForwardingRouter {
             if header.kind == .audio {
                 routeAudio(packet, of: producer, now: now)
             } else {
-                routeVideo(packet, of: producer, id: producerID, now: now)
+                guard Int(header.layer) < producer.layers.count else { return }
+                routeVideo(packet, of: producer, id: producerID, spatial: Int(header.layer), now: now)
             }
         }
     }
@@ -125,17 +132,17 @@ extension ForwardingRouter {
             producer.remoteWorkers.removeAll { $0 == subscriberWorker }
             if wanted {
                 producer.remoteWorkers.append(subscriberWorker)
-                if kind == .video { requestKeyframe(producerID, now: now) }
+                if kind == .video {
+                    for spatial in producer.layers.indices { requestKeyframe(producerID, spatial: spatial, now: now) }
+                }
             }
-        case .keyframe(let leg):
-            if let video = transportByLeg[leg].flatMap({ transports[$0] })?.video { requestKeyframe(video, now: now) }
-        case .senderClock(let leg, let kind, let timestamp, let arrival):
+        case .keyframe(let leg, let layer):
+            if let video = transportByLeg[leg].flatMap({ transports[$0] })?.video { requestKeyframe(video, spatial: layer, now: now) }
+        case .senderClock(let leg, let kind, let layer, let timestamp, let arrival, let offset):
             guard let remote = remoteLegs[leg], let producerID = kind == .audio ? remote.audio : remote.video,
-                  let producer = producers[producerID] else { return }
-            for consumerID in producer.consumers {
-                guard let consumer = consumers[consumerID] else { continue }
-                consumer.subscriberCore.setSenderClock(consumer.send, timestamp: timestamp, at: arrival)
-            }
+                  let producer = producers[producerID], layer < producer.layers.count else { return }
+            producer.layers[layer].timestampOffset = offset
+            passSenderClock(of: producer, layer: layer, timestamp: timestamp, arrival: arrival)
         }
     }
 
@@ -153,9 +160,10 @@ extension ForwardingRouter {
         counters.datagramsHandedOff += 1
     }
 
-    func handOffMedia(_ packet: RTPPacketView, of producer: Producer) {
+    func handOffMedia(_ packet: RTPPacketView, of producer: Producer, spatial: Int = 0) {
         guard !producer.remoteWorkers.isEmpty, let handOff else { return }
-        let header = WorkerHandoff(kind: producer.kind == .audio ? .audio : .video, source: Self.nowhere, leg: producer.leg)
+        let header = WorkerHandoff(kind: producer.kind == .audio ? .audio : .video, source: Self.nowhere, leg: producer.leg,
+                                   layer: UInt8(spatial))
         for other in producer.remoteWorkers { handOff(other, header, packet.bytes) }
         counters.packetsHandedOff += producer.remoteWorkers.count
     }

@@ -47,6 +47,10 @@ public final class ForwardingRouter {
         /// A video paused for bandwidth stays paused at least this long (each resume costs
         /// a keyframe, whose burst on a tight link would pause it again).
         public var pauseHold: Duration = .seconds(4)
+        /// A simulcast video moves up a spatial layer only if the lowest estimate of this
+        /// long allows it, and at least this long after its last move (two keyframe intervals
+        /// of our clients'; each move costs a keyframe).
+        public var spatialSwitchHold: Duration = .seconds(4)
         /// Each subscriber leg's bandwidth estimate. Its history of sent packets (to match
         /// feedback against) is 2,048: a second of a 20-party video meeting's downlink,
         /// where feedback comes every 50-100 ms.
@@ -133,12 +137,33 @@ public final class ForwardingRouter {
             }
         }
 
+        /// One spatial layer of a simulcast video: its SSRC and the picture size it carries.
+        public struct VideoLayer: Sendable, Hashable {
+            public var ssrc: UInt32
+            public var width: Int
+            public var height: Int
+
+            public init(ssrc: UInt32, width: Int, height: Int) {
+                self.ssrc = ssrc
+                self.width = width
+                self.height = height
+            }
+        }
+
+        /// Simulcast layers the most a video has.
+        public static let maximumVideoLayers = 3
+
         public var id: UInt64
         public var meeting: UInt64
         public var account: String
         public var publishing: Bool
         public var audioSSRC: UInt32
+        /// The video's SSRC: what subscribers get it as (a simulcast video's may be its first
+        /// layer's).
         public var videoSSRC: UInt32?
+        /// A simulcast video's layers, lowest first (at most `maximumVideoLayers`); empty: one
+        /// stream, `videoSSRC`. Each subscriber gets one layer at a time under `videoSSRC`.
+        public var videoLayers: [VideoLayer] = []
         public var keying: Keying
         public var media: Media
         /// The server's ICE credentials for this leg (ICE-lite): the participant's checks are
@@ -361,13 +386,20 @@ public final class ForwardingRouter {
         audio.forwarding = true
         audio.participant = setup.account
         let audioStream = try core.addReceiveStream(audio)
-        var videoStream: ReceiveStreamID?
+        guard setup.videoLayers.count <= LegSetup.maximumVideoLayers, setup.videoSSRC != nil || setup.videoLayers.isEmpty else {
+            counters.legsRefused += 1
+            throw MediaCoreError(.configuration, "leg \(setup.id): \(setup.videoLayers.count) simulcast layers, at most \(LegSetup.maximumVideoLayers) with a video SSRC")
+        }
+        var videoLayers: [Producer.Layer] = []
         if let ssrc = setup.videoSSRC {
-            var video = ReceiveStreamConfiguration(kind: .video, payloadType: setup.media.videoPayloadType,
-                                                   clockRate: VP8.clockRate, ssrc: ssrc)
-            video.forwarding = true
-            video.participant = setup.account
-            videoStream = try core.addReceiveStream(video)
+            let streams = setup.videoLayers.isEmpty ? [LegSetup.VideoLayer(ssrc: ssrc, width: 0, height: 0)] : setup.videoLayers
+            for layer in streams {
+                var video = ReceiveStreamConfiguration(kind: .video, payloadType: setup.media.videoPayloadType,
+                                                       clockRate: VP8.clockRate, ssrc: layer.ssrc)
+                video.forwarding = true
+                video.participant = setup.account
+                videoLayers.append(Producer.Layer(receive: try core.addReceiveStream(video), width: layer.width, height: layer.height))
+            }
         }
         let id = transports.insert(Transport(
             setup: setup, core: core, checks: TokenBucket(rate: configuration.checkRate, burst: configuration.checkBurst),
@@ -375,7 +407,8 @@ public final class ForwardingRouter {
         let transport = transports[id]
         transport?.audio = producers.insert(Producer(kind: .audio, origin: .local(id), leg: setup.id, receive: audioStream,
                                                      audioLevelID: setup.media.extensions.id(for: RTPExtensionMap.audioLevelURI)))
-        transport?.video = videoStream.map { producers.insert(Producer(kind: .video, origin: .local(id), leg: setup.id, receive: $0)) }
+        transport?.video = videoLayers.isEmpty ? nil
+            : producers.insert(Producer(kind: .video, origin: .local(id), leg: setup.id, layers: videoLayers))
         transportByLeg[setup.id] = id
         transportByUfrag[setup.ice.ufrag] = id
     }
@@ -423,7 +456,9 @@ public final class ForwardingRouter {
         }
         if let video = source.video, let consumerIDs = producers[video]?.consumers {
             for consumerID in consumerIDs { consumers[consumerID]?.waitingForKeyframe = true }
-            if source.setup.id == leg, transportByLeg[leg] != nil { requestKeyframe(video, now: now) }
+            if source.setup.id == leg, transportByLeg[leg] != nil, let layers = producers[video]?.layers.indices {
+                for spatial in layers { requestKeyframe(video, spatial: spatial, now: now) }
+            }
         }
     }
 
@@ -491,18 +526,23 @@ public final class ForwardingRouter {
                 if producer.kind == .video, let rtx = subscriberMedia.videoRTXPayloadType {
                     stream.rtx = RTXStream(ssrc: RTXStream.ssrc(forVideo: stream.ssrc), payloadType: rtx)
                     retransmissions = RetransmissionMap()
-                    if producer.history == nil { producer.history = PublisherHistory() }
+                    for spatial in producer.layers.indices where producer.layers[spatial].history == nil {
+                        producer.layers[spatial].history = PublisherHistory()
+                    }
                 }
                 guard let send = try? subscriberCore.addSendStream(stream) else { continue }
                 consumerID = consumers.insert(Consumer(subscriber: subscriber, subscriberCore: subscriberCore, producer: producerID,
-                                                       publisher: leg, kind: producer.kind, send: send, retransmissions: retransmissions))
+                                                       publisher: leg, kind: producer.kind, send: send, spatialLayers: producer.layers.count,
+                                                       retransmissions: retransmissions))
                 producers[producerID]?.consumers.append(consumerID)
                 transports[subscriber]?.consumers.append(consumerID)
                 if case .remote(let owner) = producer.origin, producers[producerID]?.consumers.count == 1 {
                     workerMessages.append((owner, .subscribe(leg: leg, kind: producer.kind, worker: worker, true)))
                 }
             }
-            if consumers[consumerID]?.setEnabled(wanted) == true { requestKeyframe(producerID, now: now) }
+            if consumers[consumerID]?.setEnabled(wanted) == true, let spatial = consumers[consumerID]?.targetSpatial {
+                requestKeyframe(producerID, spatial: spatial, now: now)
+            }
         }
     }
 
@@ -552,9 +592,9 @@ public final class ForwardingRouter {
         if let audio = transport.audio, let producer = producers[audio], producer.receive == forwarded.stream {
             routeAudio(forwarded.packet, of: producer, now: now)
             handOffMedia(forwarded.packet, of: producer)
-        } else if let video = transport.video, let producer = producers[video], producer.receive == forwarded.stream {
-            routeVideo(forwarded.packet, of: producer, id: video, now: now)
-            handOffMedia(forwarded.packet, of: producer)
+        } else if let video = transport.video, let producer = producers[video], let spatial = producer.layerIndex(of: forwarded.stream) {
+            routeVideo(forwarded.packet, of: producer, id: video, spatial: spatial, now: now)
+            handOffMedia(forwarded.packet, of: producer, spatial: spatial)
         }
     }
 
@@ -641,9 +681,11 @@ public final class ForwardingRouter {
                 transport.nextAllocation = now + configuration.allocationInterval
                 allocate(id, now: now)
             }
-            if let video = transport.video,
-               producers[video]?.keyframeRequestDue(now: now, interval: configuration.keyframeRequestInterval) == true {
-                requestKeyframe(video, now: now)
+            if let video = transport.video, let producer = producers[video] {
+                for spatial in producer.layers.indices
+                where producer.keyframeRequestDue(spatial: spatial, now: now, interval: configuration.keyframeRequestInterval) {
+                    requestKeyframe(video, spatial: spatial, now: now)
+                }
             }
         }
         if nextSpeakingCheck.map({ now >= $0 }) ?? true {

@@ -1,9 +1,9 @@
 import MediaEngine
 
-/// One stream a participant publishes (mediasoup's producer): its receive stream on the
-/// publisher's transport, the consumers it goes to, and what the router learns from it
-/// (when the participant last spoke; the rate of each VP8 temporal layer) or owes it (a
-/// keyframe request held back by the interval).
+/// One stream a participant publishes (mediasoup's producer): its receive streams on the
+/// publisher's transport (one, or a simulcast video's layers), the consumers it goes to,
+/// and what the router learns from it (when the participant last spoke; the rate of each
+/// layer) or owes it (keyframe requests held back by the interval).
 ///
 /// An object in the router's producer table (read for every packet it sends: a class keeps
 /// that to one reference); it names its transport and consumers by ID.
@@ -17,77 +17,139 @@ final class Producer {
         case remote(worker: Int)
     }
 
+    /// One stream of it: the only one, or one spatial layer of a simulcast video (lowest
+    /// first), each its own SSRC, sequence numbers, timestamps and VP8 PictureIDs.
+    struct Layer {
+        /// Its receive stream on the publisher's transport (nil for one from another worker).
+        let receive: ReceiveStreamID?
+        /// Its picture size as the publisher announced it (0 when it did not).
+        let width: Int
+        let height: Int
+        /// Video: the cumulative rates of its temporal layers over the last full window;
+        /// empty until one was measured, or once it stopped.
+        var rates: [Int] = []
+        var bytes = [Int](repeating: 0, count: 4)
+        var windowStart: Duration?
+        var lastArrival: Duration?
+        /// Its timestamps less layer 0's at the same instant, from both layers' sender
+        /// reports (nil until both came).
+        var timestampOffset: UInt32?
+        /// Video with subscribers that take RTX: its recent packets, kept once for all of them.
+        var history: PublisherHistory?
+        var lastKeyframeRequest: Duration?
+        /// A request the interval held back, sent once it has passed.
+        var keyframeWanted = false
+
+        init(receive: ReceiveStreamID?, width: Int = 0, height: Int = 0) {
+            self.receive = receive
+            self.width = width
+            self.height = height
+        }
+    }
+
+    /// A layer with no packet for this long has stopped: nobody is switched to it.
+    static let layerTimeout: Duration = .milliseconds(500)
+
     let kind: MediaKind
     let origin: Origin
     /// The publisher's leg.
     let leg: UInt64
-    /// Its receive stream on the publisher's transport (nil for one from another worker).
-    let receive: ReceiveStreamID?
+    var layers: [Layer]
     /// Local: the other workers that have subscribers of it (it hands them every packet).
     var remoteWorkers: [Int] = []
     var consumers: [Consumer.ID] = []
-    /// Video with subscribers that take RTX: its recent packets, kept once for all of them.
-    var history: PublisherHistory?
     /// Audio: when the participant last spoke (voice activity over the threshold).
     var spokeAt: Duration?
-    /// Video: the cumulative rates of its layers over the last full window; empty until
-    /// one was measured.
-    private(set) var layerRates: [Int] = []
-    private var layerBytes = [Int](repeating: 0, count: 4)
-    private var windowStart: Duration?
-    private var lastKeyframeRequest: Duration?
-    /// A request the interval held back, sent once it has passed.
-    private(set) var keyframeWanted = false
 
     /// Audio: the ID of the RFC 6464 level in the publisher's packets.
     let audioLevelID: UInt8?
 
-    init(kind: MediaKind, origin: Origin, leg: UInt64, receive: ReceiveStreamID?, audioLevelID: UInt8? = nil) {
+    init(kind: MediaKind, origin: Origin, leg: UInt64, layers: [Layer], audioLevelID: UInt8? = nil) {
+        precondition(!layers.isEmpty && layers.count <= 4)
         self.kind = kind
         self.origin = origin
         self.leg = leg
-        self.receive = receive
+        self.layers = layers
         self.audioLevelID = audioLevelID
     }
 
-    /// Adds a video packet to its layer's count; each second the cumulative layer rates
-    /// are measured anew.
-    func meter(layer: Int, bytes: Int, now: Duration) {
-        guard let start = windowStart else {
-            windowStart = now
-            layerBytes[layer] += bytes
+    convenience init(kind: MediaKind, origin: Origin, leg: UInt64, receive: ReceiveStreamID?, audioLevelID: UInt8? = nil) {
+        self.init(kind: kind, origin: origin, leg: leg, layers: [Layer(receive: receive)], audioLevelID: audioLevelID)
+    }
+
+    /// Its first stream's (the only one, or simulcast layer 0).
+    var receive: ReceiveStreamID? { layers[0].receive }
+
+    var isSimulcast: Bool { layers.count > 1 }
+
+    /// Layer 0's temporal layer rates (a simulcast video's lowest).
+    var layerRates: [Int] { layers[0].rates }
+
+    /// The layer `stream` carries, if it is one of its streams (a search of at most four).
+    func layerIndex(of stream: ReceiveStreamID) -> Int? {
+        for index in layers.indices where layers[index].receive == stream { return index }
+        return nil
+    }
+
+    /// Whether layer `spatial` sent within `layerTimeout` and has measured rates.
+    func isLive(_ spatial: Int, now: Duration) -> Bool {
+        guard let last = layers[spatial].lastArrival else { return false }
+        return now - last <= Self.layerTimeout && !layers[spatial].rates.isEmpty
+    }
+
+    /// Adds a video packet of spatial layer `spatial` to its temporal layer's count; each
+    /// second that layer's cumulative rates are measured anew.
+    func meter(spatial: Int, layer: Int, bytes: Int, now: Duration) {
+        layers[spatial].lastArrival = now
+        guard let start = layers[spatial].windowStart else {
+            layers[spatial].windowStart = now
+            layers[spatial].bytes[layer] += bytes
             return
         }
         let elapsed = now - start
         if elapsed >= .seconds(1) {
-            let deepest = layerBytes.lastIndex { $0 > 0 } ?? 0
+            // A window that spans a stop of the layer measures from its restart.
+            let counted = layers[spatial].bytes
+            let deepest = counted.lastIndex { $0 > 0 } ?? 0
             var total = 0
-            layerRates = (0...deepest).map { index in
-                total += layerBytes[index]
+            layers[spatial].rates = elapsed > .seconds(2) ? [] : (0...deepest).map { index in
+                total += counted[index]
                 return Int(Double(total * 8) / (elapsed / .seconds(1)))
             }
-            for index in layerBytes.indices { layerBytes[index] = 0 }
-            windowStart = now
+            for index in counted.indices { layers[spatial].bytes[index] = 0 }
+            layers[spatial].windowStart = now
         }
-        layerBytes[layer] += bytes
+        layers[spatial].bytes[layer] += bytes
     }
 
-    /// A keyframe is wanted: at most one request per `interval` goes to the publisher (a
-    /// later wish is kept until the interval has passed).
+    /// Forgets the rates of layers that stopped sending (a window whose layer went quiet
+    /// is never closed by a packet).
+    func expireLayers(now: Duration) {
+        for index in layers.indices {
+            if let last = layers[index].lastArrival, now - last > Self.layerTimeout, !layers[index].rates.isEmpty {
+                layers[index].rates = []
+                layers[index].windowStart = nil
+                for slot in layers[index].bytes.indices { layers[index].bytes[slot] = 0 }
+            }
+        }
+    }
+
+    /// A keyframe of layer `spatial` is wanted: at most one request per `interval` goes to
+    /// the publisher (a later wish is kept until the interval has passed).
     /// - Returns: whether to send the request now.
-    func wantsKeyframe(now: Duration, interval: Duration) -> Bool {
-        if let lastKeyframeRequest, now - lastKeyframeRequest < interval {
-            keyframeWanted = true
+    func wantsKeyframe(spatial: Int = 0, now: Duration, interval: Duration) -> Bool {
+        if let last = layers[spatial].lastKeyframeRequest, now - last < interval {
+            layers[spatial].keyframeWanted = true
             return false
         }
-        lastKeyframeRequest = now
-        keyframeWanted = false
+        layers[spatial].lastKeyframeRequest = now
+        layers[spatial].keyframeWanted = false
         return true
     }
 
-    /// Whether a held-back request is due.
-    func keyframeRequestDue(now: Duration, interval: Duration) -> Bool {
-        guard keyframeWanted, let lastKeyframeRequest else { return false }
-        return now - lastKeyframeRequest >= interval
+    /// Whether a held-back request for layer `spatial` is due.
+    func keyframeRequestDue(spatial: Int = 0, now: Duration, interval: Duration) -> Bool {
+        guard layers[spatial].keyframeWanted, let last = layers[spatial].lastKeyframeRequest else { return false }
+        return now - last >= interval
     }
 }

@@ -59,16 +59,19 @@ final class RetransmissionMap {
     static let maximumResends: UInt8 = 3
     static let minimumResendInterval: Duration = .milliseconds(10)
 
-    /// 12 bytes: the numbers, how often it was sent again and when last (milliseconds of
-    /// `now`, compared with wrapping arithmetic; `flags` 0 means empty).
+    /// 12 bytes: the numbers, the simulcast layer the original came on, how often it was
+    /// sent again and when last (milliseconds of `now`, compared with wrapping arithmetic).
+    /// `flags`: bit 7 occupied, bits 4-5 the layer, bits 0-3 the resends.
     struct Entry {
         var sent: UInt16 = 0
         var original: UInt16 = 0
         var pictureShift: UInt16 = 0
         var tl0Shift: UInt8 = 0
-        var resends: UInt8 = 0
+        var flags: UInt8 = 0
         var lastResent: UInt32 = 0
-        var occupied: Bool { resends & 0x80 != 0 }
+        var occupied: Bool { flags & 0x80 != 0 }
+        var resends: UInt8 { flags & 0x0F }
+        var spatialLayer: Int { Int(flags >> 4 & 0x03) }
     }
 
     private var entries = [Entry](repeating: Entry(), count: capacity)
@@ -78,17 +81,18 @@ final class RetransmissionMap {
     /// Bytes it holds (for the memory figures).
     static var footprint: Int { capacity * MemoryLayout<Entry>.stride }
 
-    /// Records that the publisher's packet `original` went out as `sent`.
-    func record(sent: UInt16, original: UInt16, pictureShift: UInt16, tl0Shift: UInt8) {
+    /// Records that the publisher's packet `original` (of simulcast layer `spatialLayer`,
+    /// 0...3) went out as `sent`.
+    func record(sent: UInt16, original: UInt16, spatialLayer: Int = 0, pictureShift: UInt16, tl0Shift: UInt8) {
         entries[Int(sent) & (Self.capacity - 1)] = Entry(sent: sent, original: original, pictureShift: pictureShift, tl0Shift: tl0Shift,
-                                                          resends: 0x80)
+                                                          flags: 0x80 | UInt8(spatialLayer & 0x03) << 4)
         newest = sent
     }
 
     /// What a NACK for `sent` may be answered with.
     enum Lookup {
         /// `first`: never sent again before.
-        case resend(original: UInt16, pictureShift: UInt16, tl0Shift: UInt8, first: Bool)
+        case resend(original: UInt16, spatialLayer: Int, pictureShift: UInt16, tl0Shift: UInt8, first: Bool)
         /// Never sent, or overwritten since.
         case unknown
         /// Sent again less than a round trip ago, or `maximumResends` times already.
@@ -100,14 +104,15 @@ final class RetransmissionMap {
         let index = Int(sent) & (Self.capacity - 1)
         let entry = entries[index]
         guard entry.occupied, entry.sent == sent else { return .unknown }
-        let resends = entry.resends & 0x7F
+        let resends = entry.resends
         let milliseconds = UInt32(truncatingIfNeeded: Int64(now / .milliseconds(1)))
         let interval = max(rtt, Self.minimumResendInterval) / .milliseconds(1)
         if resends >= Self.maximumResends || (resends > 0 && Double(milliseconds &- entry.lastResent) < interval) {
             return .suppressed
         }
-        entries[index].resends = 0x80 | (resends + 1)
+        entries[index].flags = entry.flags & 0xF0 | (resends + 1)
         entries[index].lastResent = milliseconds
-        return .resend(original: entry.original, pictureShift: entry.pictureShift, tl0Shift: entry.tl0Shift, first: resends == 0)
+        return .resend(original: entry.original, spatialLayer: entry.spatialLayer, pictureShift: entry.pictureShift,
+                       tl0Shift: entry.tl0Shift, first: resends == 0)
     }
 }

@@ -29,6 +29,8 @@ public struct StreamRewriter: Sendable {
     private var tl0Shift: UInt8 = 0
     private var lastDroppedPicture: UInt16?
     private var history: [Entry]
+    /// The number the newest packet went out as (nil before any).
+    public private(set) var lastSequenceNumber: UInt16?
     /// Packets left out on purpose.
     public private(set) var packetsDropped = 0
 
@@ -78,7 +80,26 @@ public struct StreamRewriter: Sendable {
         }
         highest = input
         history[slot] = current
+        lastSequenceNumber = sequenceNumber &- sequenceShift
         return (sequenceNumber &- sequenceShift, pictureShift, tl0Shift)
+    }
+
+    /// Starts a new input space: another simulcast layer, with its own sequence numbers,
+    /// PictureIDs and TL0PICIDX. Its packet `sequenceNumber` goes out as the number after
+    /// the last one sent, or the one after that when `skip` (the last frame went out
+    /// incomplete: the gap makes the receiver give it up rather than wait for the rest).
+    /// What came before is forgotten: late packets of the old layer are another space.
+    /// - Parameters:
+    ///   - pictureShift, tl0Shift: The new layer's VP8 shifts, which make its IDs follow
+    ///     the last ones sent.
+    public mutating func rebase(at sequenceNumber: UInt16, skip: Bool, pictureShift: UInt16, tl0Shift: UInt8) {
+        unwrapper = SequenceNumberUnwrapper()
+        highest = nil
+        for index in history.indices { history[index] = Entry() }
+        lastDroppedPicture = nil
+        sequenceShift = lastSequenceNumber.map { sequenceNumber &- ($0 &+ (skip ? 2 : 1)) } ?? 0
+        self.pictureShift = pictureShift
+        self.tl0Shift = tl0Shift
     }
 
     /// Moves a VP8 payload's PictureID and TL0PICIDX down by the given shifts, in place

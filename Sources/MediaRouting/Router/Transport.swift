@@ -31,6 +31,8 @@ final class Transport {
     let created: Duration
     var lost = false
     var nextAllocation: Duration
+    /// Its estimates at the last allocations, newest last.
+    private var recentEstimates: [Int] = []
 
     init(setup: ForwardingRouter.LegSetup, core: MediaCore, checks: TokenBucket, packets: TokenBucket, now: Duration) {
         self.setup = setup
@@ -43,6 +45,15 @@ final class Transport {
     }
 
     var producers: [Producer.ID] { [audio, video].compactMap { $0 } }
+
+    /// Keeps `estimate` among the last `keeping` allocations' estimates.
+    func recordEstimate(_ estimate: Int, keeping: Int) {
+        if recentEstimates.count >= keeping { recentEstimates.removeFirst(recentEstimates.count - keeping + 1) }
+        recentEstimates.append(estimate)
+    }
+
+    /// The lowest of the recent allocations' estimates.
+    var lowestEstimate: Int { recentEstimates.min() ?? 0 }
 
     /// A check its core verified came from `address`.
     /// - Returns: whether the address is new to the leg, and the oldest address it let go
