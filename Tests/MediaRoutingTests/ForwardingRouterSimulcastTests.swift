@@ -31,24 +31,27 @@ import TestSupport
     /// settle on the layer that fits (the estimate, less the audio's allowance, against
     /// each layer's measured rate), decode pictures of its size, and none freezes for more
     /// than a second after its last switch.
-    @Test func eachSubscriberSettlesOnTheLayerItsLinkCarries() async throws {
-        try await Heavy.runAlone { try settles() }
+    /// On two workers the publisher's leg and the subscribers' are spread (bob and dave on
+    /// the other worker): the same layers, through handoffs.
+    @Test(arguments: [1, 2])
+    func eachSubscriberSettlesOnTheLayerItsLinkCarries(workers: Int) async throws {
+        try await Heavy.runAlone { try settles(workers: workers) }
     }
 
-    func settles() throws {
-        let meeting = MeetingCoreHarness()
+    func settles(workers: Int) throws {
+        let meeting = MeetingCoreHarness(workers: workers)
         let alice = try meeting.join("alice", frequency: 440, video: true, temporalLayers: 3, simulcast: Self.layers)
         let viewers = try [("bob", 150), ("carol", 500), ("dave", nil)].map { name, kbps in
             try meeting.join(name, frequency: 0, publishing: false, downlink: Self.capped(kbps))
         }
         try meeting.run(until: .seconds(10))
-        let rates = (0..<3).map { meeting.router.layerRates(ofLeg: alice.leg, spatial: $0) }
+        let rates = (0..<3).map { meeting.owner(of: alice).layerRates(ofLeg: alice.leg, spatial: $0) }
         var samples: [[Int]] = []
         var estimates: [[Int]] = []
         for step in 1...40 {
             try meeting.run(until: .seconds(10) + .milliseconds(250) * step)
-            samples.append(viewers.map { meeting.router.forwardedVideo(to: $0.leg, from: alice.leg).spatial })
-            estimates.append(viewers.map { meeting.router.estimatedBitrate(ofLeg: $0.leg) ?? 0 })
+            samples.append(viewers.map { meeting.owner(of: $0).forwardedVideo(to: $0.leg, from: alice.leg).spatial })
+            estimates.append(viewers.map { meeting.owner(of: $0).estimatedBitrate(ofLeg: $0.leg) ?? 0 })
         }
         let report = "layer rates \(rates); estimates \(estimates.last ?? [])"
         for (index, viewer) in viewers.enumerated() {
@@ -57,8 +60,8 @@ import TestSupport
             let picture = try #require(viewer.lastPicture["alice"])
             #expect(picture.width == Self.layers[index].width && picture.height == Self.layers[index].height,
                     "\(viewer.name) decodes \(picture.width)x\(picture.height)")
-            let video = meeting.router.forwardedVideo(to: viewer.leg, from: alice.leg)
-            print("simulcast: \(viewer.name) gets layer \(video.spatial) (temporal \(video.temporal)) after \(video.switches) switches, \(picture.width)x\(picture.height); \(report)")
+            let video = meeting.owner(of: viewer).forwardedVideo(to: viewer.leg, from: alice.leg)
+            print("simulcast (\(workers) workers): \(viewer.name) gets layer \(video.spatial) (temporal \(video.temporal)) after \(video.switches) switches, \(picture.width)x\(picture.height); \(report)")
         }
         // Freezes: from 4 s on (every subscriber has moved to its layer by then), the longest
         // time without a decoded picture.
@@ -67,5 +70,164 @@ import TestSupport
             print("simulcast: \(viewer.name)'s longest freeze from 4 s: \(freeze)")
             #expect(freeze <= .seconds(1), "\(viewer.name) froze for \(freeze)")
         }
+    }
+
+    /// What `viewer` received of `publisher`'s video: packets lost (a gap in the sequence
+    /// numbers a switch left would count) and the interarrival jitter (a timestamp jump at
+    /// a switch would show), in seconds.
+    static func received(_ viewer: MeetingCoreHarness.Participant, from publisher: String) -> InboundRTPStreamStatistics? {
+        viewer.videoFrom.first { $0.value == publisher }.flatMap { viewer.core.statistics(of: $0.key) }
+    }
+
+    /// The size a viewer shows caps its layer (`setVideoSize`): smaller at once, larger
+    /// after the hold. The stream stays one: no sequence gap, no timestamp jump, PictureIDs
+    /// the decoder follows, across every switch.
+    @Test func theShownSizeCapsTheLayerAndSwitchesLeaveOneContinuousStream() async throws {
+        try await Heavy.runAlone {
+            let meeting = MeetingCoreHarness()
+            let alice = try meeting.join("alice", frequency: 440, video: true, temporalLayers: 3, simulcast: Self.layers)
+            let dave = try meeting.join("dave", frequency: 0, publishing: false)
+            func layer() -> Int { meeting.router.forwardedVideo(to: dave.leg, from: alice.leg).spatial }
+            try meeting.run(until: .seconds(5))
+            #expect(layer() == 2)
+            meeting.router.setVideoSize(subscriber: dave.leg, publisher: alice.leg, width: 300, height: 170, now: meeting.now)
+            try meeting.run(until: .seconds(6))
+            #expect(layer() == 1, "a 300x170 view gets the 320x180 layer")
+            #expect(dave.lastPicture["alice"]?.width == 320)
+            meeting.router.setVideoSize(subscriber: dave.leg, publisher: alice.leg, width: 0, height: 0, now: meeting.now)
+            try meeting.run(until: .seconds(7))
+            #expect(layer() == 0, "a hidden view gets the smallest")
+            meeting.router.setVideoSize(subscriber: dave.leg, publisher: alice.leg, width: 1280, height: 720, now: meeting.now)
+            try meeting.run(until: .seconds(9))
+            #expect(layer() == 0, "moving up waits out the hold after the last move")
+            try meeting.run(until: .seconds(13))
+            #expect(layer() == 2, "then goes to the largest there is")
+            #expect(dave.lastPicture["alice"]?.width == 640)
+            let video = meeting.router.forwardedVideo(to: dave.leg, from: alice.leg)
+            #expect(video.switches == 3)
+            let stats = try #require(Self.received(dave, from: "alice"))
+            print("simulcast: dave after \(video.switches) switches: \(stats.packetsLost) lost, jitter \(stats.jitter), decode errors \(stats.decodeErrors), keyframes \(stats.keyFramesDecoded), PLIs \(stats.pliSent)")
+            #expect(stats.packetsLost == 0, "no gap at a switch")
+            #expect(stats.jitter < 0.005, "no timestamp jump at a switch: jitter \(stats.jitter) s")
+            #expect(stats.decodeErrors == 0)
+            // One media clock for all of alice's layers: the sender reports relate them exactly.
+            // A layer's keyframe of the instant whose frame just went on the old layer goes one
+            // tick later, so no shift is more than a tick per switch.
+            let transport = try #require(meeting.router.transportByLeg[dave.leg])
+            let consumer = try #require(meeting.router.consumer(of: alice.leg, kind: .video, for: transport))
+            let shifts = (0..<3).map { Int32(bitPattern: meeting.router.consumers[consumer]?.timestampShift(ofLayer: $0) ?? 1 << 20) }
+            #expect(shifts.allSatisfy { (-3...0).contains($0) }, "timestamp shifts \(shifts)")
+            #expect(Self.longestFreeze(dave, of: "alice", from: .seconds(2), to: meeting.now) <= .milliseconds(200))
+        }
+    }
+
+    /// The top layer stops (as a browser's encoder drops it when its CPU or uplink is short):
+    /// within a second the viewer that had it is on the next, without a freeze longer than
+    /// that; once the layer is back and the hold has passed, the viewer returns to it.
+    @Test func aPublisherWhoseTopLayerStopsLeavesItsViewersOnTheNextOne() async throws {
+        try await Heavy.runAlone {
+            let meeting = MeetingCoreHarness()
+            let alice = try meeting.join("alice", frequency: 440, video: true, temporalLayers: 3, simulcast: Self.layers)
+            let dave = try meeting.join("dave", frequency: 0, publishing: false)
+            func layer() -> Int { meeting.router.forwardedVideo(to: dave.leg, from: alice.leg).spatial }
+            try meeting.run(until: .seconds(8))
+            #expect(layer() == 2)
+            alice.stoppedLayers = [2]
+            var moved: Duration?
+            while meeting.now < .seconds(11) {
+                try meeting.run(until: meeting.now + .milliseconds(50))
+                if moved == nil && layer() == 1 && dave.lastPicture["alice"]?.width == 320 { moved = meeting.now - .seconds(8) }
+            }
+            let gap = Self.longestFreeze(dave, of: "alice", from: .seconds(7), to: .seconds(11))
+            print("simulcast: the top layer stopped; dave saw the next one after \(moved.map { "\($0)" } ?? "never"), longest freeze \(gap)")
+            #expect(moved.map { $0 <= .seconds(1) } == true, "dave decodes the 320x180 layer within a second: \(String(describing: moved))")
+            #expect(gap <= .seconds(1), "longest freeze \(gap)")
+            alice.stoppedLayers = []
+            try meeting.run(until: .seconds(20))
+            #expect(layer() == 2, "back on the top layer")
+            #expect(dave.lastPicture["alice"]?.width == 640)
+            #expect(Self.longestFreeze(dave, of: "alice", from: .seconds(11), to: meeting.now) <= .milliseconds(200))
+        }
+    }
+
+    /// A viewer whose link swings between 300 and 900 kb/s every second: the layer that
+    /// fits the lows is chosen once and kept (an upward move needs the lowest estimate of
+    /// the last 4 s to allow it), so there is at most one switch per keyframe interval
+    /// (2 s), and pictures keep coming.
+    @Test func aViewerWhoseBandwidthSwingsEverySecondSwitchesAtMostOncePerKeyframeInterval() async throws {
+        try await Heavy.runAlone {
+            let meeting = MeetingCoreHarness()
+            let alice = try meeting.join("alice", frequency: 440, video: true, temporalLayers: 3, simulcast: Self.layers)
+            let dave = try meeting.join("dave", frequency: 0, publishing: false, downlink: Self.capped(900))
+            try meeting.run(until: .seconds(6))
+            var samples: [Int] = []
+            var rates: [Int] = []
+            for step in 1...140 {
+                if step % 10 == 1 { try dave.downlink.setRate(step % 20 == 1 ? 300 : 900) }
+                try meeting.run(until: .seconds(6) + .milliseconds(100) * step)
+                samples.append(meeting.router.forwardedVideo(to: dave.leg, from: alice.leg).spatial)
+                if step % 10 == 0 { rates.append(meeting.router.estimatedBitrate(ofLeg: dave.leg) ?? 0) }
+            }
+            let switches = zip(samples, samples.dropFirst()).filter { $0 != $1 }.count
+            let freeze = Self.longestFreeze(dave, of: "alice", from: .seconds(10), to: meeting.now)
+            print("simulcast: swinging link: layers \(samples), \(switches) switches in 14 s, longest freeze from 10 s \(freeze), estimates \(rates)")
+            #expect(switches <= 7, "at most one switch per 2 s keyframe interval: \(switches)")
+            #expect(samples.suffix(60).allSatisfy { $0 == samples.last }, "settled for the last 6 s: \(samples)")
+            #expect(freeze <= .milliseconds(500), "longest freeze \(freeze)")
+        }
+    }
+
+    /// Viewers with RTX behind 5 % loss, one on the middle layer and one on the top (and
+    /// the first moved down mid-run): each NACK is answered from the history of the layer
+    /// its packet came on, renumbered as it went out, so the decoders never see a wrong one.
+    @Test func viewersWithRTXGetTheirLostPacketsBackFromTheirLayersHistory() async throws {
+        try await Heavy.runAlone {
+            let meeting = MeetingCoreHarness()
+            var lossy = ImpairmentSettings()
+            lossy.lossPercent = 5
+            let alice = try meeting.join("alice", frequency: 440, video: true, temporalLayers: 3, simulcast: Self.layers)
+            let bob = try meeting.join("bob", frequency: 0, publishing: false, rtx: 97, downlink: lossy)
+            let carol = try meeting.join("carol", frequency: 0, publishing: false, rtx: 97, downlink: lossy)
+            meeting.router.setVideoSize(subscriber: bob.leg, publisher: alice.leg, width: 320, height: 180, now: meeting.now)
+            try meeting.run(until: .seconds(2))
+            let start = try [bob, carol].map { try #require(Self.received($0, from: "alice")) }
+            try meeting.run(until: .seconds(8))
+            meeting.router.setVideoSize(subscriber: bob.leg, publisher: alice.leg, width: 160, height: 90, now: meeting.now)
+            try meeting.run(until: .seconds(14))
+            let counters = meeting.router.counters
+            for (viewer, before) in zip([bob, carol], start) {
+                let video = try #require(Self.received(viewer, from: "alice"))
+                let recovered = video.packetsRecovered - before.packetsRecovered
+                let lost = max(0, video.packetsLost - before.packetsLost)
+                let share = Double(recovered) / Double(max(1, recovered + lost))
+                print("simulcast RTX: \(viewer.name) on layer \(meeting.router.forwardedVideo(to: viewer.leg, from: alice.leg).spatial): recovered \(recovered) of \(recovered + lost), \(video.retransmittedPacketsReceived - before.retransmittedPacketsReceived) on RTX, decode errors \(video.decodeErrors); out of history \(counters.retransmissionsOutOfHistory)")
+                #expect(recovered >= 10 && share >= 0.95, "\(viewer.name): \(recovered) of \(recovered + lost)")
+                #expect(video.retransmittedPacketsReceived - before.retransmittedPacketsReceived >= recovered)
+                #expect(video.decodeErrors == 0)
+            }
+            #expect(meeting.router.forwardedVideo(to: bob.leg, from: alice.leg).spatial == 0)
+            #expect(meeting.router.forwardedVideo(to: carol.leg, from: alice.leg).spatial == 2)
+        }
+    }
+
+    /// More layers than a video may have, or layers without the video's SSRC, refuse the
+    /// leg with an error that says so.
+    @Test func aLegWithTooManyLayersOrNoVideoSSRCIsRefused() throws {
+        let router = ForwardingRouter()
+        var setup = try ForwardingRouterLifetime.setup(1)
+        setup.videoLayers = (0..<4).map { .init(ssrc: 0x1000 + UInt32($0), width: 160 << $0, height: 90 << $0) }
+        #expect(throws: MediaCoreError.self) { try router.addLeg(setup, now: .zero) }
+        do {
+            try router.addLeg(setup, now: .zero)
+        } catch {
+            #expect(error.message.contains("4 simulcast layers"), "\(error.message)")
+        }
+        setup.videoLayers.removeLast()
+        setup.videoSSRC = nil
+        #expect(throws: MediaCoreError.self) { try router.addLeg(setup, now: .zero) }
+        setup.videoSSRC = 0x1000
+        try router.addLeg(setup, now: .zero)
+        #expect(router.legCount == 1)
+        #expect(router.counters.legsRefused == 3)
     }
 }

@@ -408,6 +408,28 @@ import TestSupport
         #expect(rewriter.forward(sequenceNumber: 400) == nil, "too old to place")
     }
 
+    /// A switch to another simulcast layer: its numbers continue the last sent (one more
+    /// when the last frame went out incomplete), and its packets from before the switch are
+    /// not placed. (The old layer's never reach it: the consumer keeps layers apart.)
+    @Test func aRebaseContinuesTheNumbersFromAnotherLayersSpace() {
+        var rewriter = StreamRewriter()
+        #expect(rewriter.forward(sequenceNumber: 100)?.sequenceNumber == 100)
+        #expect(rewriter.forward(sequenceNumber: 101)?.sequenceNumber == 101)
+        rewriter.rebase(at: 40_000, skip: false, pictureShift: 7, tl0Shift: 3)
+        let first = rewriter.forward(sequenceNumber: 40_000)
+        #expect(first?.sequenceNumber == 102 && first?.pictureShift == 7 && first?.tl0Shift == 3)
+        #expect(rewriter.forward(sequenceNumber: 40_001)?.sequenceNumber == 103)
+        #expect(rewriter.forward(sequenceNumber: 39_999) == nil, "before the switch: the old layer's space")
+        rewriter.rebase(at: 5, skip: true, pictureShift: 0, tl0Shift: 0)
+        #expect(rewriter.forward(sequenceNumber: 5)?.sequenceNumber == 105, "a gap for the incomplete frame")
+        // Across the wrap.
+        rewriter.rebase(at: 65_535, skip: false, pictureShift: 0, tl0Shift: 0)
+        #expect(rewriter.forward(sequenceNumber: 65_535)?.sequenceNumber == 106)
+        #expect(rewriter.forward(sequenceNumber: 0)?.sequenceNumber == 107)
+        rewriter.drop(sequenceNumber: 1)
+        #expect(rewriter.forward(sequenceNumber: 2)?.sequenceNumber == 108, "drops close up in the new space too")
+    }
+
     @Test func droppedFramesShiftPictureIDsAndBaseFramesShiftTL0PICIDX() {
         var rewriter = StreamRewriter()
         let base = VP8PayloadDescriptor(startOfPartition: true, pictureID: .long(10), tl0PictureIndex: 5, temporalLayerID: 2)

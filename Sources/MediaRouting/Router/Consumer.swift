@@ -168,7 +168,7 @@ struct Consumer {
     /// Moves to layer `spatial` at `packet`, the first of its keyframe: its numbers follow
     /// the last ones sent, and its timestamps the last one by the time between them, through
     /// the layers' sender reports when both came (then exactly as captured), else by the
-    /// wall clock; never at or before the last one sent.
+    /// wall clock; never at or before the last one sent (mediasoup and LiveKit do the same).
     private mutating func switchLayer(to spatial: Int, at packet: RTPPacketView, descriptor: VP8PayloadDescriptor, of producer: Producer,
                                       now: Duration) {
         let pictureShift = lastPictureID.map { (descriptor.pictureID?.value ?? 0) &- ($0 &+ 1) } ?? 0
@@ -182,9 +182,11 @@ struct Consumer {
                 let elapsed = UInt32(truncatingIfNeeded: Int64((now - lastSentAt) / .seconds(1) * Double(VP8.clockRate)))
                 shift = packet.timestamp &- (lastTimestamp &+ elapsed)
             }
-            // Never at or before the last one (a late report or a frozen clock): one frame on.
+            // Never at or before the last one: the layers' frames of one instant come one after
+            // another, so the old layer's may have gone just before; one tick on keeps the
+            // order with no skew worth the name.
             let ahead = Int32(bitPattern: (packet.timestamp &- shift) &- lastTimestamp)
-            if ahead <= 0 { shift = packet.timestamp &- (lastTimestamp &+ UInt32(VP8.clockRate / 30)) }
+            if ahead <= 0 { shift = packet.timestamp &- (lastTimestamp &+ 1) }
         }
         timestampShifts[spatial] = shift
         currentSpatial = spatial

@@ -688,6 +688,16 @@ public final class ForwardingRouter {
                 }
             }
         }
+        // A simulcast layer that stopped: its subscribers move to another now, not at their
+        // next allocation.
+        var stranded: [Transport.ID] = []
+        producers.forEach { _, producer in
+            guard producer.isSimulcast, producer.expireLayers(now: now) else { return }
+            for consumerID in producer.consumers {
+                if let consumer = consumers[consumerID], !stranded.contains(consumer.subscriber) { stranded.append(consumer.subscriber) }
+            }
+        }
+        for subscriber in stranded { allocate(subscriber, now: now) }
         if nextSpeakingCheck.map({ now >= $0 }) ?? true {
             nextSpeakingCheck = now + configuration.speakingInterval
             reportSpeaking(now: now)

@@ -124,14 +124,19 @@ final class Producer {
 
     /// Forgets the rates of layers that stopped sending (a window whose layer went quiet
     /// is never closed by a packet).
-    func expireLayers(now: Duration) {
+    /// - Returns: whether a layer stopped now.
+    @discardableResult
+    func expireLayers(now: Duration) -> Bool {
+        var expired = false
         for index in layers.indices {
             if let last = layers[index].lastArrival, now - last > Self.layerTimeout, !layers[index].rates.isEmpty {
                 layers[index].rates = []
                 layers[index].windowStart = nil
                 for slot in layers[index].bytes.indices { layers[index].bytes[slot] = 0 }
+                expired = true
             }
         }
+        return expired
     }
 
     /// A keyframe of layer `spatial` is wanted: at most one request per `interval` goes to

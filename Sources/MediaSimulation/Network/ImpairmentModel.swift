@@ -113,7 +113,7 @@ public struct ImpairmentModel: Sendable {
         public var lossPercent: Double { packets == 0 ? 0 : Double(lost + queueDropped) * 100 / Double(packets) }
     }
 
-    public let settings: ImpairmentSettings
+    public private(set) var settings: ImpairmentSettings
     public private(set) var statistics = Statistics()
     private var random: SeededRandom
     private var inBurst = false
@@ -124,6 +124,16 @@ public struct ImpairmentModel: Sendable {
         try settings.validate()
         self.settings = settings
         random = SeededRandom(seed: settings.seed)
+    }
+
+    /// Changes the link rate (nil: no cap) for packets from now on; those queued keep the
+    /// times they were given (a link whose capacity changes, as a radio's does).
+    /// - Throws: `ImpairmentError` for a rate out of range.
+    public mutating func setRate(_ kbps: Int?) throws(ImpairmentError) {
+        var next = settings
+        next.rateKbps = kbps
+        try next.validate()
+        settings = next
     }
 
     /// Decides the fate of a packet of `size` bytes entering the link at `now`.
