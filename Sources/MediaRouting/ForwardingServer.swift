@@ -30,6 +30,7 @@ public final class ForwardingServer: Sendable {
         case removeLeg(UInt64)
         case setPublishing(leg: UInt64, Bool)
         case setForwarding(subscriber: UInt64, publisher: UInt64, audio: Bool, video: Bool)
+        case setVideoSize(subscriber: UInt64, publisher: UInt64, width: Int, height: Int)
     }
 
     /// What a worker is told to do, in order.
@@ -232,7 +233,7 @@ public final class ForwardingServer: Sendable {
             for worker in workers where worker.index != owner { worker.enqueue(.removeRemoteLeg(id)) }
         case .setPublishing:
             for worker in workers { worker.enqueue(.command(command)) }
-        case .setForwarding(let subscriber, _, _, _):
+        case .setForwarding(let subscriber, _, _, _), .setVideoSize(let subscriber, _, _, _):
             workers[Self.worker(forLeg: subscriber, of: workers.count)].enqueue(.command(command))
         }
     }
@@ -351,6 +352,8 @@ public final class ForwardingServer: Sendable {
                 case .command(.setPublishing(let leg, let publishing)): router.setPublishing(leg, publishing, now: now)
                 case .command(.setForwarding(let subscriber, let publisher, let audio, let video)):
                     router.setForwarding(subscriber: subscriber, publisher: publisher, audio: audio, video: video, now: now)
+                case .command(.setVideoSize(let subscriber, let publisher, let width, let height)):
+                    router.setVideoSize(subscriber: subscriber, publisher: publisher, width: width, height: height, now: now)
                 case .addRemoteLeg(let setup, let owner): router.addRemoteLeg(setup, worker: owner, now: now)
                 case .removeRemoteLeg(let id): router.removeRemoteLeg(id, now: now)
                 case .message(let message): router.handleWorkerMessage(message, now: now)

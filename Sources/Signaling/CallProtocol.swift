@@ -140,6 +140,23 @@ public struct MediaEndpoint: Sendable, Hashable, Codable, CustomStringConvertibl
     /// server's video retransmissions on, each video's on `RTXStream.ssrc(forVideo:)`;
     /// absent: plain retransmissions (the identical packets again).
     public var rtxPayloadType: UInt8?
+    /// A meeting participant's simulcast video: its layers, lowest first (two or three),
+    /// the first under `videoSSRC`. The server sends each subscriber one of them, as
+    /// `videoSSRC`. Absent: one video stream.
+    public var videoLayers: [VideoLayer]?
+
+    /// One layer of a simulcast video: its SSRC and picture size.
+    public struct VideoLayer: Sendable, Hashable, Codable {
+        public var ssrc: UInt32
+        public var width: Int
+        public var height: Int
+
+        public init(ssrc: UInt32, width: Int, height: Int) {
+            self.ssrc = ssrc
+            self.width = width
+            self.height = height
+        }
+    }
 
     public init(candidates: [MediaCandidate], srtpProfile: String, srtpKey: String, audioSSRC: UInt32, videoSSRC: UInt32?,
                 iceUfrag: String, icePassword: String) {

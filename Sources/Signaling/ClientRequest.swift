@@ -15,6 +15,7 @@ public enum ClientRequest: Sendable, Hashable {
     case leaveMeeting(Request.LeaveMeeting)
     case setMeetingRole(Request.SetMeetingRole)
     case setMeetingMute(Request.SetMeetingMute)
+    case setVideoSize(Request.SetVideoSize)
     case renegotiateMeeting(Request.RenegotiateMeeting)
     case switchBypassStreamingURL(Request.SwitchBypassStreamingURL)
     case setBypassStreamingEnabled(Request.SetBypassStreamingEnabled)
@@ -43,6 +44,7 @@ public enum ClientRequest: Sendable, Hashable {
         case .leaveMeeting: MessageType.leaveMeeting
         case .setMeetingRole: MessageType.setMeetingRole
         case .setMeetingMute: MessageType.setMeetingMute
+        case .setVideoSize: MessageType.setVideoSize
         case .renegotiateMeeting: MessageType.renegotiateMeeting
         case .switchBypassStreamingURL: MessageType.switchBypassStreamingURL
         case .setBypassStreamingEnabled: MessageType.setBypassStreamingEnabled
@@ -73,6 +75,7 @@ public enum ClientRequest: Sendable, Hashable {
         case .leaveMeeting(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
         case .setMeetingRole(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
         case .setMeetingMute(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
+        case .setVideoSize(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
         case .renegotiateMeeting(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
         case .switchBypassStreamingURL(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
         case .setBypassStreamingEnabled(let body): TypedEnvelope(id: id, type: type, body: body).encoded()
@@ -181,6 +184,7 @@ extension ClientRequest {
         case MessageType.leaveMeeting: return .leaveMeeting(try read(Request.LeaveMeeting.self))
         case MessageType.setMeetingRole: return .setMeetingRole(try read(Request.SetMeetingRole.self))
         case MessageType.setMeetingMute: return .setMeetingMute(try read(Request.SetMeetingMute.self))
+        case MessageType.setVideoSize: return .setVideoSize(try read(Request.SetVideoSize.self))
         case MessageType.renegotiateMeeting: return .renegotiateMeeting(try read(Request.RenegotiateMeeting.self))
         case MessageType.switchBypassStreamingURL: return .switchBypassStreamingURL(try read(Request.SwitchBypassStreamingURL.self))
         case MessageType.setBypassStreamingEnabled: return .setBypassStreamingEnabled(try read(Request.SetBypassStreamingEnabled.self))

@@ -11,6 +11,9 @@ extension MessageType {
     public static let setMeetingRole = "setMeetingRole"
     /// Stop or resume forwarding one user's audio or video to this participant.
     public static let setMeetingMute = "setMeetingMute"
+    /// The size this participant shows one user's video at: the server sends the simulcast
+    /// layer that fits it.
+    public static let setVideoSize = "setVideoSize"
     /// A WebRTC participant's new offer (its view of the meeting changed: someone joined,
     /// left or began to publish); the reply carries the answer.
     public static let renegotiateMeeting = "renegotiateMeeting"
@@ -24,7 +27,7 @@ extension MessageType {
 
     /// The meeting request types, which the server routes to its meeting registry.
     public static let meetingRequests: Set<String> = [reserveMeeting, joinMeeting, leaveMeeting, setMeetingRole, setMeetingMute,
-                                                      renegotiateMeeting]
+                                                      setVideoSize, renegotiateMeeting]
 }
 
 /// What a participant does in a meeting (NIM's `NIMNetCallMeetingRole`).
@@ -143,6 +146,23 @@ extension Request {
         public init(callID: UInt64, role: MeetingRole) {
             self.callID = callID
             self.role = role
+        }
+    }
+
+    /// The size, in pixels, this participant shows `user`'s video at (0×0: not shown): of a
+    /// simulcast video, the server sends it the smallest layer about that size (at least
+    /// 90 % of it each way) or the largest there is; a single-stream video is unaffected.
+    public struct SetVideoSize: Sendable, Hashable, Codable {
+        public var callID: UInt64
+        public var user: String
+        public var width: Int
+        public var height: Int
+
+        public init(callID: UInt64, user: String, width: Int, height: Int) {
+            self.callID = callID
+            self.user = user
+            self.width = width
+            self.height = height
         }
     }
 

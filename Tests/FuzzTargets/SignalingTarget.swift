@@ -83,6 +83,7 @@ enum SignalingTarget {
         MessageType.leaveMeeting: [check(Request.LeaveMeeting.self)],
         MessageType.setMeetingRole: [check(Request.SetMeetingRole.self)],
         MessageType.setMeetingMute: [check(Request.SetMeetingMute.self)],
+        MessageType.setVideoSize: [check(Request.SetVideoSize.self)],
         MessageType.userJoined: [check(Event.UserJoined.self)],
         MessageType.userLeft: [check(Event.UserLeft.self)],
         MessageType.meetingRoleChanged: [check(Event.MeetingRoleChanged.self)],

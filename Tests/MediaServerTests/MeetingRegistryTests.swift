@@ -222,6 +222,66 @@ struct MeetingHarness {
         #expect(h.code(h.join(2, "a", ssrc: 5)) == nil)
     }
 
+    /// A simulcast joiner's layers: refused (naming the field) unless two or three, the
+    /// first under the video SSRC, each larger than the last; their SSRCs are kept apart
+    /// from everyone's. Good ones reach the leg's setup.
+    @Test func aJoinsSimulcastLayersAreCheckedAndTheirSSRCsKeptApart() throws {
+        var h = harness()
+        _ = h.reserve(1, "a")
+        _ = h.takeCommands()
+        typealias Layer = MediaEndpoint.VideoLayer
+        let good = [Layer(ssrc: 2, width: 160, height: 90), Layer(ssrc: 20, width: 320, height: 180), Layer(ssrc: 21, width: 640, height: 360)]
+        let bad: [[Layer]] = [
+            [good[0]],
+            good + [Layer(ssrc: 22, width: 1280, height: 720)],
+            [Layer(ssrc: 20, width: 160, height: 90), Layer(ssrc: 2, width: 320, height: 180)],
+            [good[1], good[0]],
+            [good[0], Layer(ssrc: 20, width: 160, height: 180)],
+            [good[0], Layer(ssrc: 20, width: 100_000, height: 180)],
+            [good[0], Layer(ssrc: 1, width: 320, height: 180)],
+        ]
+        for layers in bad {
+            var media = MeetingHarness.media(1, video: true)
+            media.videoLayers = layers
+            let reply = h.request(1, MessageType.joinMeeting, Request.JoinMeeting(name: "a", role: .actor, type: .video, media: media))
+            #expect(h.code(reply) == SignalingError.Code.invalidRequest.rawValue, "\(layers)")
+            let message = try reply.body(ErrorBody.self).error.message
+            #expect(message.contains("media.videoLayers") || message.contains("SSRC"), "\(message)")
+        }
+        #expect(h.takeCommands().isEmpty)
+        var media = MeetingHarness.media(1, video: true)
+        media.videoLayers = good
+        #expect(h.code(h.request(1, MessageType.joinMeeting, Request.JoinMeeting(name: "a", role: .actor, type: .video, media: media))) == nil)
+        let setups = h.takeCommands().compactMap { command -> ForwardingRouter.LegSetup? in
+            if case .addLeg(let setup) = command { return setup }
+            return nil
+        }
+        #expect(setups.first?.videoLayers.map(\.ssrc) == [2, 20, 21])
+        #expect(setups.first?.videoLayers.map(\.width) == [160, 320, 640])
+        #expect(h.code(h.join(2, "a", ssrc: 21)) == SignalingError.Code.invalidRequest.rawValue, "a layer's SSRC is taken")
+        #expect(h.code(h.join(2, "a", ssrc: 5)) == nil)
+    }
+
+    /// The size a member shows another's video at goes to the media plane; a size out of
+    /// range, or a user not in the meeting, is refused.
+    @Test func aShownVideoSizeReachesTheMediaPlane() throws {
+        var h = harness()
+        _ = h.reserve(1, "a")
+        let id = try h.join(1, "a", ssrc: 1).body(Reply.JoinMeeting.self).callID
+        _ = h.join(2, "a", ssrc: 5)
+        _ = h.takeCommands()
+        #expect(h.code(h.request(2, MessageType.setVideoSize, Request.SetVideoSize(callID: id, user: "alice", width: 320, height: 180))) == nil)
+        let commands = h.takeCommands()
+        #expect(commands.contains { if case .setVideoSize(_, _, 320, 180) = $0 { true } else { false } }, "\(commands)")
+        #expect(h.code(h.request(2, MessageType.setVideoSize, Request.SetVideoSize(callID: id, user: "alice", width: -1, height: 180)))
+            == SignalingError.Code.invalidRequest.rawValue)
+        #expect(h.code(h.request(2, MessageType.setVideoSize, Request.SetVideoSize(callID: id, user: "carol", width: 320, height: 180)))
+            == SignalingError.Code.notInMeeting.rawValue)
+        #expect(h.code(h.request(2, MessageType.setVideoSize, Request.SetVideoSize(callID: id, user: "bob", width: 320, height: 180)))
+            == SignalingError.Code.notInMeeting.rawValue, "not one's own")
+        #expect(h.takeCommands().isEmpty)
+    }
+
     @Test func anUnjoinedReservationLapses() {
         var configuration = MeetingRegistry.Configuration()
         configuration.reservationLifetime = .seconds(60)

@@ -33,6 +33,7 @@ public enum MeetingRequest: Sendable, Hashable {
     case leave(Request.LeaveMeeting)
     case setRole(Request.SetMeetingRole)
     case setMute(Request.SetMeetingMute)
+    case setVideoSize(Request.SetVideoSize)
     case renegotiate(Request.RenegotiateMeeting)
     case switchBypassStreamingURL(Request.SwitchBypassStreamingURL)
     case setBypassStreamingEnabled(Request.SetBypassStreamingEnabled)
@@ -49,6 +50,7 @@ public enum MeetingRequest: Sendable, Hashable {
         case .leave(let request): request.callID
         case .setRole(let request): request.callID
         case .setMute(let request): request.callID
+        case .setVideoSize(let request): request.callID
         case .renegotiate(let request): request.callID
         case .switchBypassStreamingURL(let request): request.callID
         case .setBypassStreamingEnabled(let request): request.callID
@@ -80,6 +82,7 @@ enum RoutedRequest: Sendable, Hashable {
         case .leaveMeeting(let body): self = .meeting(.leave(body))
         case .setMeetingRole(let body): self = .meeting(.setRole(body))
         case .setMeetingMute(let body): self = .meeting(.setMute(body))
+        case .setVideoSize(let body): self = .meeting(.setVideoSize(body))
         case .renegotiateMeeting(let body): self = .meeting(.renegotiate(body))
         case .switchBypassStreamingURL(let body): self = .meeting(.switchBypassStreamingURL(body))
         case .setBypassStreamingEnabled(let body): self = .meeting(.setBypassStreamingEnabled(body))
@@ -117,6 +120,7 @@ extension ClientRequest {
         case .leave(let body): self = .leaveMeeting(body)
         case .setRole(let body): self = .setMeetingRole(body)
         case .setMute(let body): self = .setMeetingMute(body)
+        case .setVideoSize(let body): self = .setVideoSize(body)
         case .renegotiate(let body): self = .renegotiateMeeting(body)
         case .switchBypassStreamingURL(let body): self = .switchBypassStreamingURL(body)
         case .setBypassStreamingEnabled(let body): self = .setBypassStreamingEnabled(body)

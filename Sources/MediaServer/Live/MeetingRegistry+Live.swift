@@ -188,7 +188,7 @@ extension MeetingRegistry {
             meetings[request.callID]?.live = live
             return [Self.okReply(connection, requestID, .empty),
                     .live(.setLayout(meeting: request.callID, mixMode: request.mixMode, customLayout: request.customLayout))]
-        case .reserve, .join, .leave, .setRole, .setMute, .renegotiate:
+        case .reserve, .join, .leave, .setRole, .setMute, .setVideoSize, .renegotiate:
             throw SignalingError(.invalidRequest, "\(type): not a live room's control")
         }
     }

@@ -34,6 +34,8 @@ public enum MediaPlaneCommand: Sendable, Hashable {
     case setPublishing(leg: UInt64, Bool)
     /// Whether `subscriber` gets `publisher`'s audio and video.
     case setForwarding(subscriber: UInt64, publisher: UInt64, audio: Bool, video: Bool)
+    /// The size `subscriber` shows `publisher`'s video at (`ForwardingRouter.setVideoSize`).
+    case setVideoSize(subscriber: UInt64, publisher: UInt64, width: Int, height: Int)
 }
 
 /// The server's half of a leg, drawn fresh for each join by the caller of `handle`
@@ -153,6 +155,8 @@ public struct MeetingRegistry: Sendable {
         var leg: UInt64
         /// When the current attendance stretch began.
         var since: Int64
+        /// Its simulcast layers' SSRCs beyond `videoSSRC` (the first layer's).
+        var layerSSRCs: [UInt32] = []
         /// Users whose audio (video) this member does not get.
         var mutedAudio: Set<String> = []
         var mutedVideo: Set<String> = []
@@ -271,6 +275,8 @@ public struct MeetingRegistry: Sendable {
                 return try setRole(identity, connection, requestID, body, time)
             case .setMute(let body):
                 return try setMute(identity, connection, requestID, body)
+            case .setVideoSize(let body):
+                return try setVideoSize(identity, connection, requestID, body)
             case .renegotiate(let body):
                 return try renegotiate(identity, connection, requestID, body)
             case .switchBypassStreamingURL, .setBypassStreamingEnabled, .setBypassStreamingMixMode:
@@ -351,11 +357,14 @@ public struct MeetingRegistry: Sendable {
         if let rtx = media.rtxPayloadType, !(96...127).contains(rtx) || rtx == 96 || rtx == 111 {
             throw SignalingError(.invalidRequest, "joinMeeting: media.rtxPayloadType \(rtx) must be a dynamic payload type (96...127) other than VP8's 96 and Opus's 111")
         }
-        try checkSSRCs(audio: media.audioSSRC, video: media.videoSSRC, in: meeting, request: "joinMeeting")
+        let layers = try Self.videoLayers(of: media, in: "joinMeeting")
+        let layerSSRCs = layers.dropFirst().map(\.ssrc)
+        try checkSSRCs(audio: media.audioSSRC, video: media.videoSSRC, layers: layerSSRCs, in: meeting, request: "joinMeeting")
         try admitLive(meeting, identity, request)
         lastLeg += 1
-        let member = Member(identity: identity, connection: connection, role: request.role, type: request.type,
+        var member = Member(identity: identity, connection: connection, role: request.role, type: request.type,
                             audioSSRC: media.audioSSRC, videoSSRC: media.videoSSRC, leg: lastLeg, since: time.epochMilliseconds)
+        member.layerSSRCs = layerSSRCs
         let others = meeting.members.values.sorted { $0.identity.account < $1.identity.account }
         meeting.members[identity.account] = member
         meeting.expiresAt = nil
@@ -371,6 +380,7 @@ public struct MeetingRegistry: Sendable {
             id: member.leg, meeting: id, account: identity.account, publishing: request.role == .actor, audioSSRC: media.audioSSRC,
             videoSSRC: media.videoSSRC, inboundKeying: keying, outboundKeying: credentials.keying, ice: credentials.ice)
         setup.media.videoRTXPayloadType = media.rtxPayloadType
+        setup.videoLayers = layers
         outputs.append(.mediaPlane(.addLeg(setup)))
         outputs += joined(member, others: others, in: id)
         return outputs + liveJoined(id, member, request, credentials)
@@ -409,18 +419,39 @@ public struct MeetingRegistry: Sendable {
     }
 
     /// The SSRCs a member's streams go out with: its audio and video, and the RTX stream the
-    /// server gives its video for subscribers that take one (`RTXStream.ssrc(forVideo:)`).
-    static func streamSSRCs(audio: UInt32, video: UInt32?) -> [UInt32] {
-        [audio] + (video.map { [$0, RTXStream.ssrc(forVideo: $0)] } ?? [])
+    /// server gives its video for subscribers that take one (`RTXStream.ssrc(forVideo:)`);
+    /// and its simulcast layers' beyond the first.
+    static func streamSSRCs(audio: UInt32, video: UInt32?, layers: [UInt32] = []) -> [UInt32] {
+        [audio] + (video.map { [$0, RTXStream.ssrc(forVideo: $0)] } ?? []) + layers
     }
 
-    /// A joiner's SSRCs (and its video's RTX SSRC) are distinct, not 0, and nobody else's in the meeting.
-    func checkSSRCs(audio: UInt32, video: UInt32?, in meeting: Meeting, request: String) throws(SignalingError) {
-        let ours = Self.streamSSRCs(audio: audio, video: video)
+    /// A joiner's simulcast layers, checked: two or three, lowest first and each larger
+    /// than the one before, the first under the video SSRC. None for a single stream.
+    static func videoLayers(of media: MediaEndpoint, in request: String) throws(SignalingError) -> [ForwardingRouter.LegSetup.VideoLayer] {
+        guard let layers = media.videoLayers else { return [] }
+        let maximum = ForwardingRouter.LegSetup.maximumVideoLayers
+        guard (2...maximum).contains(layers.count), let video = media.videoSSRC, layers[0].ssrc == video else {
+            throw SignalingError(.invalidRequest, "\(request): media.videoLayers must list 2 to \(maximum) layers, the first under the video SSRC")
+        }
+        for (index, layer) in layers.enumerated() {
+            let previous = index > 0 ? layers[index - 1] : nil
+            guard (16...16_384).contains(layer.width), (16...16_384).contains(layer.height),
+                  previous.map({ layer.width > $0.width && layer.height > $0.height }) ?? true else {
+                throw SignalingError(.invalidRequest, "\(request): media.videoLayers[\(index)] is \(layer.width)x\(layer.height); sizes are 16...16384 each way and grow from layer to layer")
+            }
+        }
+        return layers.map { ForwardingRouter.LegSetup.VideoLayer(ssrc: $0.ssrc, width: $0.width, height: $0.height) }
+    }
+
+    /// A joiner's SSRCs (its video's RTX SSRC and its simulcast layers' included) are
+    /// distinct, not 0, and nobody else's in the meeting.
+    func checkSSRCs(audio: UInt32, video: UInt32?, layers: [UInt32] = [], in meeting: Meeting, request: String) throws(SignalingError) {
+        let ours = Self.streamSSRCs(audio: audio, video: video, layers: layers)
         guard Set(ours).isDisjoint(with: liveSSRCs(of: meeting)) else {
             throw SignalingError(.invalidRequest, "\(request): an SSRC of yours is the live composer's; draw new ones")
         }
-        for other in meeting.members.values where !Set(ours).isDisjoint(with: Self.streamSSRCs(audio: other.audioSSRC, video: other.videoSSRC)) {
+        for other in meeting.members.values
+        where !Set(ours).isDisjoint(with: Self.streamSSRCs(audio: other.audioSSRC, video: other.videoSSRC, layers: other.layerSSRCs)) {
             throw SignalingError(.invalidRequest, "\(request): an SSRC of yours is \(other.identity.account)'s; draw new ones")
         }
         guard Set(ours).count == ours.count, !ours.contains(0) else {
@@ -489,6 +520,22 @@ public struct MeetingRegistry: Sendable {
         let forwarding = member.forwarding(of: publisher)
         return [Self.okReply(connection, requestID, .empty),
                 .mediaPlane(.setForwarding(subscriber: member.leg, publisher: publisher.leg, audio: forwarding.audio, video: forwarding.video))]
+    }
+
+    /// A size is a view's: up to 16384 pixels each way (0×0: hidden).
+    static let videoSizes = 0...16_384
+
+    private func setVideoSize(_ identity: Identity, _ connection: ConnectionID, _ requestID: UInt64,
+                              _ request: Request.SetVideoSize) throws(SignalingError) -> [Output] {
+        let member = try member(identity, of: request.callID, in: "setVideoSize")
+        guard let publisher = meetings[request.callID]?.members[request.user], request.user != identity.account else {
+            throw SignalingError(.notInMeeting, "setVideoSize: \(request.user) is not another participant of meeting \(request.callID)")
+        }
+        guard Self.videoSizes.contains(request.width), Self.videoSizes.contains(request.height) else {
+            throw SignalingError(.invalidRequest, "setVideoSize: \(request.width)x\(request.height) is not a size (each side 0...\(Self.videoSizes.upperBound))")
+        }
+        return [Self.okReply(connection, requestID, .empty),
+                .mediaPlane(.setVideoSize(subscriber: member.leg, publisher: publisher.leg, width: request.width, height: request.height))]
     }
 
     /// The member `identity` is in meeting `id`, from this device.

@@ -19,6 +19,8 @@ public final class SFUMediaPlane: MediaPlane {
             server.apply(.setPublishing(leg: leg, publishing))
         case .setForwarding(let subscriber, let publisher, let audio, let video):
             server.apply(.setForwarding(subscriber: subscriber, publisher: publisher, audio: audio, video: video))
+        case .setVideoSize(let subscriber, let publisher, let width, let height):
+            server.apply(.setVideoSize(subscriber: subscriber, publisher: publisher, width: width, height: height))
         }
     }
 }

@@ -123,6 +123,18 @@ extension NetCallManager {
         try await setMeetingMute(user: user, audio: nil, video: muted)
     }
 
+    /// Tells the server the size, in pixels, this device shows `user`'s video at (0×0 while
+    /// it is not shown): of a simulcast video the server then sends the smallest layer
+    /// about that size, and no more (less when this device's bandwidth is short). Before
+    /// any call, the largest layer the bandwidth allows comes.
+    /// - Throws: `SignalingError`: `notInMeeting` (not in one, or `user` is not in it),
+    ///   `invalidRequest` for a size out of 0...16384.
+    public func setVideoSize(_ size: (width: Int, height: Int), forUser user: String) async throws(SignalingError) {
+        guard let current = meeting else { throw SignalingError(.notInMeeting, "setVideoSize: not in a meeting") }
+        _ = try await request(MessageType.setVideoSize, Request.SetVideoSize(callID: current.id, user: user, width: size.width, height: size.height),
+                              as: Reply.Empty.self)
+    }
+
     private func setMeetingMute(user: String, audio: Bool?, video: Bool?) async throws(SignalingError) {
         guard let current = meeting else { throw SignalingError(.notInMeeting, "setMeetingMute: not in a meeting") }
         _ = try await request(MessageType.setMeetingMute, Request.SetMeetingMute(callID: current.id, user: user, audio: audio, video: video),
