@@ -47,6 +47,9 @@ struct SFULoadBench: AsyncParsableCommand {
     @Option(help: "The child server's forwarding threads (--media-threads; default: the machine's cores).")
     var threads: Int?
 
+    @Flag(help: "Video publishers send three simulcast layers (320x180, 640x360, 1280x720: frames of 150, 500 and 1,800 bytes, about 36, 120 and 430 kb/s); each subscriber gets one.")
+    var simulcast = false
+
     @Flag(inversion: .prefixedNo, help: "Take video retransmissions on RTX, as our clients do (else plain ones, each subscriber stream keeping its own history on the server).")
     var rtx = true
 
@@ -61,6 +64,7 @@ struct SFULoadBench: AsyncParsableCommand {
         guard (0...1_000).contains(subscribers) else { throw ValidationError("--subscribers \(subscribers) must be within 0...1000") }
         guard seconds >= 1 && seconds <= 3_600 else { throw ValidationError("--seconds \(seconds) must be within 1...3600") }
         if server != nil && secretFile == nil { throw ValidationError("--server needs --secret-file to mint tokens") }
+        if simulcast && !video && (videoPublishers ?? 0) == 0 { throw ValidationError("--simulcast needs video (--video or --video-publishers)") }
         if let videoPublishers, !(0...publishers).contains(videoPublishers) {
             throw ValidationError("--video-publishers \(videoPublishers) must be within 0...\(publishers) (the --publishers)")
         }
@@ -75,6 +79,7 @@ struct SFULoadBench: AsyncParsableCommand {
         var subscribers: Int
         var video: Bool
         var videoPublishers: Int
+        var simulcast: Bool
         /// The server's forwarding threads, and each one's CPU over the run (of one core).
         var serverThreads: Int?
         var serverThreadCPU: [Double]?
@@ -129,7 +134,8 @@ struct SFULoadBench: AsyncParsableCommand {
             let publishing = index < publishers
             let account = publishing ? "pub\(index)" : "sub\(index - publishers)"
             let withVideo = publishing ? index < videoSenders : videoSenders > 0
-            let participant = try SyntheticParticipant(account: account, publishing: publishing, video: withVideo, rtx: rtx)
+            let participant = try SyntheticParticipant(account: account, publishing: publishing, video: withVideo, rtx: rtx,
+                                                       simulcast: simulcast && publishing && withVideo)
             let token = try await authority.mint(account: account, lifetime: .seconds(3_600))
             let client = try await SignalingClient.connect(url: url)
             _ = try await client.request(MessageType.login, Request.Login(token: token, device: "load"), as: Reply.Login.self)
@@ -188,6 +194,7 @@ struct SFULoadBench: AsyncParsableCommand {
         let losses = results.lossByParticipant
         let threadCPU = threadsAfter.keys.sorted().map { ((threadsAfter[$0] ?? 0) - (threadsBefore[$0] ?? 0)) / results.elapsed }
         let report = Report(publishers: publishers, subscribers: subscribers, video: videoSenders > 0, videoPublishers: videoSenders,
+                            simulcast: simulcast,
                             serverThreads: threadCPU.isEmpty ? nil : threadCPU.count, serverThreadCPU: threadCPU.isEmpty ? nil : threadCPU,
                             seconds: results.elapsed,
                             subscriberStreams: streams, packetsSent: results.packetsSent, packetsReceived: results.packetsReceived,
@@ -355,13 +362,15 @@ final class SyntheticParticipant: @unchecked Sendable {
     }()
     var audioOut: SendStreamID?
     var videoOut: SendStreamID?
+    /// Simulcast: each layer's stream (the first is `videoOut`) and frame size in bytes.
+    var layers: [(stream: SendStreamID, ssrc: UInt32, width: Int, height: Int, frameBytes: Int)] = []
     var receiveStreams: [ReceiveStreamID] = []
     var client: SignalingClient?
     var connected = false
     /// Video retransmissions come on RTX (payload type 97), as to our clients.
     let rtx: Bool
 
-    init(account: String, publishing: Bool, video: Bool, rtx: Bool) throws {
+    init(account: String, publishing: Bool, video: Bool, rtx: Bool, simulcast: Bool = false) throws {
         self.account = account
         self.publishing = publishing
         self.video = video
@@ -372,7 +381,19 @@ final class SyntheticParticipant: @unchecked Sendable {
         core = try MediaCore(configuration: settings)
         if publishing {
             audioOut = try core.addSendStream(.opus(ssrc: audioSSRC))
-            if video { videoOut = try core.addSendStream(.vp8(ssrc: videoSSRC)) }
+            var stream = SendStreamConfiguration.vp8(ssrc: videoSSRC)
+            // Simulcast: one media clock for every layer, as a simulcast encoder's.
+            if simulcast { stream.timestampOffset = 0 }
+            if video { videoOut = try core.addSendStream(stream) }
+            if video && simulcast, let videoOut {
+                layers.append((videoOut, videoSSRC, 320, 180, 150))
+                for (width, height, bytes) in [(640, 360, 500), (1_280, 720, 1_800)] {
+                    var ssrc = UInt32.random(in: 1 ... .max)
+                    while ssrc == audioSSRC || layers.contains(where: { $0.ssrc == ssrc }) { ssrc = UInt32.random(in: 1 ... .max) }
+                    stream.ssrc = ssrc
+                    layers.append((try core.addSendStream(stream), ssrc, width, height, bytes))
+                }
+            }
         }
     }
 
@@ -380,6 +401,7 @@ final class SyntheticParticipant: @unchecked Sendable {
         var endpoint = MediaEndpoint(candidates: [], srtpProfile: keying.profile.rawValue, srtpKey: keying.base64, audioSSRC: audioSSRC,
                                      videoSSRC: video ? videoSSRC : nil, iceUfrag: ice.ufrag, icePassword: ice.password)
         endpoint.rtxPayloadType = rtx ? 97 : nil
+        if !layers.isEmpty { endpoint.videoLayers = layers.map { MediaEndpoint.VideoLayer(ssrc: $0.ssrc, width: $0.width, height: $0.height) } }
         return endpoint
     }
 
@@ -464,11 +486,21 @@ final class SyntheticParticipant: @unchecked Sendable {
                     while videoPhase + .microseconds(33_333) * videoSent[rank] <= elapsed {
                         let index = videoSent[rank]
                         frame[0] = index % 60 == 0 ? 0x00 : 0x01
-                        frame.withUnsafeBytes {
-                            _ = participant.core.sendVideo(participant.videoOut!, frame: $0, mediaTimestamp: UInt32(truncatingIfNeeded: index * 3_000),
-                                                           isKeyframe: index % 60 == 0, now: now)
+                        if participant.layers.isEmpty {
+                            frame.withUnsafeBytes {
+                                _ = participant.core.sendVideo(participant.videoOut!, frame: $0, mediaTimestamp: UInt32(truncatingIfNeeded: index * 3_000),
+                                                               isKeyframe: index % 60 == 0, now: now)
+                            }
+                            run.packetsSent += 2
                         }
-                        run.packetsSent += 2
+                        for layer in participant.layers {
+                            frame.withUnsafeBytes {
+                                _ = participant.core.sendVideo(layer.stream, frame: UnsafeRawBufferPointer(rebasing: $0[0..<layer.frameBytes]),
+                                                               mediaTimestamp: UInt32(truncatingIfNeeded: index * 3_000), isKeyframe: index % 60 == 0,
+                                                               now: now)
+                            }
+                            run.packetsSent += (layer.frameBytes + 1_099) / 1_100
+                        }
                         videoSent[rank] += 1
                     }
                 }

@@ -54,12 +54,29 @@ extension ForwardingRouter {
         public var transportFeedbackReceived = 0
         /// Packets those feedback packets reported received: what the estimate was fed.
         public var feedbackPacketsReported = 0
+        /// As a subscriber: what it gets of each publisher's video now.
+        public var videos: [ForwardedVideo] = []
 
         public init(id: UInt64, meeting: UInt64, account: String) {
             self.id = id
             self.meeting = meeting
             self.account = account
         }
+    }
+
+    /// What a subscriber gets of one publisher's video.
+    public struct ForwardedVideo: Sendable, Hashable {
+        public var publisher: String
+        public var publisherLeg: UInt64
+        /// The simulcast layer (0 for a single stream) and the highest temporal layer; -1
+        /// while paused, muted or before a keyframe.
+        public var spatialLayer: Int
+        public var temporalLayer: Int
+        /// The layer's picture size as the publisher announced it (0 when it did not).
+        public var width: Int
+        public var height: Int
+        /// Simulcast switches made for this subscriber.
+        public var switches: Int
     }
 
     /// Every open leg's figures, by leg ID.
@@ -77,6 +94,13 @@ extension ForwardingRouter {
                 figures.authenticationFailures += inbound.authenticationFailures + inbound.replays
             }
             for consumer in leg.consumers.compactMap({ consumers[$0] }) {
+                if consumer.kind == .video, let producer = producers[consumer.producer], let source = publisher(consumer.publisher) {
+                    let spatial = consumer.forwardedSpatial
+                    let layer = spatial >= 0 ? producer.layers[spatial] : nil
+                    figures.videos.append(ForwardedVideo(publisher: source.setup.account, publisherLeg: consumer.publisher, spatialLayer: spatial,
+                                                         temporalLayer: consumer.forwardedLayer, width: layer?.width ?? 0,
+                                                         height: layer?.height ?? 0, switches: consumer.spatialSwitches))
+                }
                 guard let outbound = leg.core.statistics(of: consumer.send) else { continue }
                 figures.packetsSent += outbound.packetsSent
                 figures.nacksReceived += outbound.nackCount

@@ -75,9 +75,42 @@ public final class ServerMetrics: Sendable {
         var transportFeedback: CoreMetrics.Gauge
         var feedbackReported: CoreMetrics.Gauge
         var last: ForwardingRouter.LegStatistics
+        /// Per publisher leg whose video it gets: its layer, size and switches.
+        var videos: [UInt64: VideoGauges] = [:]
 
         func destroy() {
             for gauge in [lossUplink, lossDownlink, lostUplink, lostDownlink, estimate, transportFeedback, feedbackReported] { gauge.destroy() }
+            for video in videos.values { video.destroy() }
+        }
+    }
+
+    /// What one subscriber gets of one publisher's video: `mediaengine_forwarded_video_*`
+    /// {meeting, user, leg, publisher}.
+    private struct VideoGauges {
+        let spatial, temporal, width, height, switches: CoreMetrics.Gauge
+
+        init(_ leg: ForwardingRouter.LegStatistics, _ video: ForwardingRouter.ForwardedVideo, factory: PrometheusMetricsFactory) {
+            let dimensions = [("meeting", String(leg.meeting)), ("user", leg.account), ("leg", String(leg.id)), ("publisher", video.publisher)]
+            func gauge(_ name: String) -> CoreMetrics.Gauge {
+                CoreMetrics.Gauge(label: "mediaengine_forwarded_video_" + name, dimensions: dimensions, factory: factory)
+            }
+            spatial = gauge("spatial_layer")
+            temporal = gauge("temporal_layer")
+            width = gauge("width")
+            height = gauge("height")
+            switches = gauge("layer_switches")
+        }
+
+        func record(_ video: ForwardingRouter.ForwardedVideo) {
+            spatial.record(video.spatialLayer)
+            temporal.record(video.temporalLayer)
+            width.record(video.width)
+            height.record(video.height)
+            switches.record(video.switches)
+        }
+
+        func destroy() {
+            for gauge in [spatial, temporal, width, height, switches] { gauge.destroy() }
         }
     }
 
@@ -211,6 +244,15 @@ public final class ServerMetrics: Sendable {
                 gauges.estimate.record(leg.estimatedBitrate)
                 gauges.transportFeedback.record(leg.transportFeedbackReceived)
                 gauges.feedbackReported.record(leg.feedbackPacketsReported)
+                for video in leg.videos {
+                    let videoGauges = gauges.videos[video.publisherLeg] ?? VideoGauges(leg, video, factory: state.factory)
+                    videoGauges.record(video)
+                    gauges.videos[video.publisherLeg] = videoGauges
+                }
+                for (publisher, videoGauges) in gauges.videos where !leg.videos.contains(where: { $0.publisherLeg == publisher }) {
+                    videoGauges.destroy()
+                    gauges.videos[publisher] = nil
+                }
                 state.legGauges[leg.id] = gauges
             }
             for (id, gauges) in state.legGauges where !open.contains(id) {
