@@ -412,7 +412,7 @@ public final class ForwardingServer: Sendable {
             while let report = router.pollReport() {
                 switch report {
                 case .speaking(let meeting, let levels): reportSpeaking(meeting: meeting, levels: levels, from: worker.index)
-                case .legLost: reports(report)
+                case .legLost, .videoLayers: reports(report)
                 }
             }
             if now >= nextPublish {

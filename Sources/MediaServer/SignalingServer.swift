@@ -218,6 +218,7 @@ public final class SignalingServer: Sendable {
                             switch report {
                             case .legLost(let leg): await hub.mediaPlaneReported(.legLost(leg))
                             case .speaking(let meeting, let levels): await hub.mediaPlaneReported(.speaking(meeting: meeting, levels: levels))
+                            case .videoLayers(let leg, let active): await hub.mediaPlaneReported(.videoLayers(leg: leg, active: active))
                             }
                         }
                     }, sink: sink)

@@ -23,6 +23,9 @@ extension MessageType {
     public static let meetingRoleChanged = "meetingRoleChanged"
     public static let meetingError = "meetingError"
     public static let speakingUsers = "speakingUsers"
+    /// Which of its simulcast layers a publisher should send (the server's wish: the others
+    /// nobody shows that large).
+    public static let videoLayers = "videoLayers"
     public static let meetingRecord = "meetingRecord"
 
     /// The meeting request types, which the server routes to its meeting registry.
@@ -284,6 +287,19 @@ extension Event {
         }
 
         public var error: SignalingError { SignalingError(SignalingError.Code(rawValue: code), message) }
+    }
+
+    /// The simulcast layers (lowest first) the server wants this publisher to send now:
+    /// those no subscriber can use may pause until one can, when the next wish turns them
+    /// on again (each resumed layer starts with a keyframe).
+    public struct VideoLayers: Sendable, Hashable, Codable {
+        public var callID: UInt64
+        public var active: [Bool]
+
+        public init(callID: UInt64, active: [Bool]) {
+            self.callID = callID
+            self.active = active
+        }
     }
 
     /// Who is speaking, from the RFC 6464 levels the server reads on each uplink (0...1 of

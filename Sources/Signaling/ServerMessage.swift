@@ -67,6 +67,7 @@ public enum PushedEvent: Sendable, Hashable {
     case meetingRoleChanged(Event.MeetingRoleChanged)
     case meetingError(Event.MeetingError)
     case speakingUsers(Event.SpeakingUsers)
+    case videoLayers(Event.VideoLayers)
     case meetingRecord(Event.MeetingRecordEvent)
     case bypassStreamingStatus(Event.BypassStreamingStatus)
     case bypassStreamingURLSwitched(Event.BypassStreamingResult)
@@ -96,6 +97,7 @@ public enum PushedEvent: Sendable, Hashable {
         case .meetingRoleChanged: MessageType.meetingRoleChanged
         case .meetingError: MessageType.meetingError
         case .speakingUsers: MessageType.speakingUsers
+        case .videoLayers: MessageType.videoLayers
         case .meetingRecord: MessageType.meetingRecord
         case .bypassStreamingStatus: MessageType.bypassStreamingStatus
         case .bypassStreamingURLSwitched: MessageType.bypassStreamingURLSwitched
@@ -126,6 +128,7 @@ public enum PushedEvent: Sendable, Hashable {
         case .meetingRoleChanged(let body): TypedEnvelope(id: nil, type: type, body: body).encoded()
         case .meetingError(let body): TypedEnvelope(id: nil, type: type, body: body).encoded()
         case .speakingUsers(let body): TypedEnvelope(id: nil, type: type, body: body).encoded()
+        case .videoLayers(let body): TypedEnvelope(id: nil, type: type, body: body).encoded()
         case .meetingRecord(let body): TypedEnvelope(id: nil, type: type, body: body).encoded()
         case .bypassStreamingStatus(let body): TypedEnvelope(id: nil, type: type, body: body).encoded()
         case .bypassStreamingURLSwitched(let body): TypedEnvelope(id: nil, type: type, body: body).encoded()

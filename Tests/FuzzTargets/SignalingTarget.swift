@@ -89,6 +89,7 @@ enum SignalingTarget {
         MessageType.meetingRoleChanged: [check(Event.MeetingRoleChanged.self)],
         MessageType.meetingError: [check(Event.MeetingError.self)],
         MessageType.speakingUsers: [check(Event.SpeakingUsers.self)],
+        MessageType.videoLayers: [check(Event.VideoLayers.self)],
         MessageType.meetingRecord: [check(Event.MeetingRecordEvent.self)],
         MessageType.switchBypassStreamingURL: [check(Request.SwitchBypassStreamingURL.self) { liveTarget($0.url) }],
         MessageType.setBypassStreamingEnabled: [check(Request.SetBypassStreamingEnabled.self)],

@@ -230,4 +230,51 @@ import TestSupport
         #expect(router.legCount == 1)
         #expect(router.counters.legsRefused == 3)
     }
+
+    /// Layers nobody shows that large are paused at the publisher (`videoLayers` reports,
+    /// after `layerPauseDelay`), and resumed at once when a view grows: the viewer gets the
+    /// large layer back within a couple of seconds (its keyframe, after the liveness look).
+    @Test func layersNobodyCanUseArePausedAtThePublisherAndResumedWhenAViewGrows() async throws {
+        try await Heavy.runAlone {
+            let meeting = MeetingCoreHarness()
+            let alice = try meeting.join("alice", frequency: 440, video: true, temporalLayers: 3, simulcast: Self.layers)
+            let dave = try meeting.join("dave", frequency: 0, publishing: false)
+            var told: [(at: Duration, active: [Bool])] = []
+            func run(until end: Duration) throws {
+                while meeting.now < end {
+                    try meeting.run(until: min(end, meeting.now + .milliseconds(100)))
+                    while let report = meeting.router.pollReport() {
+                        guard case .videoLayers(let leg, let active) = report, leg == alice.leg else { continue }
+                        told.append((meeting.now, active))
+                        // Alice's client obeys, as NetCallManager does.
+                        alice.stoppedLayers = Set(active.indices.filter { !active[$0] })
+                    }
+                }
+            }
+            try run(until: .seconds(4))
+            #expect(told.isEmpty, "all layers wanted: dave shows no size yet")
+            meeting.router.setVideoSize(subscriber: dave.leg, publisher: alice.leg, width: 160, height: 90, now: meeting.now)
+            try run(until: .seconds(8))
+            #expect(told.isEmpty, "not before the pause delay")
+            try run(until: .seconds(10))
+            #expect(told.map(\.active) == [[true, false, false]], "\(told)")
+            let before = meeting.router.counters.packetsReceived
+            try run(until: .seconds(12))
+            let received = meeting.router.counters.packetsReceived - before
+            #expect(meeting.router.forwardedVideo(to: dave.leg, from: alice.leg).spatial == 0)
+            #expect(dave.lastPicture["alice"]?.width == 160)
+            meeting.router.setVideoSize(subscriber: dave.leg, publisher: alice.leg, width: 640, height: 360, now: meeting.now)
+            let asked = meeting.now
+            var back: Duration?
+            while meeting.now < .seconds(16) {
+                try run(until: meeting.now + .milliseconds(100))
+                if back == nil, dave.lastPicture["alice"]?.width == 640 { back = meeting.now - asked }
+            }
+            print("simulcast: paused at \(told.first.map { "\($0.at)" } ?? "-"), \(received) packets in 2 s while paused; resumed at \(told.last.map { "\($0.at)" } ?? "-"), 640x360 back after \(back.map { "\($0)" } ?? "never")")
+            #expect(told.last?.active == [true, true, true])
+            #expect(told.last.map { $0.at - asked <= .milliseconds(300) } == true, "resumed at once")
+            #expect(back.map { $0 <= .milliseconds(2_500) } == true, "640x360 back after \(String(describing: back))")
+            #expect(Self.longestFreeze(dave, of: "alice", from: .seconds(5), to: meeting.now) <= .milliseconds(200))
+        }
+    }
 }

@@ -54,8 +54,10 @@ final class MeetingCoreHarness {
         /// A simulcast publisher's layers, lowest first: each its own encoder, stream and
         /// picture (downscaled from the top one), all on one media clock.
         var simulcast: [(encoder: VP8.Encoder, stream: SendStreamID, picture: VideoFrame, ssrc: UInt32)] = []
-        /// Simulcast layers it stops sending (as a browser's encoder drops a layer).
+        /// Simulcast layers it stops sending (as a browser's encoder drops a layer, or as
+        /// told by the server); each starts again with a keyframe.
         var stoppedLayers: Set<Int> = []
+        private var wasStopped: Set<Int> = []
         var audioFrame = AudioFrame(layout: .mono, samplesPerChannel: 960)
         var uplink: ImpairmentModel
         var downlink: ImpairmentModel
@@ -159,7 +161,7 @@ final class MeetingCoreHarness {
                     picture.scale(into: &simulcast[index].picture)
                 }
                 let layer = simulcast[index]
-                let force = core.shouldForceKeyframe(layer.stream, now: now)
+                let force = core.shouldForceKeyframe(layer.stream, now: now) || wasStopped.contains(index)
                 guard let info = try encoded.withUnsafeMutableBytes({ try layer.encoder.encode(layer.picture, forceKeyframe: force, into: $0) })
                 else { continue }
                 encoded.withUnsafeBytes {
@@ -169,6 +171,7 @@ final class MeetingCoreHarness {
                                        now: now)
                 }
             }
+            wasStopped = stoppedLayers
             videoIndex += 1
         }
 

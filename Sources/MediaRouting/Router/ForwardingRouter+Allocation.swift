@@ -17,7 +17,7 @@ extension ForwardingRouter {
     func ladder(of consumer: Consumer, _ producer: Producer, maximumSpatial: Int, now: Duration) -> Ladder {
         var ladder = Ladder()
         for spatial in producer.layers.indices where spatial <= maximumSpatial && (!producer.isSimulcast || producer.isLive(spatial, now: now)) {
-            for (layer, rate) in producer.layers[spatial].rates.enumerated() {
+            for (layer, rate) in (producer.isSimulcast ? producer.rates(of: spatial) : producer.layers[spatial].rates).enumerated() {
                 ladder.spatial.append(spatial)
                 ladder.temporal.append(layer)
                 ladder.rates.append(rate)
@@ -48,8 +48,7 @@ extension ForwardingRouter {
         // A video whose rates are not measured yet keeps what it has.
         let ordered = videos.filter { entry in
             guard publisher(entry.consumer.publisher)?.publishing == true, let producer = producers[entry.consumer.producer] else { return false }
-            producer.expireLayers(now: now)
-            return producer.layers.contains { !$0.rates.isEmpty }
+            return producer.layers.indices.contains { !producer.rates(of: $0).isEmpty }
         }.sorted { first, second in
             let a = lastSpoke(first.consumer.publisher), b = lastSpoke(second.consumer.publisher)
             return a.time != b.time ? a.time > b.time : a.leg < b.leg
@@ -99,6 +98,47 @@ extension ForwardingRouter {
         }
         consumers[id]?.spatialCap = width <= 0 || height <= 0 ? 0 : fits ?? producer.layers.count - 1
         allocate(subscriber, now: now)
+    }
+
+    /// Which simulcast layers of `producer` this router's subscribers can use: those up to
+    /// each enabled one's shown size, and the one each gets now; layer 0 always (the first
+    /// picture, and where a congested subscriber goes).
+    func wantedLayers(of producer: Producer) -> UInt8 {
+        var mask: UInt8 = 1
+        for consumerID in producer.consumers {
+            guard let consumer = consumers[consumerID], consumer.enabled else { continue }
+            let top = min(consumer.spatialCap, producer.layers.count - 1)
+            mask |= UInt8((1 << (top + 1)) - 1)
+            if consumer.forwardedSpatial >= 0 { mask |= 1 << consumer.forwardedSpatial }
+        }
+        return mask
+    }
+
+    /// Simulcast layers nobody can use, paused at their publishers after `layerPauseDelay`
+    /// (reported as `videoLayers`); those wanted again resumed at once. Subscribers on other
+    /// workers count: each tells the publisher's owner what its own can use.
+    func checkWantedLayers(now: Duration) {
+        producers.forEach { _, producer in
+            guard producer.isSimulcast else { return }
+            let local = wantedLayers(of: producer)
+            guard case .local = producer.origin else {
+                if case .remote(let owner) = producer.origin, producer.toldWantedLayers != local {
+                    producer.toldWantedLayers = local
+                    workerMessages.append((owner, .wantedLayers(leg: producer.leg, layers: local, worker: worker)))
+                }
+                return
+            }
+            let wanted = producer.remoteWantedLayers.values.reduce(local) { $0 | $1 }
+            var active: UInt8 = 0
+            for spatial in producer.layers.indices {
+                // A layer is counted wanted from the first look: a publisher starts with all on.
+                if wanted & 1 << spatial != 0 || producer.layers[spatial].wantedAt == nil { producer.layers[spatial].wantedAt = now }
+                if let wantedAt = producer.layers[spatial].wantedAt, now - wantedAt < configuration.layerPauseDelay { active |= 1 << spatial }
+            }
+            guard active != producer.activeLayers else { return }
+            producer.activeLayers = active
+            reports.append(.videoLayers(leg: producer.leg, active: producer.layers.indices.map { active & 1 << $0 != 0 }))
+        }
     }
 
     /// When a publisher last spoke (a day before it joined if never), and its leg ID to

@@ -38,6 +38,9 @@ public enum WorkerMessage: Sendable, Hashable {
     case subscribe(leg: UInt64, kind: MediaKind, worker: Int, Bool)
     /// Subscribers elsewhere want a keyframe of leg `leg`'s video (of its simulcast layer `layer`).
     case keyframe(leg: UInt64, layer: Int)
+    /// The simulcast layers of leg `leg`'s video that subscribers on `worker` can use (a bit
+    /// per layer, lowest first).
+    case wantedLayers(leg: UInt64, layers: UInt8, worker: Int)
     /// Leg `leg`'s sender report stated the media clock of its stream of `kind` (of the
     /// video's simulcast layer `layer`, whose timestamps are `offset` ahead of layer 0's).
     case senderClock(leg: UInt64, kind: MediaKind, layer: Int, timestamp: UInt32, arrival: Duration, offset: UInt32?)
@@ -138,6 +141,9 @@ extension ForwardingRouter {
             }
         case .keyframe(let leg, let layer):
             if let video = transportByLeg[leg].flatMap({ transports[$0] })?.video { requestKeyframe(video, spatial: layer, now: now) }
+        case .wantedLayers(let leg, let layers, let from):
+            guard let video = transportByLeg[leg].flatMap({ transports[$0] })?.video, let producer = producers[video] else { return }
+            producer.remoteWantedLayers[from] = layers
         case .senderClock(let leg, let kind, let layer, let timestamp, let arrival, let offset):
             guard let remote = remoteLegs[leg], let producerID = kind == .audio ? remote.audio : remote.video,
                   let producer = producers[producerID], layer < producer.layers.count else { return }

@@ -51,6 +51,9 @@ public final class ForwardingRouter {
         /// long allows it, and at least this long after its last move (two keyframe intervals
         /// of our clients'; each move costs a keyframe).
         public var spatialSwitchHold: Duration = .seconds(4)
+        /// A simulcast layer nobody can use is paused at the publisher after this long (a
+        /// view that shrinks for a moment costs no keyframe); one wanted again resumes at once.
+        public var layerPauseDelay: Duration = .seconds(5)
         /// Each subscriber leg's bandwidth estimate. Its history of sent packets (to match
         /// feedback against) is 2,048: a second of a 20-party video meeting's downlink,
         /// where feedback comes every 50-100 ms.
@@ -208,6 +211,9 @@ public final class ForwardingRouter {
         case legLost(UInt64)
         /// Speaking participants of a meeting with their levels (0...1); empty once all are silent.
         case speaking(meeting: UInt64, levels: [String: Double])
+        /// The simulcast layers (lowest first) leg `leg` should send: the others nobody can
+        /// use (no subscriber shows its video that large) for `layerPauseDelay`.
+        case videoLayers(leg: UInt64, active: [Bool])
     }
 
     public struct Counters: Sendable, Hashable {
@@ -311,6 +317,7 @@ public final class ForwardingRouter {
     var bindings: BindingResponder
     var reports = DrainQueue<Report>()
     var nextSpeakingCheck: Duration?
+    var nextLayerCheck: Duration?
     var lastSpeaking: [UInt64: [String: Double]] = [:]
     var random: SeededRandom
 
@@ -688,7 +695,11 @@ public final class ForwardingRouter {
                 }
             }
         }
-        // A simulcast layer that stopped: its subscribers move to another now, not at their
+        if nextLayerCheck.map({ now >= $0 }) ?? true {
+            nextLayerCheck = now + .milliseconds(250)
+            checkWantedLayers(now: now)
+        }
+        // A simulcast layer that stopped or came back: its subscribers move now, not at their
         // next allocation.
         var stranded: [Transport.ID] = []
         producers.forEach { _, producer in

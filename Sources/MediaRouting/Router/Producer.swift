@@ -28,6 +28,9 @@ final class Producer {
         /// Video: the cumulative rates of its temporal layers over the last full window;
         /// empty until one was measured, or once it stopped.
         var rates: [Int] = []
+        /// The rates it had when it last stopped: what it will likely take when it comes
+        /// back, until measured anew.
+        var previousRates: [Int] = []
         var bytes = [Int](repeating: 0, count: 4)
         var windowStart: Duration?
         var lastArrival: Duration?
@@ -39,6 +42,9 @@ final class Producer {
         var lastKeyframeRequest: Duration?
         /// A request the interval held back, sent once it has passed.
         var keyframeWanted = false
+        /// Simulcast: when a subscriber last could use it (its shown size reaches it, or it
+        /// gets it now).
+        var wantedAt: Duration?
 
         init(receive: ReceiveStreamID?, width: Int = 0, height: Int = 0) {
             self.receive = receive
@@ -49,6 +55,8 @@ final class Producer {
 
     /// A layer with no packet for this long has stopped: nobody is switched to it.
     static let layerTimeout: Duration = .milliseconds(500)
+    /// Simulcast: the layers live at the last look (a bit per layer).
+    private var liveLayers: UInt8 = 0
 
     let kind: MediaKind
     let origin: Origin
@@ -63,6 +71,12 @@ final class Producer {
 
     /// Audio: the ID of the RFC 6464 level in the publisher's packets.
     let audioLevelID: UInt8?
+    /// Simulcast, local: the layers other workers' subscribers can use, by worker (a bit
+    /// per layer); and the layers the publisher was last told to send.
+    var remoteWantedLayers: [Int: UInt8] = [:]
+    var activeLayers: UInt8
+    /// Simulcast, remote: the layers last told to its owner.
+    var toldWantedLayers: UInt8?
 
     init(kind: MediaKind, origin: Origin, leg: UInt64, layers: [Layer], audioLevelID: UInt8? = nil) {
         precondition(!layers.isEmpty && layers.count <= 4)
@@ -71,6 +85,7 @@ final class Producer {
         self.leg = leg
         self.layers = layers
         self.audioLevelID = audioLevelID
+        activeLayers = UInt8((1 << layers.count) - 1)
     }
 
     convenience init(kind: MediaKind, origin: Origin, leg: UInt64, receive: ReceiveStreamID?, audioLevelID: UInt8? = nil) {
@@ -91,11 +106,15 @@ final class Producer {
         return nil
     }
 
-    /// Whether layer `spatial` sent within `layerTimeout` and has measured rates.
+    /// Whether layer `spatial` sent within `layerTimeout` and has rates (measured, or those
+    /// it had before it stopped).
     func isLive(_ spatial: Int, now: Duration) -> Bool {
         guard let last = layers[spatial].lastArrival else { return false }
-        return now - last <= Self.layerTimeout && !layers[spatial].rates.isEmpty
+        return now - last <= Self.layerTimeout && !rates(of: spatial).isEmpty
     }
+
+    /// Layer `spatial`'s temporal layer rates: measured, or else those it had before it stopped.
+    func rates(of spatial: Int) -> [Int] { layers[spatial].rates.isEmpty ? layers[spatial].previousRates : layers[spatial].rates }
 
     /// Adds a video packet of spatial layer `spatial` to its temporal layer's count; each
     /// second that layer's cumulative rates are measured anew.
@@ -123,20 +142,23 @@ final class Producer {
     }
 
     /// Forgets the rates of layers that stopped sending (a window whose layer went quiet
-    /// is never closed by a packet).
-    /// - Returns: whether a layer stopped now.
+    /// is never closed by a packet; they are kept as `previousRates`), and notes which
+    /// layers are live.
+    /// - Returns: whether a layer stopped or came back since the last look.
     @discardableResult
     func expireLayers(now: Duration) -> Bool {
-        var expired = false
+        var live: UInt8 = 0
         for index in layers.indices {
             if let last = layers[index].lastArrival, now - last > Self.layerTimeout, !layers[index].rates.isEmpty {
+                layers[index].previousRates = layers[index].rates
                 layers[index].rates = []
                 layers[index].windowStart = nil
                 for slot in layers[index].bytes.indices { layers[index].bytes[slot] = 0 }
-                expired = true
             }
+            if isLive(index, now: now) { live |= 1 << index }
         }
-        return expired
+        defer { liveLayers = live }
+        return live != liveLayers
     }
 
     /// A keyframe of layer `spatial` is wanted: at most one request per `interval` goes to

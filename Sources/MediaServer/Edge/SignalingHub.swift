@@ -128,6 +128,8 @@ public actor SignalingHub {
             await perform(meetings.legLost(leg, at: time))
         case .speaking(let meeting, let levels):
             await perform(meetings.speaking(levels, in: meeting))
+        case .videoLayers(let leg, let active):
+            await perform(meetings.videoLayers(active, ofLeg: leg))
         }
     }
 

@@ -14,4 +14,6 @@ public enum MediaPlaneReport: Sendable, Hashable {
     /// The levels (0...1 of full scale) of a meeting's speaking participants, by account;
     /// empty once everyone fell silent.
     case speaking(meeting: UInt64, levels: [String: Double])
+    /// The simulcast layers a publishing leg should send (`ForwardingRouter.Report.videoLayers`).
+    case videoLayers(leg: UInt64, active: [Bool])
 }

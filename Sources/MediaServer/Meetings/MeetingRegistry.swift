@@ -582,6 +582,13 @@ public struct MeetingRegistry: Sendable {
         return leave(account, of: id, reason: .timedOut, at: time)
     }
 
+    /// Tells a publisher which of its simulcast layers to send.
+    public func videoLayers(_ active: [Bool], ofLeg leg: UInt64) -> [Output] {
+        guard let (id, account) = owner(ofLeg: leg), let member = meetings[id]?.members[account], member.webRTC == nil,
+              member.browser == nil else { return [] }
+        return send(member, .videoLayers(Event.VideoLayers(callID: id, active: active)))
+    }
+
     /// Sends a meeting's members the server's speaking report.
     public func speaking(_ levels: [String: Double], in id: UInt64) -> [Output] {
         guard let meeting = meetings[id] else { return [] }
