@@ -12,6 +12,13 @@ static inline vpx_codec_err_t CVpx_codec_enc_init(vpx_codec_ctx_t *ctx, vpx_code
     return vpx_codec_enc_init(ctx, iface, cfg, flags);
 }
 
+/// One context per resolution, highest first: ctx, cfg and dsf are arrays of num_enc.
+static inline vpx_codec_err_t CVpx_codec_enc_init_multi(vpx_codec_ctx_t *ctx, vpx_codec_iface_t *iface,
+                                                        vpx_codec_enc_cfg_t *cfg, int num_enc,
+                                                        vpx_codec_flags_t flags, vpx_rational_t *dsf) {
+    return vpx_codec_enc_init_multi(ctx, iface, cfg, num_enc, flags, dsf);
+}
+
 static inline vpx_codec_err_t CVpx_codec_dec_init(vpx_codec_ctx_t *ctx, vpx_codec_iface_t *iface,
                                                   const vpx_codec_dec_cfg_t *cfg, vpx_codec_flags_t flags) {
     return vpx_codec_dec_init(ctx, iface, cfg, flags);
