@@ -128,8 +128,7 @@ extension VP8 {
         private var image = vpx_image_t()
         private var lastPTS: Int64 = -1
         private var frameDurationTicks: UInt
-        /// Position in the temporal layer pattern.
-        private var patternIndex = 0
+        private var pattern: TemporalPattern
 
         /// Creates an encoder.
         /// - Throws: `CodecError.invalidConfiguration` naming the bad value.
@@ -137,13 +136,26 @@ extension VP8 {
             try configuration.validate()
             self.configuration = configuration
             frameDurationTicks = UInt(VP8.clockRate / configuration.frameRate)
+            pattern = TemporalPattern(layers: configuration.temporalLayers)
             try open()
         }
 
         private func open() throws(CodecError) {
-            let c = configuration
+            var settings = try Self.settings(for: configuration)
+            let status = CVpx_codec_enc_init(context.pointer, vpx_codec_vp8_cx(), &settings, 0)
+            guard status == VPX_CODEC_OK else { throw VP8.error(status, context.pointer, while: "creating the encoder") }
+            context.isInitialized = true
+            self.settings = settings
+            try Self.applyControls(context.pointer, configuration)
+            image = Self.imageHeader(width: configuration.width, height: configuration.height)
+            lastPTS = -1
+            pattern = TemporalPattern(layers: configuration.temporalLayers)
+        }
+
+        /// libvpx settings for a validated configuration: one-pass CBR, no lag.
+        static func settings(for c: Configuration) throws(CodecError) -> vpx_codec_enc_cfg_t {
             var settings = vpx_codec_enc_cfg_t()
-            var status = vpx_codec_enc_config_default(vpx_codec_vp8_cx(), &settings, 0)
+            let status = vpx_codec_enc_config_default(vpx_codec_vp8_cx(), &settings, 0)
             guard status == VPX_CODEC_OK else { throw VP8.error(status, nil, while: "reading default settings") }
             settings.g_w = UInt32(c.width)
             settings.g_h = UInt32(c.height)
@@ -165,81 +177,39 @@ extension VP8 {
             settings.kf_mode = VPX_KF_AUTO
             settings.kf_min_dist = 0
             settings.kf_max_dist = UInt32(c.keyframeInterval)
-            Self.setLayers(&settings, layers: c.temporalLayers, bitrate: c.bitrate)
-            status = CVpx_codec_enc_init(context.pointer, vpx_codec_vp8_cx(), &settings, 0)
-            guard status == VPX_CODEC_OK else { throw VP8.error(status, context.pointer, while: "creating the encoder") }
-            context.isInitialized = true
-            self.settings = settings
-            try control(VP8E_SET_CPUUSED, Int32(c.cpuUsed), "setting cpu-used")
-            try control(VP8E_SET_STATIC_THRESHOLD, 1, "setting the static threshold")
-            try control(VP8E_SET_NOISE_SENSITIVITY, 0, "setting noise sensitivity")
+            TemporalPattern.configure(&settings, layers: c.temporalLayers, bitrate: c.bitrate)
+            return settings
+        }
+
+        /// The controls every encoder context gets once it is initialized.
+        static func applyControls(_ context: UnsafeMutablePointer<vpx_codec_ctx_t>, _ c: Configuration) throws(CodecError) {
+            try control(context, VP8E_SET_CPUUSED, Int32(c.cpuUsed), "setting cpu-used")
+            try control(context, VP8E_SET_STATIC_THRESHOLD, 1, "setting the static threshold")
+            try control(context, VP8E_SET_NOISE_SENSITIVITY, 0, "setting noise sensitivity")
             // Cap keyframes at 3x an average frame so they do not flood the network.
-            try control(VP8E_SET_MAX_INTRA_BITRATE_PCT, 300, "setting the keyframe size cap")
-            // An image header only: its planes point into the caller's frame during encode.
+            try control(context, VP8E_SET_MAX_INTRA_BITRATE_PCT, 300, "setting the keyframe size cap")
+        }
+
+        /// An image header only: its planes point into a frame during encode.
+        static func imageHeader(width: Int, height: Int) -> vpx_image_t {
             var image = vpx_image_t()
             image.fmt = VPX_IMG_FMT_I420
-            image.w = UInt32(c.width)
-            image.h = UInt32(c.height)
+            image.w = UInt32(width)
+            image.h = UInt32(height)
             image.d_w = image.w
             image.d_h = image.h
             image.x_chroma_shift = 1
             image.y_chroma_shift = 1
             image.bps = 12
             image.bit_depth = 8
-            self.image = image
-            lastPTS = -1
-            patternIndex = 0
+            return image
         }
 
-        /// The layer pattern (libvpx's `ts_*` fields): ids per frame, the cumulative
-        /// bitrate of each layer and its frame-rate divider.
-        static func setLayers(_ settings: inout vpx_codec_enc_cfg_t, layers: Int, bitrate: Int) {
-            let kbps = UInt32(bitrate / 1000)
-            settings.ts_number_layers = UInt32(layers)
-            let (ids, shares, decimators): ([UInt32], [UInt32], [UInt32]) = switch layers {
-            case 2: ([0, 1], [60, 100], [2, 1])
-            case 3: ([0, 2, 1, 2], [40, 60, 100], [4, 2, 1])
-            default: ([0], [100], [1])
-            }
-            settings.ts_periodicity = UInt32(ids.count)
-            withUnsafeMutableBytes(of: &settings.ts_layer_id) { raw in
-                let slots = raw.bindMemory(to: UInt32.self)
-                for index in slots.indices { slots[index] = index < ids.count ? ids[index] : 0 }
-            }
-            withUnsafeMutableBytes(of: &settings.ts_target_bitrate) { raw in
-                let slots = raw.bindMemory(to: UInt32.self)
-                for index in slots.indices { slots[index] = index < shares.count ? kbps * shares[index] / 100 : 0 }
-            }
-            withUnsafeMutableBytes(of: &settings.ts_rate_decimator) { raw in
-                let slots = raw.bindMemory(to: UInt32.self)
-                for index in slots.indices { slots[index] = index < decimators.count ? decimators[index] : 0 }
-            }
-        }
-
-        /// The layer of the next frame, its reference flags, and whether it is a sync frame.
-        /// Every layer references the base frame before it; layer 2 (of 3) also the last
-        /// layer-1 frame. No upper layer frame updates the entropy or what a lower layer
-        /// uses, so dropping upper layers leaves the rest decodable.
-        private func nextLayer() -> (id: UInt8, flags: Int32, sync: Bool) {
-            let noRefOthers = Int32(VP8_EFLAG_NO_REF_GF | VP8_EFLAG_NO_REF_ARF)
-            let upper = Int32(VP8_EFLAG_NO_UPD_LAST | VP8_EFLAG_NO_UPD_ARF | VP8_EFLAG_NO_UPD_ENTROPY)
-            switch (configuration.temporalLayers, patternIndex % (configuration.temporalLayers == 3 ? 4 : 2)) {
-            case (1, _):
-                return (0, 0, true)
-            case (_, 0):
-                return (0, noRefOthers | Int32(VP8_EFLAG_NO_UPD_GF | VP8_EFLAG_NO_UPD_ARF), true)
-            case (2, _):
-                return (1, noRefOthers | upper | Int32(VP8_EFLAG_NO_UPD_GF), true)
-            case (_, 2):
-                return (1, noRefOthers | upper, true)
-            default:
-                return (2, Int32(VP8_EFLAG_NO_REF_ARF) | upper | Int32(VP8_EFLAG_NO_UPD_GF), false)
-            }
-        }
-
-        private func control(_ id: vp8e_enc_control_id, _ value: Int32, _ action: String) throws(CodecError) {
-            let status = CVpx_codec_control_int(context.pointer, Int32(id.rawValue), value)
-            guard status == VPX_CODEC_OK else { throw VP8.error(status, context.pointer, while: action) }
+        /// Sets an int-valued control, turning a refusal into a typed error.
+        static func control(_ context: UnsafeMutablePointer<vpx_codec_ctx_t>, _ id: vp8e_enc_control_id, _ value: Int32,
+                            _ action: String) throws(CodecError) {
+            let status = CVpx_codec_control_int(context, Int32(id.rawValue), value)
+            guard status == VPX_CODEC_OK else { throw VP8.error(status, context, while: action) }
         }
 
         /// Changes the target bitrate for the next frames (live).
@@ -248,7 +218,7 @@ extension VP8 {
             next.bitrate = bitsPerSecond
             try next.validate()
             settings.rc_target_bitrate = UInt32(bitsPerSecond / 1000)
-            Self.setLayers(&settings, layers: configuration.temporalLayers, bitrate: bitsPerSecond)
+            TemporalPattern.configure(&settings, layers: configuration.temporalLayers, bitrate: bitsPerSecond)
             let status = vpx_codec_enc_config_set(context.pointer, &settings)
             guard status == VPX_CODEC_OK else { throw VP8.error(status, context.pointer, while: "setting the bitrate") }
             configuration = next
@@ -286,10 +256,10 @@ extension VP8 {
             let ticks = Int64(frame.timestamp / .seconds(1) * Double(VP8.clockRate))
             let pts = ticks > lastPTS ? ticks : lastPTS + Int64(frameDurationTicks)
             lastPTS = pts
-            if forceKeyframe { patternIndex = 0 }
-            let layer = nextLayer()
+            if forceKeyframe { pattern.restart() }
+            let layer = pattern.next
             if configuration.temporalLayers > 1 {
-                try control(VP8E_SET_TEMPORAL_LAYER_ID, Int32(layer.id), "setting the temporal layer")
+                try Self.control(context.pointer, VP8E_SET_TEMPORAL_LAYER_ID, Int32(layer.id), "setting the temporal layer")
             }
             let flags = vpx_enc_frame_flags_t(forceKeyframe ? Int(VPX_EFLAG_FORCE_KF) : Int(layer.flags))
             let status = frame.withPlanes { y, u, v in
@@ -319,16 +289,9 @@ extension VP8 {
                                           timestamp: frame.timestamp)
             }
             guard var result else { return nil }
-            if result.isKeyframe {
-                // A keyframe resets every reference: the pattern starts again after it.
-                patternIndex = 1
-                result.temporalLayer = 0
-                result.layerSync = true
-            } else {
-                patternIndex += 1
-                result.temporalLayer = layer.id
-                result.layerSync = layer.sync
-            }
+            pattern.advance(afterKeyframe: result.isKeyframe)
+            result.temporalLayer = result.isKeyframe ? 0 : layer.id
+            result.layerSync = result.isKeyframe || layer.sync
             return result
         }
 
