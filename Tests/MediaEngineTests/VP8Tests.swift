@@ -109,6 +109,26 @@ import Testing
         }
     }
 
+    /// Regression: with temporal layers and frame drops, the first frame after a dropped
+    /// upper-layer frame decoded as corrupt (libvpx restored a stale entropy context).
+    @Test func droppedFramesWithTemporalLayersKeepTheStreamDecodable() throws {
+        var configuration = VP8.Configuration(width: 640, height: 360, bitrate: 40_000)
+        configuration.temporalLayers = 3
+        configuration.allowsFrameDrops = true
+        let encoder = try VP8.Encoder(configuration: configuration)
+        let decoder = try VP8.Decoder()
+        var pattern = TestPattern(width: 640, height: 360)
+        var drops = 0
+        for index in 0..<40 {
+            guard let encoded = try encoder.encode(pattern.nextFrame()) else {
+                drops += 1
+                continue
+            }
+            #expect(throws: Never.self, "frame \(index)") { _ = try decoder.decode(encoded.data) }
+        }
+        #expect(drops > 10, "40 kb/s for 640x360 should drop frames, dropped \(drops)")
+    }
+
     @Test func keyframeIntervalIsHonoured() throws {
         var configuration = VP8.Configuration(width: 160, height: 120, bitrate: 200_000)
         configuration.keyframeInterval = 10

@@ -46,7 +46,8 @@ extension VP8 {
         public var keyframeInterval: Int = 3_000
         /// Make every frame decodable after a loss of earlier non-reference frames.
         public var errorResilient: Bool = false
-        /// Let rate control skip frames when the buffer runs dry.
+        /// Let rate control skip frames when the buffer runs dry. With temporal layers this
+        /// also makes the stream error resilient (see `Encoder.settings(for:)`).
         public var allowsFrameDrops: Bool = false
         /// Time budget per frame.
         public var deadline: Deadline = .realtime
@@ -162,7 +163,14 @@ extension VP8 {
             settings.g_threads = UInt32(c.threads)
             settings.g_timebase = vpx_rational(num: 1, den: Int32(VP8.clockRate))
             settings.g_lag_in_frames = 0
-            settings.g_error_resilient = c.errorResilient ? vpx_codec_er_flags_t(VPX_ERROR_RESILIENT_DEFAULT) : 0
+            // libvpx 1.12 drops a frame without saving the entropy context, yet restores the saved
+            // (stale) one when the frame was not to update it, as upper temporal layer frames are:
+            // the encoder's probabilities then differ from every decoder's, and the stream is
+            // corrupt from the next frame on. Error resilience never keeps a frame's updates, so the
+            // saved context is always current. (libwebrtc turns it on with temporal layers too.)
+            let dropsUpperLayers = c.allowsFrameDrops && c.temporalLayers > 1
+            settings.g_error_resilient = c.errorResilient || dropsUpperLayers
+                ? vpx_codec_er_flags_t(VPX_ERROR_RESILIENT_DEFAULT) : 0
             settings.g_pass = VPX_RC_ONE_PASS
             settings.rc_end_usage = VPX_CBR
             settings.rc_target_bitrate = UInt32(c.bitrate / 1000)
