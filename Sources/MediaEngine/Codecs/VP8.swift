@@ -46,4 +46,33 @@ public enum VP8 {
             pointer.deallocate()
         }
     }
+
+    //  Frame tag (RFC 6386 section 9.1), 3 bytes, read as one little-endian 24-bit value:
+    //    bit 0        frame type: 0 keyframe, 1 interframe
+    //    bits 1-3     version
+    //    bit 4        show_frame
+    //    bits 5-23    size of the first data partition
+    //  A keyframe goes on:
+    //    bytes 3-5    start code 9d 01 2a
+    //    bytes 6-7    little-endian: width (low 14 bits), horizontal scale (top 2 bits)
+    //    bytes 8-9    little-endian: height (low 14 bits), vertical scale (top 2 bits)
+    private static let interframeBit: UInt8 = 0x01
+    private static let startCode: (UInt8, UInt8, UInt8) = (0x9D, 0x01, 0x2A)
+    private static let dimensionMask: UInt16 = 0x3FFF
+    private static let keyframeHeaderLength = 10
+
+    /// The picture size a VP8 keyframe declares, read from the start of a VP8 payload (the
+    /// encoded frame, after any RTP payload descriptor). Reads at most 10 bytes.
+    /// - Parameter payload: The frame's first bytes.
+    /// - Returns: Width and height in pixels (the upscaling bits are not applied), or nil
+    ///   for an interframe, a payload shorter than a keyframe header, a wrong start code
+    ///   or a zero size.
+    public static func keyframeSize(_ payload: UnsafeRawBufferPointer) -> (width: Int, height: Int)? {
+        guard payload.count >= keyframeHeaderLength, payload[0] & interframeBit == 0,
+              payload[3] == startCode.0, payload[4] == startCode.1, payload[5] == startCode.2 else { return nil }
+        let width = (UInt16(payload[6]) | UInt16(payload[7]) << 8) & dimensionMask
+        let height = (UInt16(payload[8]) | UInt16(payload[9]) << 8) & dimensionMask
+        guard width > 0, height > 0 else { return nil }
+        return (Int(width), Int(height))
+    }
 }
