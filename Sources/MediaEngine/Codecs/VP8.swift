@@ -25,24 +25,35 @@ public enum VP8 {
         return CodecError(code, "vp8: \(action) failed: \(words)", status: Int32(bitPattern: status.rawValue))
     }
 
-    /// A heap-allocated codec context: libvpx keeps pointers into it, so it must not move.
+    /// Heap-allocated codec contexts: libvpx keeps pointers into them, so they must not
+    /// move. One for a plain encoder or decoder; a multi-resolution encoder wants its
+    /// contexts as one contiguous array.
     final class Context {
+        /// The first context.
         let pointer: UnsafeMutablePointer<vpx_codec_ctx_t>
+        /// Contexts in use (initialized together, destroyed together).
+        let count: Int
+        /// Zeroed contexts after the used ones, never initialized (see `SimulcastEncoder`).
+        private let spare: Int
         var isInitialized = false
 
-        init() {
-            pointer = .allocate(capacity: 1)
-            pointer.initialize(to: vpx_codec_ctx_t())
+        init(count: Int = 1, spare: Int = 0) {
+            self.count = count
+            self.spare = spare
+            pointer = .allocate(capacity: count + spare)
+            pointer.initialize(repeating: vpx_codec_ctx_t(), count: count + spare)
         }
 
         func destroy() {
-            if isInitialized { vpx_codec_destroy(pointer) }
+            if isInitialized {
+                for index in 0..<count { vpx_codec_destroy(pointer + index) }
+            }
             isInitialized = false
         }
 
         deinit {
             destroy()
-            pointer.deinitialize(count: 1)
+            pointer.deinitialize(count: count + spare)
             pointer.deallocate()
         }
     }

@@ -4,16 +4,24 @@ extension VideoFrame {
     /// Scales this frame into `destination` (whose size is the target size) with libyuv's
     /// box filter, keeping the timestamp. Allocates nothing.
     public func scale(into destination: inout VideoFrame) {
-        let (width, height, strideY, strideUV) = (Int32(width), Int32(height), Int32(strideY), Int32(strideUV))
-        let (targetWidth, targetHeight) = (Int32(destination.width), Int32(destination.height))
-        let (targetStrideY, targetStrideUV) = (Int32(destination.strideY), Int32(destination.strideUV))
+        let (targetWidth, targetHeight) = (destination.width, destination.height)
+        let (targetStrideY, targetStrideUV) = (destination.strideY, destination.strideUV)
         destination.timestamp = timestamp
-        withPlanes { y, u, v in
-            destination.withMutablePlanes { ty, tu, tv in
-                _ = I420Scale(y.baseAddress, strideY, u.baseAddress, strideUV, v.baseAddress, strideUV, width, height,
-                              ty.baseAddress, targetStrideY, tu.baseAddress, targetStrideUV, tv.baseAddress, targetStrideUV,
-                              targetWidth, targetHeight, kFilterBox)
-            }
+        destination.withMutablePlanes { y, u, v in
+            scale(intoY: y.baseAddress, u: u.baseAddress, v: v.baseAddress, strideY: targetStrideY,
+                  strideUV: targetStrideUV, width: targetWidth, height: targetHeight)
+        }
+    }
+
+    /// Scales this frame into planes someone else owns (`width` x `height`, I420), with
+    /// the same filter as `scale(into:)`, so both give the same pixels.
+    func scale(intoY y: UnsafeMutablePointer<UInt8>?, u: UnsafeMutablePointer<UInt8>?, v: UnsafeMutablePointer<UInt8>?,
+               strideY targetStrideY: Int, strideUV targetStrideUV: Int, width targetWidth: Int, height targetHeight: Int) {
+        let (width, height, strideY, strideUV) = (Int32(width), Int32(height), Int32(strideY), Int32(strideUV))
+        withPlanes { sy, su, sv in
+            _ = I420Scale(sy.baseAddress, strideY, su.baseAddress, strideUV, sv.baseAddress, strideUV, width, height,
+                          y, Int32(targetStrideY), u, Int32(targetStrideUV), v, Int32(targetStrideUV),
+                          Int32(targetWidth), Int32(targetHeight), kFilterBox)
         }
     }
 }
