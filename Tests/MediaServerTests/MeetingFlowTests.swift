@@ -20,6 +20,11 @@ import TestSupport
             /// The first pictures of each user (up to 40).
             var firstPictures: [String: [VideoFrame]] = [:]
             var events: [NetCallEvent] = []
+            /// Each user's last picture's size, when it came, and the longest wait between two
+            /// of its pictures since `resetGaps`.
+            var lastSize: [String: (width: Int, height: Int)] = [:]
+            var lastPictureAt: [String: ContinuousClock.Instant] = [:]
+            var longestGap: [String: Duration] = [:]
         }
 
         final class Box: Sendable {
@@ -30,14 +35,14 @@ import TestSupport
         let account: String
         let box = Box()
 
-        convenience init(server: TestServer, account: String, audio: String, video: String? = nil,
+        convenience init(server: TestServer, account: String, audio: String, video: String? = nil, videoBitrate: Int = 300_000,
                          route: (@Sendable ([MediaCandidate]) -> [MediaCandidate])? = nil) async throws {
             try await self.init(url: server.url, token: try await server.token(account), account: account, audio: audio, video: video,
-                                route: route)
+                                videoBitrate: videoBitrate, route: route)
         }
 
         /// A participant logged in at `url` (a server, or a node of a cluster).
-        init(url: String, token: String, account: String, audio: String, video: String? = nil,
+        init(url: String, token: String, account: String, audio: String, video: String? = nil, videoBitrate: Int = 300_000,
              route: (@Sendable ([MediaCandidate]) -> [MediaCandidate])? = nil) async throws {
             self.account = account
             let box = self.box
@@ -45,13 +50,17 @@ import TestSupport
                 var configuration = MediaSession.Configuration(audio: try MediaSources.audio(audio),
                                                                video: try video.map { try MediaSources.video($0) })
                 configuration.host = "127.0.0.1"
-                configuration.videoBitrate = 300_000
+                configuration.videoBitrate = videoBitrate
                 configuration.participantAudio = { user, pcm in box.seen.withLock { $0.heard[user, default: []].append(contentsOf: pcm) } }
                 configuration.remoteAudio = { pcm in box.seen.withLock { $0.mix.append(contentsOf: pcm) } }
                 configuration.remoteVideo = { user, frame in
                     box.seen.withLock {
                         $0.pictures[user, default: 0] += 1
                         if $0.firstPictures[user, default: []].count < 40 { $0.firstPictures[user, default: []].append(frame) }
+                        let now = ContinuousClock.now
+                        if let last = $0.lastPictureAt[user] { $0.longestGap[user] = max($0.longestGap[user] ?? .zero, now - last) }
+                        $0.lastPictureAt[user] = now
+                        $0.lastSize[user] = (frame.width, frame.height)
                     }
                 }
                 return configuration
@@ -91,6 +100,19 @@ import TestSupport
 
         /// Samples played (the mix of everyone heard) so far.
         var mixCount: Int { box.seen.withLock { $0.mix.count } }
+
+        /// The size of `user`'s last picture.
+        func lastSize(_ user: String) -> (width: Int, height: Int)? { box.seen.withLock { $0.lastSize[user] } }
+
+        /// The longest wait between two pictures of `user` since the last call (and the time
+        /// since the last one), and starts counting again.
+        func takeLongestGap(_ user: String) -> Duration {
+            box.seen.withLock { seen in
+                let since = seen.lastPictureAt[user].map { ContinuousClock.now - $0 } ?? .seconds(1_000)
+                defer { seen.longestGap[user] = .zero }
+                return max(seen.longestGap[user] ?? .zero, since)
+            }
+        }
 
         /// Pictures seen of `user` so far.
         func pictureCount(_ user: String) -> Int { box.seen.withLock { $0.pictures[user] ?? 0 } }
@@ -238,7 +260,8 @@ import TestSupport
                 for sender in actors where sender != viewer.account {
                     let pictures = viewer.snapshot.firstPictures[sender] ?? []
                     #expect(pictures.count >= 30, "\(viewer.account) got \(pictures.count) pictures of \(sender)")
-                    let psnrs = pictures.map { picture in sources.map { VideoQuality.psnr($0, picture) }.max() ?? 0 }
+                    // A simulcast layer's pictures are compared with the source at their size.
+                    let psnrs = pictures.map { picture in sources.map { VideoQuality.psnr($0.scaled(toMatch: picture), picture) }.max() ?? 0 }
                     let mean = psnrs.reduce(0, +) / Double(max(1, psnrs.count))
                     #expect(mean >= 30, "\(viewer.account) sees \(sender) at \(mean) dB")
                     lowest = min(lowest, mean)
@@ -463,6 +486,93 @@ import TestSupport
             #expect((samples.value("mediaengine_rtx_packets_retransmitted_total") ?? 0) >= 30)
             #expect(samples.value("mediaengine_rtx_requests_total", ["result": "out_of_history"]) == 0)
             for member in [alice, carol] { await member.manager.logout() }
+        }
+    }
+
+    /// The issue's figure, with real clients and a real server: alice publishes 640x360 in
+    /// three simulcast layers (about 60, 200 and 1,000 kb/s); bob, carol and dave watch
+    /// through proxies capped at 150 kb/s, 500 kb/s and not at all. Each settles on the
+    /// layer its link carries, its pictures are that layer's size, /metrics says so, and no
+    /// picture waits more than a second once settled.
+    @Test func eachViewerOfASimulcastPublisherGetsTheLayerItsLinkCarries() async throws {
+        try await Heavy.runAlone {
+            let server = try await TestServer.start()
+            defer { Task { await server.server.shutdown() } }
+            let media = try #require(server.server.echoAddress)
+            var proxies: [UDPImpairmentProxy] = []
+            defer { for proxy in proxies { proxy.stop() } }
+            func route(_ kbps: Int?) throws -> @Sendable ([MediaCandidate]) -> [MediaCandidate] {
+                var capped = ImpairmentSettings()
+                capped.rateKbps = kbps
+                let proxy = try UDPImpairmentProxy(listen: SocketAddress(host: "127.0.0.1", port: 0), forward: media,
+                                                   upstream: ImpairmentSettings(), downstream: capped)
+                try proxy.start()
+                proxies.append(proxy)
+                let through = MediaCandidate(host: "127.0.0.1", port: proxy.localAddress.port)
+                return { _ in [through] }
+            }
+            let alice = try await Member(server: server, account: "alice", audio: "sine:440", video: "testsrc:640x360@30", videoBitrate: 1_300_000)
+            let viewers = [
+                try await Member(server: server, account: "bob", audio: "silence", video: "testsrc:160x90@15", route: try route(150)),
+                try await Member(server: server, account: "carol", audio: "silence", video: "testsrc:160x90@15", route: try route(500)),
+                try await Member(server: server, account: "dave", audio: "silence", video: "testsrc:160x90@15", route: try route(nil)),
+            ]
+            let sizes = [(160, 90), (320, 180), (640, 360)]
+            try await alice.manager.reserveMeeting(name: "simulcast")
+            _ = try await alice.manager.joinMeeting(name: "simulcast", type: .video)
+            for viewer in viewers { _ = try await viewer.manager.joinMeeting(name: "simulcast", role: .audience, type: .video) }
+            for member in [alice] + viewers { #expect(await member.wait(for: Self.connected) != nil) }
+            let forwarding = try #require(server.server.forwardingServer)
+            func layers() -> [Int] {
+                let legs = forwarding.statistics.legStatistics
+                return viewers.map { viewer in legs.first { $0.account == viewer.account }?.videos.first?.spatialLayer ?? -1 }
+            }
+            func settled() -> Bool {
+                layers() == [0, 1, 2] && zip(viewers, sizes).allSatisfy { viewer, size in
+                    viewer.lastSize("alice").map { $0.width == size.0 && $0.height == size.1 } == true
+                }
+            }
+            let reached = await eventually(timeout: .seconds(40)) { settled() }
+            let estimates = viewers.map { viewer in forwarding.statistics.legStatistics.first { $0.account == viewer.account }?.estimatedBitrate ?? 0 }
+            #expect(reached, "layers \(layers()), sizes \(viewers.map { $0.lastSize("alice").map { "\($0.width)x\($0.height)" } ?? "none" }), estimates \(estimates)")
+            // Settled: 6 s more, sampled each half second.
+            for viewer in viewers { _ = viewer.takeLongestGap("alice") }
+            var samples: [[Int]] = []
+            for _ in 0..<12 {
+                try await Task.sleep(for: .milliseconds(500))
+                samples.append(layers())
+            }
+            let gaps = viewers.map { $0.takeLongestGap("alice") }
+            let (_, body) = try await server.scrapeMetrics()
+            let metrics = MetricSample.parse(body)
+            let gauges = viewers.map { metrics.value("mediaengine_forwarded_video_spatial_layer", ["user": $0.account, "publisher": "alice"]) }
+            let widths = viewers.map { metrics.value("mediaengine_forwarded_video_width", ["user": $0.account, "publisher": "alice"]) }
+            print("meeting simulcast: layers \(samples.last ?? []) (sampled \(samples)), estimates \(estimates), longest waits \(gaps), /metrics layers \(gauges) widths \(widths)")
+            #expect(samples.filter { $0 == [0, 1, 2] }.count >= 10, "\(samples)")
+            #expect(gaps.allSatisfy { $0 <= .seconds(1) }, "longest waits between pictures: \(gaps)")
+            #expect(gauges == [0, 1, 2], "\(gauges)")
+            #expect(widths == [160, 320, 640], "\(widths)")
+
+            // Everyone shows alice small: 5 s on, the server tells her client to pause the two
+            // larger layers (what reaches the server from her falls to audio and the small
+            // layer); dave's view grows again: they resume, and he sees 640x360 within 2.5 s.
+            func aliceRate(over window: Duration) async throws -> Double {
+                func received() -> Int { forwarding.statistics.legStatistics.first { $0.account == "alice" }?.packetsReceived ?? 0 }
+                let before = received()
+                try await Task.sleep(for: window)
+                return Double(received() - before) / (window / .seconds(1))
+            }
+            let sending = try await aliceRate(over: .seconds(2))
+            for viewer in viewers { try await viewer.manager.setVideoSize((160, 90), forUser: "alice") }
+            try await Task.sleep(for: .seconds(6))
+            let paused = try await aliceRate(over: .seconds(2))
+            try await viewers[2].manager.setVideoSize((640, 360), forUser: "alice")
+            let asked = ContinuousClock.now
+            let back = await eventually(timeout: .seconds(5)) { viewers[2].lastSize("alice").map { $0.width == 640 } == true }
+            print("meeting simulcast: alice's packets/s at the server \(Int(sending)) with all layers, \(Int(paused)) with the large ones paused; dave's 640x360 back after \(ContinuousClock.now - asked)")
+            #expect(paused < sending / 2, "alice sends \(paused) packets/s with two layers paused, \(sending) with all")
+            #expect(back && ContinuousClock.now - asked <= .milliseconds(2_500))
+            for member in [alice] + viewers { await member.manager.logout() }
         }
     }
 

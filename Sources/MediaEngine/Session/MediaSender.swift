@@ -126,6 +126,8 @@ public final class MediaSender {
     private let opus: Opus.Encoder?
     private var opusPayloader = OpusPayloader()
     private let vp8: VP8.Encoder?
+    /// A simulcast video's encoder and streams (then `vp8` is nil).
+    private let simulcast: SimulcastSender?
     /// Feedback changed the estimate: the encoders follow it (peers that give none get the
     /// configured bitrate).
     private var followsEstimate = false
@@ -136,6 +138,10 @@ public final class MediaSender {
     private var videoSource: (any VideoSource)?
     /// Video was paused by `controls` at the last frame.
     private var videoPaused = false
+    /// Simulcast: the layers whose receivers asked for a keyframe, and the bitrate all
+    /// layers share now.
+    private var layerKeyframes: VP8.SimulcastEncoder.LayerSet = []
+    private var simulcastRate = 0
 
     /// The local address media leaves from.
     public var localAddress: SocketAddress { transport.sockets[0].localAddress }
@@ -193,8 +199,10 @@ public final class MediaSender {
     /// Sends on streams of a transport the caller set up and reads (a call: the receiving
     /// thread feeds the core; this one only sends). The destinations in `configuration`
     /// are not used.
+    /// - Parameter videoLayers: A simulcast video's streams, lowest first (the first is
+    ///   `video`): each gets a layer, half the size of the next, the last at the source's.
     init(configuration: Configuration, transport: PeerTransport, audio: SendStreamID?, video: SendStreamID?,
-         readsFeedback: Bool) throws {
+         videoLayers: [SendStreamID] = [], readsFeedback: Bool) throws {
         self.configuration = configuration
         self.transport = transport
         self.readsFeedback = readsFeedback
@@ -210,7 +218,17 @@ public final class MediaSender {
         } else {
             opus = nil
         }
-        if let source = configuration.video {
+        if let source = configuration.video, videoLayers.count > 1 {
+            let sizes = MediaSession.simulcastSizes(width: source.width, height: source.height, layers: videoLayers.count)
+            guard sizes.count == videoLayers.count else {
+                throw CodecError(.invalidConfiguration, "vp8 simulcast: a \(source.width)x\(source.height) source has \(sizes.count) layers of 160x90 or more, not \(videoLayers.count)")
+            }
+            simulcast = try SimulcastSender(sizes: sizes, streams: videoLayers, bitrate: configuration.videoBitrate, frameRate: source.frameRate,
+                                            temporalLayers: configuration.temporalLayers,
+                                            keyframeInterval: max(1, Int(configuration.keyframeInterval * Double(source.frameRate))))
+            vp8 = nil
+        } else if let source = configuration.video {
+            simulcast = nil
             var codec = VP8.Configuration(width: source.width, height: source.height, bitrate: configuration.videoBitrate)
             codec.frameRate = source.frameRate
             codec.keyframeInterval = max(1, Int(configuration.keyframeInterval * Double(source.frameRate)))
@@ -218,8 +236,11 @@ public final class MediaSender {
             vp8 = try VP8.Encoder(configuration: codec)
         } else {
             vp8 = nil
+            simulcast = nil
         }
         statistics.videoBitrate = configuration.video != nil ? configuration.videoBitrate : 0
+        simulcastRate = configuration.videoBitrate
+        if let simulcast { statistics.videoBitrate = try simulcast.setBitrate(configuration.videoBitrate) }
     }
 
     /// Sends for `duration` (nil: until the sources end), or until `stop()`. Every audio
@@ -241,6 +262,7 @@ public final class MediaSender {
         var audioLive = configuration.audio != nil
         var videoLive = configuration.video != nil
         var forceKeyframe = false
+        var scaled = VideoFrame(width: 2, height: 2)
         let videoRate = Int64(max(1, configuration.video?.frameRate ?? 30))
 
         while audioLive || videoLive {
@@ -296,7 +318,43 @@ public final class MediaSender {
                     endStream(audioID)
                 }
             }
-            if videoLive && nextVideo <= elapsed && !ended, let vp8, let videoID {
+            if videoLive && nextVideo <= elapsed && !ended, let simulcast, let videoID {
+                if let replacement = configuration.controls?.takeVideoSource() {
+                    // The layers' sizes were announced: pictures of another size are scaled to them.
+                    videoSource = replacement
+                    forceKeyframe = true
+                }
+                if let source = videoSource, readVideo(source, into: &videoFrame) {
+                    let controls = configuration.controls?.current ?? SenderControls.State()
+                    if configuration.controls?.takeKeyframeRequest() == true { forceKeyframe = true }
+                    try applyVideoBitrate(controls)
+                    try simulcast.setServerActive(controls.videoLayersActive)
+                    let hooked = configuration.captureHooks?.process(&videoFrame) ?? true
+                    if hooked { configuration.capturedVideo?(videoFrame) }
+                    if controls.videoPaused {
+                        videoPaused = true
+                    } else if hooked {
+                        if videoFrame.width != simulcast.width || videoFrame.height != simulcast.height {
+                            if scaled.width != simulcast.width || scaled.height != simulcast.height {
+                                scaled = VideoFrame(width: simulcast.width, height: simulcast.height)
+                            }
+                            videoFrame.scale(into: &scaled)
+                            scaled.timestamp = videoFrame.timestamp
+                        }
+                        let picture = videoFrame.width == simulcast.width && videoFrame.height == simulcast.height ? videoFrame : scaled
+                        let all = forceKeyframe || statistics.videoFrames == 0 || videoPaused
+                        forceKeyframe = false
+                        videoPaused = false
+                        try sendSimulcast(picture, index: videoIndex, keyframes: all ? .all : layerKeyframes, encoder: simulcast,
+                                          captureTime: base + nextVideo)
+                        layerKeyframes = []
+                    }
+                    videoIndex += 1
+                } else {
+                    videoLive = false
+                    for stream in simulcast.streams { endStream(stream) }
+                }
+            } else if videoLive && nextVideo <= elapsed && !ended, let vp8, let videoID {
                 if let replacement = configuration.controls?.takeVideoSource() {
                     try switchVideoSource(to: replacement, encoder: vp8, frame: &videoFrame, buffer: &encoded)
                     forceKeyframe = true
@@ -328,7 +386,7 @@ public final class MediaSender {
         }
         transport.withCore { core, now in
             // Only this sender's streams end: others may share the transport.
-            for id in [audioID, videoID].compactMap({ $0 }) { core.close(only: id, now: now) }
+            for id in [audioID, videoID].compactMap({ $0 }) + (simulcast?.streams.dropFirst() ?? []) { core.close(only: id, now: now) }
             collectStatistics(core)
         }
         return statistics
@@ -357,7 +415,40 @@ public final class MediaSender {
             statistics.retransmissions = video.retransmittedPacketsSent
             statistics.keyframeRequests = video.keyframesForced
         }
+        for stream in simulcast?.streams.dropFirst() ?? [] {
+            guard let layer = core.statistics(of: stream) else { continue }
+            statistics.nacksReceived += layer.nackCount
+            statistics.retransmissions += layer.retransmittedPacketsSent
+            statistics.keyframeRequests += layer.keyframesForced
+        }
         if followsEstimate { statistics.targetBitrate = core.bandwidthEstimator.targetBitrate }
+    }
+
+    /// Encodes one picture into each active simulcast layer and sends each on its stream,
+    /// all with one timestamp; the recording gets the top layer.
+    private func sendSimulcast(_ frame: VideoFrame, index: Int, keyframes: VP8.SimulcastEncoder.LayerSet, encoder: SimulcastSender,
+                               captureTime: Duration) throws {
+        let rate = configuration.video?.frameRate ?? 30
+        let timestamp = UInt32(truncatingIfNeeded: index * VP8.clockRate / rate)
+        let temporal = configuration.temporalLayers > 1
+        var sentAny = false
+        try encoder.encode(frame, forceKeyframe: keyframes) { layer, stream, info, bytes in
+            if layer == encoder.layerCount - 1 {
+                configuration.encodedMedia?(EncodedMedia(kind: .video, data: bytes, rtpTimestamp: timestamp, isKeyframe: info.isKeyframe,
+                                                         width: frame.width, height: frame.height, time: .now))
+                if info.isKeyframe { statistics.keyframes += 1 }
+            }
+            let packets = transport.withCore { core, now in
+                let before = core.statistics(of: stream)?.packetsSent ?? 0
+                core.sendVideo(stream, frame: bytes, mediaTimestamp: timestamp, isKeyframe: info.isKeyframe,
+                               temporalLayer: temporal ? (info.temporalLayer, info.layerSync) : nil, captureTime: captureTime, now: now)
+                return (core.statistics(of: stream)?.packetsSent ?? 0) - before
+            }
+            statistics.videoPackets += packets
+            statistics.videoBytes += info.byteCount
+            sentAny = true
+        }
+        if sentAny { statistics.videoFrames += 1 }
     }
 
     /// The highest VP8 bitrate allowed now: the configured one, or the live target and cap.
@@ -369,9 +460,17 @@ public final class MediaSender {
     private func applyVideoBitrate(_ controls: SenderControls.State) throws {
         let cap = controls.maximumVideoBitrate.map { max(50_000, $0) }
         let target = controls.videoBitrate.map { max(50_000, $0) }
-        guard cap != bitrateCap || target != bitrateTarget, let vp8 else { return }
+        guard cap != bitrateCap || target != bitrateTarget else { return }
         bitrateCap = cap
         bitrateTarget = target
+        if let simulcast {
+            simulcast.setTargets(total: videoCeiling)
+            let total = followsEstimate ? min(videoCeiling, simulcastRate) : videoCeiling
+            statistics.videoBitrate = try simulcast.setBitrate(total)
+            simulcastRate = total
+            return
+        }
+        guard let vp8 else { return }
         // Under an estimate, a lower ceiling applies now and a higher one with the next feedback.
         try vp8.setBitrate(followsEstimate ? min(videoCeiling, vp8.configuration.bitrate) : videoCeiling)
         statistics.videoBitrate = vp8.configuration.bitrate
@@ -464,6 +563,13 @@ public final class MediaSender {
     private func handleFeedback() throws -> Bool {
         let (update, keyframe) = try transport.withCore { core, now in
             if readsFeedback { try transport.receivePending(into: core, now: now) }
+            if let simulcast {
+                // A PLI on a layer's stream keyframes that layer only.
+                for (layer, stream) in simulcast.streams.enumerated() where core.shouldForceKeyframe(stream, now: now) {
+                    layerKeyframes.insert(.layer(layer))
+                }
+                return (core.takeBandwidthUpdate(), false)
+            }
             let keyframe = videoID.map { core.shouldForceKeyframe($0, now: now) } ?? false
             return (core.takeBandwidthUpdate(), keyframe)
         }
@@ -479,6 +585,13 @@ public final class MediaSender {
     private func followEstimate(_ update: MediaCore.BandwidthUpdate) throws {
         statistics.targetBitrate = update.targetBitrate
         let audioRate = configuration.audio != nil ? configuration.audioBitrate : 0
+        if let simulcast {
+            let video = min(videoCeiling, max(50_000, update.targetBitrate - audioRate))
+            if abs(video - simulcastRate) * 20 >= simulcastRate {
+                simulcastRate = video
+                statistics.videoBitrate = try simulcast.setBitrate(video)
+            }
+        }
         if let vp8 {
             let video = min(videoCeiling, max(50_000, update.targetBitrate - audioRate))
             if abs(video - vp8.configuration.bitrate) * 20 >= vp8.configuration.bitrate {

@@ -309,7 +309,7 @@ extension MediaSession {
         }
         do {
             let sender = try MediaSender(configuration: settings, transport: transport, audio: audioStream, video: videoStream,
-                                         readsFeedback: false)
+                                         videoLayers: videoLayerStreams, readsFeedback: false)
             let statistics = try sender.run(duration: nil, stop: { [self] in stopping.load(ordering: .relaxed) })
             state.withLock { $0.summary.sent = statistics }
         } catch {

@@ -24,6 +24,22 @@ public final class MediaSession: Sendable {
         public var audioSSRC: UInt32
         public var videoSSRC: UInt32?
         public var ice: ICECredentials
+        /// A simulcast video's layers, lowest first (the first under `videoSSRC`); empty for
+        /// one video stream.
+        public var videoLayers: [SimulcastLayer] = []
+
+        /// One layer of a simulcast video this side sends: its SSRC and picture size.
+        public struct SimulcastLayer: Sendable, Hashable {
+            public var ssrc: UInt32
+            public var width: Int
+            public var height: Int
+
+            public init(ssrc: UInt32, width: Int, height: Int) {
+                self.ssrc = ssrc
+                self.width = width
+                self.height = height
+            }
+        }
 
         public init(candidates: [ICECandidate], keying: SRTPKeyingMaterial, audioSSRC: UInt32, videoSSRC: UInt32?, ice: ICECredentials) {
             self.candidates = candidates
@@ -64,6 +80,11 @@ public final class MediaSession: Sendable {
         /// VP8 temporal layers (1 to 3); a meeting's forwarding server thins them per
         /// subscriber, so meeting legs send 3.
         public var temporalLayers = 1
+        /// Simulcast: how many sizes the video is sent in (1 to 3), each half the one above
+        /// (the full size at the top), to a forwarding server that sends each subscriber one
+        /// (SDES sessions only: a WebRTC peer gets one stream). Sizes below 160 pixels wide
+        /// are left out.
+        public var simulcastLayers = 1
         /// The RTX payload type (RFC 4588) participants' videos are retransmitted on, each on
         /// `RTXStream.ssrc(forVideo:)` (a meeting's forwarding server does this for legs that
         /// ask); nil: plain retransmissions only.
@@ -233,6 +254,8 @@ public final class MediaSession: Sendable {
     let localAudioChannels: Int
     let audioStream: SendStreamID
     let videoStream: SendStreamID?
+    /// A simulcast video's streams, lowest first (the first is `videoStream`); empty for one.
+    let videoLayerStreams: [SendStreamID]
     /// Payload types and MIDs of both kinds, both ways.
     let streamPlan: StreamPlan
     /// The WebRTC peer's offer, this side's answer and certificate, when the session
@@ -305,6 +328,13 @@ public final class MediaSession: Sendable {
         let audioSSRC = configuration.localAudioSSRC ?? draw()
         var videoSSRC = configuration.video == nil ? nil : draw()
         while videoSSRC == audioSSRC { videoSSRC = draw() }
+        var layerSizes = offer == nil ? configuration.video.map { Self.simulcastSizes(width: $0.width, height: $0.height, layers: configuration.simulcastLayers) } ?? [] : []
+        if layerSizes.count < 2 { layerSizes = [] }
+        var layerSSRCs = videoSSRC.map { [$0] } ?? []
+        while layerSSRCs.count < layerSizes.count {
+            let ssrc = draw()
+            if ssrc != audioSSRC && !layerSSRCs.contains(ssrc) { layerSSRCs.append(ssrc) }
+        }
         var configuration = configuration
         let plan: StreamPlan
         if let offer {
@@ -344,16 +374,45 @@ public final class MediaSession: Sendable {
         core.localICE = credentials
         do throws(MediaCoreError) {
             audioStream = try core.addSendStream(plan.audio.send(ssrc: audioSSRC))
-            videoStream = try videoSSRC.map { (ssrc) throws(MediaCoreError) in try core.addSendStream(plan.video.send(ssrc: ssrc)) }
+            if layerSizes.isEmpty {
+                videoStream = try videoSSRC.map { (ssrc) throws(MediaCoreError) in try core.addSendStream(plan.video.send(ssrc: ssrc)) }
+                videoLayerStreams = []
+            } else {
+                // One media clock for every layer: a switch between them at the server keeps
+                // the receiver's timestamps exact.
+                let offset = UInt32.random(in: 0 ... .max, using: &random)
+                var streams: [SendStreamID] = []
+                for ssrc in layerSSRCs {
+                    var stream = plan.video.send(ssrc: ssrc)
+                    stream.timestampOffset = offset
+                    streams.append(try core.addSendStream(stream))
+                }
+                videoStream = streams[0]
+                videoLayerStreams = streams
+            }
         } catch {
             throw MediaSessionError(error)
         }
-        local = Endpoint(candidates: candidates, keying: keying, audioSSRC: audioSSRC, videoSSRC: videoSSRC, ice: credentials)
+        var endpoint = Endpoint(candidates: candidates, keying: keying, audioSSRC: audioSSRC, videoSSRC: videoSSRC, ice: credentials)
+        endpoint.videoLayers = zip(layerSSRCs, layerSizes).map { Endpoint.SimulcastLayer(ssrc: $0, width: $1.width, height: $1.height) }
+        local = endpoint
         transport = PeerTransport(core: core, sockets: [socket])
     }
 
     /// Whether this side sends video (a video source was configured).
     public var sendsVideo: Bool { local.videoSSRC != nil }
+
+    /// The simulcast sizes of a `width`×`height` video in `layers` layers, lowest first:
+    /// each half the next (rounded down to even), those under 160×90 left out.
+    public static func simulcastSizes(width: Int, height: Int, layers: Int) -> [(width: Int, height: Int)] {
+        var sizes: [(width: Int, height: Int)] = []
+        for step in 0..<max(1, min(layers, 3)) {
+            let size = (width: (width >> step) & ~1, height: (height >> step) & ~1)
+            guard step == 0 || (size.width >= 160 && size.height >= 90) else { break }
+            sizes.insert(size, at: 0)
+        }
+        return sizes
+    }
 
     /// Plays remote audio on `sink` from the next block on (nil: nowhere); the old sink is closed.
     public func replaceAudioSink(_ sink: sending (any AudioSink)?) {

@@ -17,6 +17,10 @@ public final class SenderControls: Sendable {
         public var videoBitrate: Int?
         /// Ask for a keyframe at the next video frame.
         public var keyframeRequested = false
+        /// Simulcast: the layers (lowest first) to send, as the forwarding server asked (it
+        /// pauses those nobody shows that large); nil: all. A layer turned back on starts
+        /// with a keyframe.
+        public var videoLayersActive: [Bool]?
 
         public init() {}
     }

@@ -45,9 +45,13 @@ extension ForwardingRouter {
         guard !videos.isEmpty else { return }
         let audios = mine.filter { $0.consumer.kind == .audio && $0.consumer.enabled && publisher($0.consumer.publisher)?.publishing == true }
         let audio = audios.count * configuration.audioAllowance
-        // A video whose rates are not measured yet keeps what it has.
+        // A video whose rates are not measured yet keeps what it has (a simulcast video, while
+        // the layer it is meant to get is not: a first look must not move it off the top).
         let ordered = videos.filter { entry in
             guard publisher(entry.consumer.publisher)?.publishing == true, let producer = producers[entry.consumer.producer] else { return false }
+            let target = min(entry.consumer.targetSpatial, producer.layers.count - 1)
+            if producer.isSimulcast, producer.rates(of: target).isEmpty,
+               let arrival = producer.layers[target].lastArrival, now - arrival <= Producer.layerTimeout { return false }
             return producer.layers.indices.contains { !producer.rates(of: $0).isEmpty }
         }.sorted { first, second in
             let a = lastSpoke(first.consumer.publisher), b = lastSpoke(second.consumer.publisher)

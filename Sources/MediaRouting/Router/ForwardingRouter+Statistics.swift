@@ -8,7 +8,7 @@ extension ForwardingRouter {
         var total = 0
         transports.forEach { _, transport in
             for producer in transport.producers.compactMap({ producers[$0] }) {
-                total += producer.receive.flatMap { transport.core.statistics(of: $0) }?.authenticationFailures ?? 0
+                for layer in producer.layers { total += layer.receive.flatMap { transport.core.statistics(of: $0) }?.authenticationFailures ?? 0 }
             }
             total += transport.core.transportStatistics.rtcpAuthenticationFailures
         }
@@ -20,7 +20,7 @@ extension ForwardingRouter {
         var total = 0
         transports.forEach { _, transport in
             for producer in transport.producers.compactMap({ producers[$0] }) {
-                total += producer.receive.flatMap { transport.core.statistics(of: $0) }?.replays ?? 0
+                for layer in producer.layers { total += layer.receive.flatMap { transport.core.statistics(of: $0) }?.replays ?? 0 }
             }
             total += transport.core.transportStatistics.rtcpReplays
         }
@@ -85,8 +85,8 @@ extension ForwardingRouter {
         transports.forEach { _, transport in open.append(transport) }
         return open.sorted { $0.setup.id < $1.setup.id }.map { leg in
             var figures = LegStatistics(id: leg.setup.id, meeting: leg.setup.meeting, account: leg.setup.account)
-            for producer in leg.producers.compactMap({ producers[$0] }) {
-                guard let receive = producer.receive, let inbound = leg.core.statistics(of: receive) else { continue }
+            for layer in leg.producers.compactMap({ producers[$0] }).flatMap(\.layers) {
+                guard let receive = layer.receive, let inbound = leg.core.statistics(of: receive) else { continue }
                 figures.packetsReceived += inbound.packetsReceived
                 figures.packetsLost += max(0, inbound.packetsLost)
                 figures.nacksSent += inbound.nackSent

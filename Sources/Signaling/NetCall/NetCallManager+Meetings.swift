@@ -205,6 +205,11 @@ extension NetCallManager {
         case MessageType.speakingUsers:
             let body = try event.body(Event.SpeakingUsers.self)
             if meeting?.id == body.callID { emitMedia.yield(.speakingUsers(body.levels)) }
+        case MessageType.videoLayers:
+            let body = try event.body(Event.VideoLayers.self)
+            if let current = meeting, current.id == body.callID, body.active.count <= 3 {
+                current.session.controls.update { $0.videoLayersActive = body.active }
+            }
         case MessageType.meetingRecord:
             emit.yield(.meetingRecord(try event.body(Event.MeetingRecordEvent.self).record))
         case MessageType.bypassStreamingStatus:

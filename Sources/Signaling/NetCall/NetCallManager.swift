@@ -28,6 +28,10 @@ public actor NetCallManager {
         /// Rewrites where a meeting's media goes (the server's candidates) before it is
         /// used: through a relay, or a test's impairment proxy. Nil: as the server says.
         public var meetingMediaRoute: (@Sendable ([MediaCandidate]) -> [MediaCandidate])?
+        /// Simulcast in meetings: how many sizes a video participant sends (1 to 3, each half
+        /// the one above, none under 160×90), of which the server sends each subscriber the
+        /// one its bandwidth and shown size (`setVideoSize`) allow. 1: one stream.
+        public var meetingSimulcastLayers = 3
         /// Makes a video source at a preset's size, for `switchVideoQuality`; without it,
         /// switching changes the bitrate only.
         public var videoSource: (@Sendable (CallVideoQuality) throws -> any VideoSource)?
@@ -613,6 +617,7 @@ public actor NetCallManager {
                 settings.profile = .aeadAES128GCM
                 settings.temporalLayers = 3
                 settings.videoRTXPayloadType = Self.meetingRTXPayloadType
+                settings.simulcastLayers = configuration.meetingSimulcastLayers
             }
             let target = settings.videoBitrate
             settings.videoBitrate = max(target, CallVideoQuality.allCases.map(\.encoding.bitrate).max() ?? target)
