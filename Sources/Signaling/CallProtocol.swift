@@ -1,3 +1,5 @@
+import MediaEngine
+
 /// The P2P call vocabulary shared by client and server, with NIM's numbering
 /// (`NIMNetCallMediaType`, `NIMNetCallControlType`, video quality presets).
 
@@ -146,17 +148,7 @@ public struct MediaEndpoint: Sendable, Hashable, Codable, CustomStringConvertibl
     public var videoLayers: [VideoLayer]?
 
     /// One layer of a simulcast video: its SSRC and picture size.
-    public struct VideoLayer: Sendable, Hashable, Codable {
-        public var ssrc: UInt32
-        public var width: Int
-        public var height: Int
-
-        public init(ssrc: UInt32, width: Int, height: Int) {
-            self.ssrc = ssrc
-            self.width = width
-            self.height = height
-        }
-    }
+    public typealias VideoLayer = SimulcastStream
 
     public init(candidates: [MediaCandidate], srtpProfile: String, srtpKey: String, audioSSRC: UInt32, videoSSRC: UInt32?,
                 iceUfrag: String, icePassword: String) {

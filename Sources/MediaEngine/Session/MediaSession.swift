@@ -28,18 +28,8 @@ public final class MediaSession: Sendable {
         /// one video stream.
         public var videoLayers: [SimulcastLayer] = []
 
-        /// One layer of a simulcast video this side sends: its SSRC and picture size.
-        public struct SimulcastLayer: Sendable, Hashable {
-            public var ssrc: UInt32
-            public var width: Int
-            public var height: Int
-
-            public init(ssrc: UInt32, width: Int, height: Int) {
-                self.ssrc = ssrc
-                self.width = width
-                self.height = height
-            }
-        }
+        /// One layer of a simulcast video this side sends.
+        public typealias SimulcastLayer = SimulcastStream
 
         public init(candidates: [ICECandidate], keying: SRTPKeyingMaterial, audioSSRC: UInt32, videoSSRC: UInt32?, ice: ICECredentials) {
             self.candidates = candidates

@@ -141,17 +141,7 @@ public final class ForwardingRouter {
         }
 
         /// One spatial layer of a simulcast video: its SSRC and the picture size it carries.
-        public struct VideoLayer: Sendable, Hashable {
-            public var ssrc: UInt32
-            public var width: Int
-            public var height: Int
-
-            public init(ssrc: UInt32, width: Int, height: Int) {
-                self.ssrc = ssrc
-                self.width = width
-                self.height = height
-            }
-        }
+        public typealias VideoLayer = SimulcastStream
 
         /// Simulcast layers the most a video has.
         public static let maximumVideoLayers = 3

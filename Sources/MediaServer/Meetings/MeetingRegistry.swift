@@ -440,7 +440,7 @@ public struct MeetingRegistry: Sendable {
                 throw SignalingError(.invalidRequest, "\(request): media.videoLayers[\(index)] is \(layer.width)x\(layer.height); sizes are 16...16384 each way and grow from layer to layer")
             }
         }
-        return layers.map { ForwardingRouter.LegSetup.VideoLayer(ssrc: $0.ssrc, width: $0.width, height: $0.height) }
+        return layers
     }
 
     /// A joiner's SSRCs (its video's RTX SSRC and its simulcast layers' included) are

@@ -150,9 +150,7 @@ extension MediaEndpoint {
         self.init(candidates: endpoint.candidates.map(MediaCandidate.init), srtpProfile: endpoint.keying.profile.rawValue,
                   srtpKey: endpoint.keying.base64, audioSSRC: endpoint.audioSSRC, videoSSRC: endpoint.videoSSRC,
                   iceUfrag: endpoint.ice.ufrag, icePassword: endpoint.ice.password)
-        if !endpoint.videoLayers.isEmpty {
-            videoLayers = endpoint.videoLayers.map { VideoLayer(ssrc: $0.ssrc, width: $0.width, height: $0.height) }
-        }
+        if !endpoint.videoLayers.isEmpty { videoLayers = endpoint.videoLayers }
     }
 
     /// The engine form, checked.
