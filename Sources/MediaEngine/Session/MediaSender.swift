@@ -318,60 +318,35 @@ public final class MediaSender {
                     endStream(audioID)
                 }
             }
-            if videoLive && nextVideo <= elapsed && !ended, let simulcast, let videoID {
+            if videoLive && nextVideo <= elapsed && !ended, vp8 != nil || simulcast != nil, let videoID {
                 if let replacement = configuration.controls?.takeVideoSource() {
-                    // The layers' sizes were announced: pictures of another size are scaled to them.
-                    videoSource = replacement
-                    forceKeyframe = true
-                }
-                if let source = videoSource, readVideo(source, into: &videoFrame) {
-                    let controls = configuration.controls?.current ?? SenderControls.State()
-                    if configuration.controls?.takeKeyframeRequest() == true { forceKeyframe = true }
-                    try applyVideoBitrate(controls)
-                    try simulcast.setServerActive(controls.videoLayersActive)
-                    let hooked = configuration.captureHooks?.process(&videoFrame) ?? true
-                    if hooked { configuration.capturedVideo?(videoFrame) }
-                    if controls.videoPaused {
-                        videoPaused = true
-                    } else if hooked {
-                        if videoFrame.width != simulcast.width || videoFrame.height != simulcast.height {
-                            if scaled.width != simulcast.width || scaled.height != simulcast.height {
-                                scaled = VideoFrame(width: simulcast.width, height: simulcast.height)
-                            }
-                            videoFrame.scale(into: &scaled)
-                            scaled.timestamp = videoFrame.timestamp
-                        }
-                        let picture = videoFrame.width == simulcast.width && videoFrame.height == simulcast.height ? videoFrame : scaled
-                        let all = forceKeyframe || statistics.videoFrames == 0 || videoPaused
-                        forceKeyframe = false
-                        videoPaused = false
-                        try sendSimulcast(picture, index: videoIndex, keyframes: all ? .all : layerKeyframes, encoder: simulcast,
-                                          captureTime: base + nextVideo)
-                        layerKeyframes = []
+                    if let vp8 {
+                        try switchVideoSource(to: replacement, encoder: vp8, frame: &videoFrame, buffer: &encoded)
+                    } else {
+                        // Simulcast layers' sizes were announced: pictures of another size are scaled to them.
+                        videoSource = replacement
                     }
-                    videoIndex += 1
-                } else {
-                    videoLive = false
-                    for stream in simulcast.streams { endStream(stream) }
-                }
-            } else if videoLive && nextVideo <= elapsed && !ended, let vp8, let videoID {
-                if let replacement = configuration.controls?.takeVideoSource() {
-                    try switchVideoSource(to: replacement, encoder: vp8, frame: &videoFrame, buffer: &encoded)
                     forceKeyframe = true
                 }
                 if let source = videoSource, readVideo(source, into: &videoFrame) {
                     let controls = configuration.controls?.current ?? SenderControls.State()
                     if configuration.controls?.takeKeyframeRequest() == true { forceKeyframe = true }
                     try applyVideoBitrate(controls)
+                    try simulcast?.setServerActive(controls.videoLayersActive)
                     // With a video hook, what is sent is the latest picture it handed back, if any.
                     let hooked = configuration.captureHooks?.process(&videoFrame) ?? true
-                    let encodable = hooked && videoFrame.width == vp8.configuration.width && videoFrame.height == vp8.configuration.height
                     if hooked { configuration.capturedVideo?(videoFrame) }
+                    let keyframe = forceKeyframe || statistics.videoFrames == 0 || videoPaused
                     if controls.videoPaused {
                         // Resuming starts with a keyframe: the receiver's decoder lost its references.
                         videoPaused = true
-                    } else if encodable {
-                        let keyframe = forceKeyframe || statistics.videoFrames == 0 || videoPaused
+                    } else if hooked, let simulcast {
+                        forceKeyframe = false
+                        videoPaused = false
+                        try sendSimulcast(simulcast.fitting(videoFrame, scratch: &scaled), index: videoIndex,
+                                          keyframes: keyframe ? .all : layerKeyframes, encoder: simulcast, captureTime: base + nextVideo)
+                        layerKeyframes = []
+                    } else if hooked, let vp8, videoFrame.width == vp8.configuration.width && videoFrame.height == vp8.configuration.height {
                         forceKeyframe = false
                         videoPaused = false
                         try sendVideo(videoFrame, index: videoIndex, keyframe: keyframe, encoder: vp8, stream: videoID,
@@ -380,7 +355,7 @@ public final class MediaSender {
                     videoIndex += 1
                 } else {
                     videoLive = false
-                    endStream(videoID)
+                    for stream in simulcast?.streams ?? [videoID] { endStream(stream) }
                 }
             }
         }

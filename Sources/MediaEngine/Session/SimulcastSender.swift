@@ -31,7 +31,7 @@ final class SimulcastSender {
     init(sizes: [(width: Int, height: Int)], streams: [SendStreamID], bitrate: Int, frameRate: Int, temporalLayers: Int,
          keyframeInterval: Int) throws(CodecError) {
         precondition(sizes.count == streams.count && sizes.count > 1)
-        targets = Self.shares(layers: sizes.count).map { max(VP8.bitrates.lowerBound, Int(Double(bitrate) * $0)) }
+        targets = Self.targets(layers: sizes.count, total: bitrate)
         encoder = try VP8.SimulcastEncoder(layers: zip(sizes, targets).map { VP8.SimulcastEncoder.Layer(width: $0.width, height: $0.height, bitrate: $1) },
                                            frameRate: frameRate, temporalLayers: temporalLayers, keyframeInterval: keyframeInterval)
         self.streams = streams
@@ -51,8 +51,20 @@ final class SimulcastSender {
 
     /// Sets each layer's target to its share of `total` b/s (the video's bitrate, before any
     /// estimate).
-    func setTargets(total: Int) {
-        targets = Self.shares(layers: layerCount).map { max(VP8.bitrates.lowerBound, Int(Double(total) * $0)) }
+    func setTargets(total: Int) { targets = Self.targets(layers: layerCount, total: total) }
+
+    private static func targets(layers: Int, total: Int) -> [Int] {
+        shares(layers: layers).map { max(VP8.bitrates.lowerBound, Int(Double(total) * $0)) }
+    }
+
+    /// `frame` at the top layer's size: itself, or scaled into `scratch` (a source replaced
+    /// by one of another size after the sizes were announced).
+    func fitting(_ frame: VideoFrame, scratch: inout VideoFrame) -> VideoFrame {
+        guard frame.width != width || frame.height != height else { return frame }
+        if scratch.width != width || scratch.height != height { scratch = VideoFrame(width: width, height: height) }
+        frame.scale(into: &scratch)
+        scratch.timestamp = frame.timestamp
+        return scratch
     }
 
     /// Shares `total` b/s out bottom-up and applies it, with the server's wishes.

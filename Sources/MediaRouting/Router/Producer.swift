@@ -97,9 +97,6 @@ final class Producer {
 
     var isSimulcast: Bool { layers.count > 1 }
 
-    /// Layer 0's temporal layer rates (a simulcast video's lowest).
-    var layerRates: [Int] { layers[0].rates }
-
     /// The layer `stream` carries, if it is one of its streams (a search of at most four).
     func layerIndex(of stream: ReceiveStreamID) -> Int? {
         for index in layers.indices where layers[index].receive == stream { return index }
