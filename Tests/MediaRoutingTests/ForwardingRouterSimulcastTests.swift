@@ -38,12 +38,45 @@ import TestSupport
         try await Heavy.runAlone { try settles(workers: workers) }
     }
 
-    func settles(workers: Int) throws {
+    /// A browser's simulcast (RFC 8853): its layers' SSRCs announced nowhere, bound by MID
+    /// and RID, each on its own media clock (related by sender reports), and their sizes
+    /// learnt from keyframes. The same layers as our client's; and erin, who said at once
+    /// that she shows alice at 160x90 (before any size was known), gets the smallest.
+    @Test func aBrowsersLayersByRIDAreBoundSizedAndChosenLikeOurClients() async throws {
+        try await Heavy.runAlone {
+            let (meeting, alice) = try settles(workers: 2, browser: true) { meeting, alice in
+                let erin = try meeting.join("erin", frequency: 0, publishing: false)
+                meeting.owner(of: erin).setVideoSize(subscriber: erin.leg, publisher: alice.leg, width: 160, height: 90, now: meeting.now)
+                return erin
+            }
+            let erin = try #require(meeting.participants.first { $0.name == "erin" })
+            let video = meeting.owner(of: erin).forwardedVideo(to: erin.leg, from: alice.leg)
+            let picture = try #require(erin.lastPicture["alice"])
+            print("simulcast by RID: erin (shows 160x90) gets layer \(video.spatial), \(picture.width)x\(picture.height)")
+            #expect(video.spatial == 0 && picture.width == 160 && picture.height == 90)
+            // The layers' clocks differ by hours: a switch mapped by sender reports keeps
+            // one continuous timeline at each viewer.
+            for viewer in meeting.participants where viewer.name != "alice" {
+                let jitter = try #require(Self.received(viewer, from: "alice")).jitter
+                #expect(jitter < 0.02, "\(viewer.name)'s interarrival jitter \(jitter) s")
+            }
+            let owner = meeting.owner(of: alice)
+            let bound = (0..<3).map { owner.layerRates(ofLeg: alice.leg, spatial: $0) }
+            #expect(bound.allSatisfy { !$0.isEmpty }, "every layer bound and measured: \(bound)")
+        }
+    }
+
+    @discardableResult
+    func settles(workers: Int, browser: Bool = false,
+                 more: (MeetingCoreHarness, MeetingCoreHarness.Participant) throws -> MeetingCoreHarness.Participant? = { _, _ in nil })
+        throws -> (MeetingCoreHarness, MeetingCoreHarness.Participant) {
         let meeting = MeetingCoreHarness(workers: workers)
-        let alice = try meeting.join("alice", frequency: 440, video: true, temporalLayers: 3, simulcast: Self.layers)
+        let alice = try meeting.join("alice", frequency: 440, video: true, temporalLayers: 3, simulcast: Self.layers,
+                                     webRTC: browser ? MeetingCoreHarness.WebRTCPeer() : nil)
         let viewers = try [("bob", 150), ("carol", 500), ("dave", nil)].map { name, kbps in
             try meeting.join(name, frequency: 0, publishing: false, downlink: Self.capped(kbps))
         }
+        _ = try more(meeting, alice)
         try meeting.run(until: .seconds(10))
         let rates = (0..<3).map { meeting.owner(of: alice).layerRates(ofLeg: alice.leg, spatial: $0) }
         var samples: [[Int]] = []
@@ -70,6 +103,7 @@ import TestSupport
             print("simulcast: \(viewer.name)'s longest freeze from 4 s: \(freeze)")
             #expect(freeze <= .seconds(1), "\(viewer.name) froze for \(freeze)")
         }
+        return (meeting, alice)
     }
 
     /// What `viewer` received of `publisher`'s video: packets lost (a gap in the sequence

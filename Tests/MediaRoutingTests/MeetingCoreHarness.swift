@@ -14,7 +14,7 @@ final class MeetingCoreHarness {
         var media = ForwardingRouter.LegSetup.Media(
             audioPayloadType: 109, videoPayloadType: 120,
             extensions: RTPExtensionMap(ids: [RTPExtensionMap.audioLevelURI: 5, RTPExtensionMap.transportSequenceNumberURI: 7,
-                                              RTPExtensionMap.midURI: 9]))
+                                              RTPExtensionMap.midURI: 9, RTPExtensionMap.ridURI: 11]))
         var certificate = MeetingCoreHarness.peerCertificate
         /// The fingerprints the router's leg is told (the peer's SDP): another
         /// certificate's to make the handshake fail.
@@ -102,6 +102,13 @@ final class MeetingCoreHarness {
                 for (number, layer) in layers.enumerated() {
                     var stream = pictures
                     stream.ssrc = UInt32(index + 1) << 8 | 2 | UInt32(number) << 4
+                    if webRTC != nil {
+                        // A browser's layers: SSRCs it announces nowhere, stamped with the
+                        // section's MID and their RIDs, each on its own random clock.
+                        stream.ssrc |= 0x40
+                        stream.rid = Self.rids[number]
+                        stream.timestampOffset = pictures.timestampOffset.map { $0 &+ UInt32(number) &* 0x2345_6789 }
+                    }
                     var settings = VP8.Configuration(width: layer.width, height: layer.height, bitrate: layer.bitrate)
                     settings.temporalLayers = temporalLayers
                     simulcast.append((try VP8.Encoder(configuration: settings), try core.addSendStream(stream),
@@ -120,6 +127,9 @@ final class MeetingCoreHarness {
             self.uplink = try ImpairmentModel(settings: uplink)
             self.downlink = try ImpairmentModel(settings: downlink)
         }
+
+        /// A WebRTC simulcast publisher's RIDs, lowest first.
+        static let rids = ["q", "h", "f"]
 
         var audioSSRC: UInt32 { UInt32(index + 1) << 8 | 1 }
         var videoSSRC: UInt32? { videoOut == nil ? nil : UInt32(index + 1) << 8 | 2 }
@@ -319,8 +329,13 @@ final class MeetingCoreHarness {
         var setup = ForwardingRouter.LegSetup(id: leg, meeting: meeting, account: name, publishing: publishing,
                                               audioSSRC: participant.audioSSRC, videoSSRC: participant.videoSSRC,
                                               keying: keying, media: participant.media, ice: serverICE)
-        setup.videoLayers = participant.simulcast.map {
-            ForwardingRouter.LegSetup.VideoLayer(ssrc: $0.ssrc, width: $0.picture.width, height: $0.picture.height)
+        if webRTC != nil, !participant.simulcast.isEmpty {
+            // Subscribers get it as `videoSSRC`, which it never sends.
+            setup.videoRIDs = .init(mid: "v", rids: Array(Participant.rids.prefix(participant.simulcast.count)))
+        } else {
+            setup.videoLayers = participant.simulcast.map {
+                ForwardingRouter.LegSetup.VideoLayer(ssrc: $0.ssrc, width: $0.picture.width, height: $0.picture.height)
+            }
         }
         let ownerIndex = index % routers.count
         try routers[ownerIndex].addLeg(setup, now: now)

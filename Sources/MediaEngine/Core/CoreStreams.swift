@@ -8,6 +8,9 @@ public struct SendStreamConfiguration: Sendable {
     /// The RFC 8843 MID stamped on every packet, so a receiver that does not know the SSRC
     /// yet can tell which stream it is; nil stamps none.
     public var mid: String?
+    /// A simulcast layer's RFC 8852 RTP stream ID, stamped beside `mid` where the extension
+    /// map has an ID for it (as a browser publishing simulcast does); nil stamps none.
+    public var rid: String?
     /// Where RTP goes; nil sends it on the core's selected path.
     public var destination: SocketAddress?
     /// Where RTCP about this stream goes (sender reports, BYE); nil: the RTP destination.
@@ -62,11 +65,15 @@ public struct ReceiveStreamConfiguration: Sendable {
     /// Decoded channel layout (audio).
     public var layout: ChannelLayout = .mono
     /// The sender's SSRC when known: packets of other SSRCs never reach this stream. Nil
-    /// takes the first authenticated packet whose MID is `mid`, or, with no MID either,
+    /// takes the first authenticated packet whose MID is `mid` (and RID `rid`, when set),
+    /// or, with no MID either,
     /// any SSRC with the payload type (an SDP without `a=ssrc`).
     public var ssrc: UInt32?
     /// The RFC 8843 MID the sender stamps, for binding an SSRC not announced.
     public var mid: String?
+    /// A simulcast layer's RTP stream ID (RFC 8852): with `mid`, the stream binds the first
+    /// authenticated packet carrying both (several layers share one MID).
+    public var rid: String?
     /// Who sends it: streams of one participant are played in sync with each other.
     public var participant = ""
     /// The key the sender protects with, when it differs from the core's inbound key (SDP
@@ -170,6 +177,9 @@ final class SendStreamState {
         if let transportSequenceID { elements.append(RTPHeaderExtension(id: transportSequenceID, value: [0, 0])) }
         if let midID, let mid = configuration.mid, !mid.isEmpty, mid.utf8.count <= 16 {
             elements.append(RTPHeaderExtension(id: midID, value: Array(mid.utf8)))
+        }
+        if let ridID = extensions.id(for: RTPExtensionMap.ridURI), let rid = configuration.rid, !rid.isEmpty, rid.utf8.count <= 16 {
+            elements.append(RTPHeaderExtension(id: ridID, value: Array(rid.utf8)))
         }
         let form: RTPHeaderExtensionForm = elements.allSatisfy { $0.id <= 14 } ? .oneByte : .twoByte
         header = RTPHeader(payloadType: configuration.payloadType, sequenceNumber: 0, timestamp: 0, ssrc: configuration.ssrc,

@@ -104,8 +104,10 @@ struct ReceivePipeline {
         if let ssrc = configuration.ssrc, bySSRC[ssrc] != nil {
             throw MediaCoreError(.ssrcCollision, "receive stream SSRC \(ssrc) is already bound to another stream")
         }
-        if let mid = configuration.mid, streams.contains(where: { $0.configuration.mid == mid }) {
-            throw MediaCoreError(.ssrcCollision, "receive stream MID '\(mid)' is already used by another stream")
+        if let mid = configuration.mid,
+           streams.contains(where: { $0.configuration.mid == mid
+               && ($0.configuration.rid == nil || configuration.rid == nil || $0.configuration.rid == configuration.rid) }) {
+            throw MediaCoreError(.ssrcCollision, "receive stream MID '\(mid)'\(configuration.rid.map { " RID '\($0)'" } ?? "") is already used by another stream")
         }
         let inboundKey: Int?
         let feedbackKey: Int?
@@ -273,14 +275,20 @@ struct ReceivePipeline {
             ?? streams.first { takes($0) && $0.configuration.mid != nil }
     }
 
-    /// Binds an authenticated packet of an unknown SSRC to the stream its MID names; a MID
-    /// bound to another SSRC already is a collision (counted, dropped).
+    /// Binds an authenticated packet of an unknown SSRC to the stream its MID (and, for a
+    /// simulcast layer, its RID) names; one bound to another SSRC already is a collision
+    /// (counted, dropped). A packet without them is dropped: the sender stamps them until
+    /// this side's receiver reports acknowledge the SSRC, and none are sent before binding.
     private mutating func bind(_ packet: RTPPacketView, ssrc: UInt32, payloadType: UInt8) -> ReceiveStreamState? {
-        guard let id = extensions.id(for: RTPExtensionMap.midURI), let value = packet.extensionValue(id: id),
-              let stream = streams.first(where: { candidate in
-                  guard let mid = candidate.configuration.mid, mid.utf8.count == value.count,
-                        candidate.configuration.payloadType == payloadType else { return false }
-                  return mid.utf8.elementsEqual(value)
+        func carries(_ text: String?, uri: String) -> Bool {
+            guard let text else { return true }
+            guard let id = extensions.id(for: uri), let value = packet.extensionValue(id: id) else { return false }
+            return text.utf8.count == value.count && text.utf8.elementsEqual(value)
+        }
+        guard let stream = streams.first(where: { candidate in
+                  candidate.configuration.mid != nil && candidate.configuration.payloadType == payloadType
+                      && carries(candidate.configuration.mid, uri: RTPExtensionMap.midURI)
+                      && carries(candidate.configuration.rid, uri: RTPExtensionMap.ridURI)
               }) else {
             counters.unknownStreamPackets += 1
             return nil

@@ -10,6 +10,8 @@ public struct RTPExtensionMap: Sendable, Hashable {
 
     /// RFC 8843 MID: which media section (stream) a packet belongs to.
     public static let midURI = "urn:ietf:params:rtp-hdrext:sdes:mid"
+    /// RFC 8852 RTP stream ID: which simulcast layer (`a=rid`) of its section a packet is.
+    public static let ridURI = "urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id"
 
     /// ID for each URI.
     public private(set) var ids: [String: UInt8]

@@ -61,6 +61,9 @@ struct Consumer {
     /// Simulcast: the highest spatial layer the subscriber's shown size needs
     /// (`ForwardingRouter.setVideoSize`).
     var spatialCap = Int.max
+    /// Simulcast: the size the subscriber shows the video at, as it last said (nil: it
+    /// did not say); the cap follows the layers' sizes as they are learnt.
+    var shownSize: (width: Int, height: Int)?
     /// Simulcast: what is taken off each layer's timestamps (the last switch to it set it).
     private var timestampShifts: [UInt32]
     /// Video: the frame being decided, and whether it goes.

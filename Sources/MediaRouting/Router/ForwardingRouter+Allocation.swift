@@ -96,11 +96,10 @@ extension ForwardingRouter {
     public func setVideoSize(subscriber subscriberLeg: UInt64, publisher publisherLeg: UInt64, width: Int, height: Int, now: Duration) {
         guard let subscriber = transportByLeg[subscriberLeg], let id = consumer(of: publisherLeg, kind: .video, for: subscriber),
               let consumer = consumers[id], let producer = producers[consumer.producer] else { return }
-        let fits = producer.layers.indices.first { index in
-            let layer = producer.layers[index]
-            return layer.width * 10 >= width * 9 && layer.height * 10 >= height * 9
+        consumers.update(id) { consumer in
+            consumer.shownSize = (width, height)
+            consumer.spatialCap = producer.spatialCap(width: width, height: height)
         }
-        consumers[id]?.spatialCap = width <= 0 || height <= 0 ? 0 : fits ?? producer.layers.count - 1
         allocate(subscriber, now: now)
     }
 

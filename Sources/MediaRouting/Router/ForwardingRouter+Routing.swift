@@ -33,6 +33,9 @@ extension ForwardingRouter {
         let isKeyframe = descriptor.startsFrame && size < payload.count && payload[size] & 0x01 == 0
         producer.meter(spatial: spatial, layer: layer, bytes: packet.bytes.count, now: now)
         producer.layers[spatial].history?.store(packet, now: now)
+        if isKeyframe, producer.isSimulcast {
+            learnSize(of: producer, spatial: spatial, keyframe: UnsafeRawBufferPointer(rebasing: payload[size...]))
+        }
         for consumerID in producer.consumers {
             guard let decision = consumers.update(consumerID, {
                 $0.decideVideo(packet, spatial: spatial, descriptor: descriptor, layer: layer, isKeyframe: isKeyframe, of: producer, now: now)
@@ -54,6 +57,20 @@ extension ForwardingRouter {
                     counters.packetsForwarded += 1
                     counters.bytesForwarded += packet.bytes.count
                 }
+            }
+        }
+    }
+
+    /// A simulcast layer's size as its keyframe says it (a browser announces none, and may
+    /// change it with its capture); the caps of subscribers that said what they show follow.
+    private func learnSize(of producer: Producer, spatial: Int, keyframe: UnsafeRawBufferPointer) {
+        guard let (width, height) = VP8.keyframeSize(keyframe),
+              width != producer.layers[spatial].width || height != producer.layers[spatial].height else { return }
+        producer.layers[spatial].width = width
+        producer.layers[spatial].height = height
+        for consumerID in producer.consumers {
+            consumers.update(consumerID) { consumer in
+                if let shown = consumer.shownSize { consumer.spatialCap = producer.spatialCap(width: shown.width, height: shown.height) }
             }
         }
     }

@@ -72,7 +72,8 @@ extension ForwardingRouter {
         /// while paused, muted or before a keyframe.
         public var spatialLayer: Int
         public var temporalLayer: Int
-        /// The layer's picture size as the publisher announced it (0 when it did not).
+        /// The layer's picture size as the publisher announced it or its keyframes said (0
+        /// before either).
         public var width: Int
         public var height: Int
         /// Simulcast switches made for this subscriber.

@@ -71,7 +71,7 @@ extension ForwardingRouter {
         leg.audio = producers.insert(Producer(kind: .audio, origin: .remote(worker: owner), leg: setup.id, receive: nil,
                                               audioLevelID: setup.media.extensions.id(for: RTPExtensionMap.audioLevelURI)))
         if setup.videoSSRC != nil {
-            let layers = setup.videoLayers.isEmpty ? [Producer.Layer(receive: nil)]
+            let layers = setup.videoLayers.isEmpty ? (0..<setup.videoStreamCount).map { _ in Producer.Layer(receive: nil) }
                 : setup.videoLayers.map { Producer.Layer(receive: nil, width: $0.width, height: $0.height) }
             leg.video = producers.insert(Producer(kind: .video, origin: .remote(worker: owner), leg: setup.id, layers: layers))
         }

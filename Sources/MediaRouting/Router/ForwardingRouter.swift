@@ -157,6 +157,23 @@ public final class ForwardingRouter {
         /// A simulcast video's layers, lowest first (at most `maximumVideoLayers`); empty: one
         /// stream, `videoSSRC`. Each subscriber gets one layer at a time under `videoSSRC`.
         public var videoLayers: [VideoLayer] = []
+        /// A WebRTC peer's simulcast video (RFC 8853), whose layers' SSRCs are not announced:
+        /// each layer's SSRC is learnt from the first authenticated packet carrying its
+        /// section's MID and its RID (RFC 8852), and its size from its keyframes.
+        public var videoRIDs: RIDLayers?
+        /// A video section's MID and its simulcast layers' RIDs, lowest first.
+        public struct RIDLayers: Sendable, Hashable {
+            public var mid: String
+            public var rids: [String]
+
+            public init(mid: String, rids: [String]) {
+                self.mid = mid
+                self.rids = rids
+            }
+        }
+
+        /// How many streams the video comes as: its layers, or one.
+        var videoStreamCount: Int { videoRIDs?.rids.count ?? max(videoLayers.count, 1) }
         public var keying: Keying
         public var media: Media
         /// The server's ICE credentials for this leg (ICE-lite): the participant's checks are
@@ -383,16 +400,23 @@ public final class ForwardingRouter {
         audio.forwarding = true
         audio.participant = setup.account
         let audioStream = try core.addReceiveStream(audio)
-        guard setup.videoLayers.count <= LegSetup.maximumVideoLayers, setup.videoSSRC != nil || setup.videoLayers.isEmpty else {
+        let rids = setup.videoRIDs
+        guard setup.videoStreamCount <= LegSetup.maximumVideoLayers, setup.videoSSRC != nil || (setup.videoLayers.isEmpty && rids == nil),
+              rids.map({ !$0.rids.isEmpty && setup.videoLayers.isEmpty }) ?? true else {
             counters.legsRefused += 1
-            throw MediaCoreError(.configuration, "leg \(setup.id): \(setup.videoLayers.count) simulcast layers, at most \(LegSetup.maximumVideoLayers) with a video SSRC")
+            throw MediaCoreError(.configuration, "leg \(setup.id): \(setup.videoStreamCount) simulcast layers, by SSRC or by RID, at most \(LegSetup.maximumVideoLayers) with a video SSRC")
         }
         var videoLayers: [Producer.Layer] = []
         if let ssrc = setup.videoSSRC {
-            let streams = setup.videoLayers.isEmpty ? [LegSetup.VideoLayer(ssrc: ssrc, width: 0, height: 0)] : setup.videoLayers
+            let streams: [(ssrc: UInt32?, rid: String?, width: Int, height: Int)] =
+                if let rids { rids.rids.map { (nil, $0, 0, 0) } }
+                else if setup.videoLayers.isEmpty { [(ssrc, nil, 0, 0)] }
+                else { setup.videoLayers.map { ($0.ssrc, nil, $0.width, $0.height) } }
             for layer in streams {
                 var video = ReceiveStreamConfiguration(kind: .video, payloadType: setup.media.videoPayloadType,
                                                        clockRate: VP8.clockRate, ssrc: layer.ssrc)
+                video.mid = layer.rid == nil ? nil : rids?.mid
+                video.rid = layer.rid
                 video.forwarding = true
                 video.participant = setup.account
                 videoLayers.append(Producer.Layer(receive: try core.addReceiveStream(video), width: layer.width, height: layer.height))

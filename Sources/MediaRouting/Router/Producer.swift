@@ -22,9 +22,10 @@ final class Producer {
     struct Layer {
         /// Its receive stream on the publisher's transport (nil for one from another worker).
         let receive: ReceiveStreamID?
-        /// Its picture size as the publisher announced it (0 when it did not).
-        let width: Int
-        let height: Int
+        /// Its picture size as the publisher announced it or its last keyframe said (0
+        /// before either).
+        var width: Int
+        var height: Int
         /// Video: the cumulative rates of its temporal layers over the last full window;
         /// empty until one was measured, or once it stopped.
         var rates: [Int] = []
@@ -96,6 +97,13 @@ final class Producer {
     var receive: ReceiveStreamID? { layers[0].receive }
 
     var isSimulcast: Bool { layers.count > 1 }
+
+    /// The highest layer a subscriber showing the video at `width`x`height` needs: the
+    /// smallest at least 90 % of that size each way (else the top; 0 when hidden).
+    func spatialCap(width: Int, height: Int) -> Int {
+        guard width > 0, height > 0 else { return 0 }
+        return layers.indices.first { layers[$0].width * 10 >= width * 9 && layers[$0].height * 10 >= height * 9 } ?? layers.count - 1
+    }
 
     /// The layer `stream` carries, if it is one of its streams (a search of at most four).
     func layerIndex(of stream: ReceiveStreamID) -> Int? {

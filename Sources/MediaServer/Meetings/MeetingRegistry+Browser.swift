@@ -11,6 +11,8 @@ struct BrowserLeg: Sendable {
     var local: WebRTCAnswerer.Local
     var remoteTransport: WebRTCDescription.Transport
     var media: ForwardingRouter.LegSetup.Media
+    /// Its video as simulcast layers by RID (its SSRCs unannounced), when it sends so.
+    var videoRIDs: ForwardingRouter.LegSetup.RIDLayers?
     /// Whose stream of which kind a receiving section carries.
     struct Placement: Sendable, Hashable {
         var account: String
@@ -60,19 +62,27 @@ extension MeetingRegistry {
         local.dtlsRole = negotiation.dtlsRole
         let sending = negotiation.sections.filter { $0.direction == .sendReceive || $0.direction == .receiveOnly }
         let sentAudio = sending.first { $0.kind == .audio }?.remoteSSRCs.first
-        let sentVideo = sending.first { $0.kind == .video }?.remoteSSRCs.first
+        let sentVideo = sending.first { $0.kind == .video }
         let audioSSRC: UInt32
         var videoSSRC: UInt32?
+        var videoRIDs: ForwardingRouter.LegSetup.RIDLayers?
         if request.role == .actor {
             guard let sentAudio else {
                 throw SignalingError(.invalidRequest, "joinMeeting: an actor's offer sends Opus audio with its SSRC announced (a=sendrecv or sendonly, a=ssrc)")
             }
             audioSSRC = sentAudio
             if request.type == .video {
-                guard let sentVideo else {
-                    throw SignalingError(.invalidRequest, "joinMeeting: a video actor's offer sends VP8 video with its SSRC announced")
+                if let sentVideo, let rids = Self.ridLayers(of: sentVideo) {
+                    // Simulcast: subscribers get it under an SSRC of the server's.
+                    videoRIDs = rids
+                    videoSSRC = webRTC.spareVideoSSRC
+                } else {
+                    guard let ssrc = sentVideo?.remoteSSRCs.first else {
+                        throw SignalingError(.invalidRequest,
+                                             "joinMeeting: a video actor's offer sends VP8 video with its SSRC announced, or as simulcast (a=simulcast, a=rid)")
+                    }
+                    videoSSRC = ssrc
                 }
-                videoSSRC = sentVideo
             }
         } else {
             audioSSRC = webRTC.spareAudioSSRC
@@ -83,7 +93,8 @@ extension MeetingRegistry {
         lastLeg += 1
         var member = Member(identity: identity, connection: connection, role: request.role, type: request.type,
                             audioSSRC: audioSSRC, videoSSRC: videoSSRC, leg: lastLeg, since: time.epochMilliseconds)
-        let browser = BrowserLeg(local: local, remoteTransport: negotiation.remoteTransport, media: media, placed: Self.placed(negotiation))
+        let browser = BrowserLeg(local: local, remoteTransport: negotiation.remoteTransport, media: media, videoRIDs: videoRIDs,
+                                 placed: Self.placed(negotiation))
         member.browser = browser
         meeting.members[identity.account] = member
         meeting.expiresAt = nil
@@ -93,11 +104,13 @@ extension MeetingRegistry {
 
         let reply = Reply.JoinMeeting(callID: id, participants: others.map(\.participant), sdp: negotiation.answer.text, receiving: browser.receiving)
         var outputs = [Self.okReply(connection, requestID, .joinMeeting(reply))]
-        outputs.append(.mediaPlane(.addLeg(ForwardingRouter.LegSetup(
+        var setup = ForwardingRouter.LegSetup(
             id: member.leg, meeting: id, account: identity.account, publishing: request.role == .actor, audioSSRC: audioSSRC,
             videoSSRC: videoSSRC,
             keying: .dtls(role: negotiation.dtlsRole, certificate: webRTC.certificate, remoteFingerprints: negotiation.remoteTransport.fingerprints),
-            media: media, ice: credentials.ice))))
+            media: media, ice: credentials.ice)
+        setup.videoRIDs = videoRIDs
+        outputs.append(.mediaPlane(.addLeg(setup)))
         return outputs + joined(member, others: others, in: id)
     }
 
@@ -130,9 +143,12 @@ extension MeetingRegistry {
         }
         if member.role == .actor {
             let sending = negotiation.sections.filter { $0.direction == .sendReceive || $0.direction == .receiveOnly }
-            guard sending.first(where: { $0.kind == .audio })?.remoteSSRCs.first == member.audioSSRC,
-                  member.videoSSRC == nil || sending.first(where: { $0.kind == .video })?.remoteSSRCs.first == member.videoSSRC else {
-                throw SignalingError(.invalidRequest, "renegotiateMeeting: an actor keeps sending its audio and video with the SSRCs it joined with")
+            let video = sending.first { $0.kind == .video }
+            let keepsVideo = if let rids = browser.videoRIDs { video.flatMap(Self.ridLayers(of:)) == rids }
+                else { member.videoSSRC == nil || video?.remoteSSRCs.first == member.videoSSRC }
+            guard sending.first(where: { $0.kind == .audio })?.remoteSSRCs.first == member.audioSSRC, keepsVideo else {
+                throw SignalingError(.invalidRequest,
+                                     "renegotiateMeeting: an actor keeps sending its audio and video with the SSRCs (or simulcast RIDs) it joined with")
             }
         }
         let before = member
@@ -165,6 +181,11 @@ extension MeetingRegistry {
             }
         }
         return tracks
+    }
+
+    /// A video section's simulcast layers as taken, when the peer sends it so.
+    static func ridLayers(of section: WebRTCNegotiation.Section) -> ForwardingRouter.LegSetup.RIDLayers? {
+        section.simulcast.isEmpty ? nil : ForwardingRouter.LegSetup.RIDLayers(mid: section.mid, rids: section.simulcast.map(\.rid))
     }
 
     /// Whose stream each section of the answer carries.

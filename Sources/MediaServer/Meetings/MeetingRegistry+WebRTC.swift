@@ -34,6 +34,9 @@ extension MeetingRegistry {
         /// The SSRCs it sends with (a viewer's are drawn: it sends nothing forwarded).
         public var audioSSRC: UInt32
         public var videoSSRC: UInt32?
+        /// A publisher's simulcast video by RID (`videoSSRC` is then the server's, for
+        /// subscribers).
+        public var videoRIDs: ForwardingRouter.LegSetup.RIDLayers?
         public var keying: ForwardingRouter.LegSetup.Keying
         public var media: ForwardingRouter.LegSetup.Media
         public var ice: ICECredentials
@@ -103,9 +106,11 @@ extension MeetingRegistry {
         meeting.startedAt = meeting.startedAt ?? time.epochMilliseconds
         meetings[id] = meeting
         accountMeeting[account] = id
-        var outputs: [Output] = [.mediaPlane(.addLeg(ForwardingRouter.LegSetup(
+        var setup = ForwardingRouter.LegSetup(
             id: member.leg, meeting: id, account: account, publishing: role == .actor, audioSSRC: join.audioSSRC,
-            videoSSRC: join.videoSSRC, keying: join.keying, media: join.media, ice: join.ice)))]
+            videoSSRC: join.videoSSRC, keying: join.keying, media: join.media, ice: join.ice)
+        setup.videoRIDs = join.videoRIDs
+        var outputs: [Output] = [.mediaPlane(.addLeg(setup))]
         outputs += joined(member, others: others, in: id)
         return (id, outputs)
     }

@@ -109,6 +109,7 @@ extension SignalingHub {
         let video = negotiation.sections.first { $0.kind == .video }
         let audioSSRC: UInt32
         var videoSSRC: UInt32?
+        var videoRIDs: ForwardingRouter.LegSetup.RIDLayers?
         let kind: MeetingRegistry.WebRTCJoin.Kind
         if let viewing {
             guard negotiation.sections.contains(where: { $0.track != nil }) else {
@@ -124,19 +125,26 @@ extension SignalingHub {
             kind = .publisher
             audioSSRC = ssrc
             if let video, video.direction.takesMedia {
-                guard let ssrc = video.remoteSSRCs.first else {
-                    return .refusal(422, "WHIP: the video section must announce its SSRC (a=ssrc)")
+                if let layers = MeetingRegistry.ridLayers(of: video) {
+                    // Simulcast: viewers get it under an SSRC of the server's.
+                    videoRIDs = layers
+                    videoSSRC = UInt32.random(in: 1 ... .max, using: &random)
+                } else {
+                    guard let ssrc = video.remoteSSRCs.first else {
+                        return .refusal(422, "WHIP: the video section must announce its SSRC (a=ssrc) or send simulcast (a=simulcast, a=rid)")
+                    }
+                    videoSSRC = ssrc
                 }
-                videoSSRC = ssrc
             }
         }
         let media = ForwardingRouter.LegSetup.Media(negotiation)
         var session = ""
         for _ in 0..<4 { session += String(UInt64.random(in: 0 ... .max, using: &random), radix: 16) }
-        let join = MeetingRegistry.WebRTCJoin(
+        var join = MeetingRegistry.WebRTCJoin(
             kind: kind, meeting: name, session: session, audioSSRC: audioSSRC, videoSSRC: videoSSRC,
             keying: .dtls(role: negotiation.dtlsRole, certificate: certificate, remoteFingerprints: negotiation.remoteTransport.fingerprints),
             media: media, ice: ice)
+        join.videoRIDs = videoRIDs
         let outputs: [MeetingRegistry.Output]
         do throws(SignalingError) {
             (_, outputs) = try meetings.joinWebRTC(join, account: account, grants: grants, at: time)

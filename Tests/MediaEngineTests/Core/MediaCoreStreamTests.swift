@@ -49,8 +49,10 @@ import TestSupport
 
     /// Two cores, alice sending Opus on streams she configures, bob receiving on streams he
     /// configures; returns what bob's streams got.
-    func exchange(send: [SendStreamConfiguration], receive: [ReceiveStreamConfiguration], seconds: Int = 1) throws -> (bob: MediaCore, streams: [ReceiveStreamID], events: [MediaCore.Event]) {
+    func exchange(send: [SendStreamConfiguration], receive: [ReceiveStreamConfiguration], seconds: Int = 1,
+                  extensions: RTPExtensionMap = .standard) throws -> (bob: MediaCore, streams: [ReceiveStreamID], events: [MediaCore.Event]) {
         var a = MediaCore.Configuration()
+        a.extensions = extensions
         a.outboundKeying = CoreCallHarness.keyA
         a.inboundKeying = CoreCallHarness.keyB
         a.seed = 3
@@ -98,6 +100,43 @@ import TestSupport
             let statistics = try #require(bob.statistics(of: streams[0]))
             #expect(statistics.ssrc == 0xAAAA && statistics.packetsReceived == 50)
             #expect(bob.transportStatistics.ssrcCollisions == 50, "every packet of the impostor")
+        }
+    }
+
+    @Test func simulcastLayersSharingAMIDBindByTheirRIDsAndASecondSSRCForALayerIsACollision() async throws {
+        try await Heavy.run {
+            var extensions = RTPExtensionMap.standard
+            extensions.set(RTPExtensionMap.ridURI, id: 10)
+            // A browser's layers q and f (h is announced but never sent), and a second SSRC
+            // claiming q.
+            let senders = [(0xA1, "q"), (0xA3, "f"), (0xA4, "q")].map { ssrc, rid in
+                var layer = SendStreamConfiguration.opus(ssrc: UInt32(ssrc))
+                layer.mid = "1"
+                layer.rid = rid
+                return layer
+            }
+            let receivers = ["q", "h", "f"].map { rid in
+                var layer = ReceiveStreamConfiguration.opus(ssrc: nil)
+                layer.mid = "1"
+                layer.rid = rid
+                return layer
+            }
+            let (bob, streams, events) = try exchange(send: senders, receive: receivers, extensions: extensions)
+            let bound = events.compactMap { event -> UInt32? in
+                if case .streamBound(_, let ssrc) = event { return ssrc }
+                return nil
+            }
+            #expect(Set(bound) == [0xA1, 0xA3] && bound.count == 2, "each layer bound once, to its first SSRC: \(bound)")
+            #expect(try #require(bob.statistics(of: streams[0])).ssrc == 0xA1 && bob.statistics(of: streams[0])?.packetsReceived == 50)
+            #expect(bob.statistics(of: streams[1])?.packetsReceived == 0, "h never came")
+            #expect(try #require(bob.statistics(of: streams[2])).ssrc == 0xA3 && bob.statistics(of: streams[2])?.packetsReceived == 50)
+            #expect(bob.transportStatistics.ssrcCollisions == 50, "every packet of the second q")
+            // A layer's MID and RID are taken once: a second stream for them is refused.
+            #expect(throws: MediaCoreError.self) { try bob.addReceiveStream(receivers[0]) }
+            // A stream by MID alone beside them would take any of their packets: refused too.
+            var plain = ReceiveStreamConfiguration.opus(ssrc: nil)
+            plain.mid = "1"
+            #expect(throws: MediaCoreError.self) { try bob.addReceiveStream(plain) }
         }
     }
 

@@ -173,6 +173,59 @@ import Testing
         #expect(plain.sections[1].rtxPayloadType == nil && !plain.answer.text.contains("FID"))
     }
 
+    /// Chromium's video section when it publishes simulcast (`sendEncodings` with rids q,
+    /// h and f, f paused): the RID extensions and `a=rid`/`a=simulcast`, and no `a=ssrc`.
+    static func simulcastOffer(_ simulcast: String = "a=simulcast:send q;h;~f", rids: [String] = ["q", "h", "f"],
+                               ridExtension: Bool = true) -> String {
+        let section = (ridExtension ? "a=extmap:10 urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id\n"
+            + "a=extmap:11 urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id\n" : "")
+            + rids.map { "a=rid:\($0) send\n" }.joined() + simulcast + "\n"
+        return chromium
+            .replacingOccurrences(of: "a=ssrc-group:FID 2001 2002\na=ssrc:2001 cname:Xb4Ia\na=ssrc:2002 cname:Xb4Ia\n", with: section)
+    }
+
+    @Test func aSimulcastPublisherIsAnsweredWithItsRIDsPausedAsOfferedAndTheRIDExtension() throws {
+        let offer = try WebRTCDescription(parsing: Self.simulcastOffer())
+        #expect(offer.sections[1].ssrcs.isEmpty)
+        #expect(offer.sections[1].simulcast == [.init(rid: "q"), .init(rid: "h"), .init(rid: "f", paused: true)])
+        let negotiation = try WebRTCAnswerer.answer(offer, local: try Self.local())
+        let video = negotiation.sections[1]
+        #expect(video.simulcast.map(\.rid) == ["q", "h", "f"])
+        // The RID extension is taken (packets say their layer); the repaired-RID one is not
+        // (this side takes no RTX from a publisher).
+        #expect(video.extensions.map(\.uri).contains(RTPExtensionMap.ridURI) && video.extensions.map(\.id) == [3, 4, 10])
+        #expect(negotiation.extensionMap.id(for: RTPExtensionMap.ridURI) == 10)
+        let text = negotiation.answer.text
+        #expect(text.contains("a=rid:q recv\r\na=rid:h recv\r\na=rid:f recv\r\na=simulcast:recv q;h;~f\r\n"), "\(text)")
+        #expect(!text.contains("repaired-rtp-stream-id"))
+        // The answer reads back as what a browser checks: its rids received, f paused.
+        let answer = try WebRTCDescription(parsing: text)
+        #expect(answer.sections[1].rids == ["q", "h", "f"])
+        // Audio sections never take simulcast.
+        #expect(negotiation.sections[0].simulcast.isEmpty && !negotiation.sections[0].extensions.map(\.uri).contains(RTPExtensionMap.ridURI))
+    }
+
+    @Test func simulcastIsTakenOnlyAsFarAsItCanBeReceived() throws {
+        // Four layers: the first three are taken, and the fourth left out of the answer.
+        let four = try WebRTCAnswerer.answer(try WebRTCDescription(parsing: Self.simulcastOffer("a=simulcast:send a;b;c;d", rids: ["a", "b", "c", "d"])),
+                                             local: try Self.local())
+        #expect(four.sections[1].simulcast.map(\.rid) == ["a", "b", "c"] && !four.answer.text.contains("a=rid:d"))
+        // Alternatives keep their first; a rid without its a=rid send line, a second
+        // mention, or one the header extension cannot carry is left out.
+        let odd = try WebRTCDescription(parsing: Self.simulcastOffer("a=simulcast:send q,x;h;q;zz;\(String(repeating: "r", count: 17))",
+                                                                     rids: ["q", "x", "h", String(repeating: "r", count: 17)]))
+        #expect(odd.sections[1].simulcast.map(\.rid) == ["q", "h"])
+        // Without the RID extension packets cannot say their layer: no simulcast is answered.
+        let noExtension = try WebRTCAnswerer.answer(try WebRTCDescription(parsing: Self.simulcastOffer(ridExtension: false)), local: try Self.local())
+        #expect(noExtension.sections[1].simulcast.isEmpty && !noExtension.answer.text.contains("a=simulcast"))
+        // A side that takes no media (a viewer's server) answers none either.
+        let viewer = try WebRTCAnswerer.answer(try WebRTCDescription(parsing: Self.simulcastOffer()), local: try Self.local(receives: false))
+        #expect(viewer.sections[1].simulcast.isEmpty && !viewer.answer.text.contains("a=rid"))
+        // A recv half beside the send half is read past.
+        let both = try WebRTCDescription(parsing: Self.simulcastOffer("a=simulcast:recv z send q;h"))
+        #expect(both.sections[1].simulcast.map(\.rid) == ["q", "h"])
+    }
+
     @Test func theSetupRoleFollowsTheOffer() throws {
         for (offered, role, written) in [("actpass", DTLSRole.client, "active"), ("active", .server, "passive"), ("passive", .client, "active")] {
             let text = Self.chromium.replacingOccurrences(of: "a=setup:actpass", with: "a=setup:\(offered)")

@@ -91,6 +91,9 @@ public enum WebRTCAnswerer {
     static let audioExtensions: Set<String> = [midURI, MediaDescription.ExtensionMap.transportWideSequenceNumberURI,
                                                MediaDescription.ExtensionMap.audioLevelURI]
     static let videoExtensions: Set<String> = [midURI, MediaDescription.ExtensionMap.transportWideSequenceNumberURI]
+    /// Simulcast streams taken from one video section, the lowest first as the peer lists
+    /// them; more are answered without, and a browser then leaves them off.
+    public static let maximumSimulcastLayers = 3
 
     /// Answers `offer`.
     /// - Throws: `JSEPError` when the BUNDLE transport is unusable or no section can be taken.
@@ -156,14 +159,16 @@ public enum WebRTCAnswerer {
             let supportedFeedback = isAudio ? audioFeedback : videoFeedback
             let supportedExtensions = isAudio ? audioExtensions : videoExtensions
             let feedback = codec.feedback.filter { supportedFeedback.contains($0) }
+            let simulcast = receives ? simulcastLayers(of: section) : []
+            let extensions = supportedExtensions.union(simulcast.isEmpty ? [] : [RTPExtensionMap.ridURI])
             agreed.append(WebRTCNegotiation.Section(
                 index: section.index, mid: section.mid ?? "", kind: section.kind, codec: codec,
                 rtxPayloadType: section.direction == .receiveOnly && feedback.contains("nack") ? rtxPayloadType(for: codec, in: section) : nil,
                 feedback: feedback,
-                extensions: section.extensions.filter { supportedExtensions.contains($0.uri) }.map {
+                extensions: section.extensions.filter { extensions.contains($0.uri) }.map {
                     MediaDescription.ExtensionMap(id: $0.id, uri: $0.uri)
                 },
-                direction: direction, remoteSSRCs: section.ssrcs, remoteStream: section.msid, track: track))
+                direction: direction, remoteSSRCs: section.ssrcs, remoteStream: section.msid, simulcast: simulcast, track: track))
         }
         let sdp = answerSDP(offer, agreed: agreed, role: role, local: local)
         return WebRTCNegotiation(answer: sdp, sections: agreed, refusals: refusals, remoteTransport: remote,
@@ -206,6 +211,15 @@ public enum WebRTCAnswerer {
     /// retransmits only on RTX, which this side does not take.
     private static func rtxPayloadType(for codec: WebRTCDescription.Codec, in section: WebRTCDescription.Section) -> UInt8? {
         section.codecs.first { $0.isCodec("rtx", clockRate: codec.clockRate) && $0.parameters["apt"] == String(codec.payloadType) }?.payloadType
+    }
+
+    /// The simulcast streams taken from a video section the peer sends in (RFC 8853): at
+    /// most `maximumSimulcastLayers`, and only where it offers the MID and RTP stream ID
+    /// extensions that say which stream a packet is (its SSRCs are not announced).
+    private static func simulcastLayers(of section: WebRTCDescription.Section) -> [WebRTCDescription.SimulcastLayer] {
+        let uris = Set(section.extensions.map(\.uri))
+        guard section.kind == .video, uris.contains(midURI), uris.contains(RTPExtensionMap.ridURI) else { return [] }
+        return Array(section.simulcast.prefix(maximumSimulcastLayers))
     }
 
     /// Whether `section` is the first to use its mid.
@@ -282,6 +296,13 @@ public enum WebRTCAnswerer {
                     payloadType: codec.payloadType, parameters: ["minptime": "10", "useinbandfec": "1"])))
             }
             attributes += taken.feedback.map { SessionDescription.Attribute(name: "rtcp-fb", value: "\(codec.payloadType) \($0)") }
+            // The streams taken, paused where the offer paused them: a browser sets each
+            // encoding's `active` from this (RFC 8853 §5.3).
+            if !taken.simulcast.isEmpty {
+                attributes += taken.simulcast.map { SessionDescription.Attribute(name: "rid", value: "\($0.rid) recv") }
+                let streams = taken.simulcast.map { ($0.paused ? "~" : "") + $0.rid }.joined(separator: ";")
+                attributes.append(SessionDescription.Attribute(name: "simulcast", value: "recv \(streams)"))
+            }
             if let rtx = taken.rtxPayloadType {
                 attributes.append(.rtpMap(MediaDescription.RTPMap(payloadType: rtx, encodingName: "rtx", clockRate: codec.clockRate, channels: nil)))
                 attributes.append(.formatParameters(MediaDescription.FormatParameters(payloadType: rtx, parameters: ["apt": String(codec.payloadType)])))
@@ -332,6 +353,10 @@ public struct WebRTCNegotiation: Sendable {
         /// What the peer sends in it, as it announced.
         public var remoteSSRCs: [UInt32]
         public var remoteStream: WebRTCDescription.MediaStreamID?
+        /// The simulcast streams the peer sends in it and this side takes, lowest first
+        /// (RFC 8853; their SSRCs are learnt from packets carrying MID and RID); empty: one
+        /// stream, `remoteSSRCs`.
+        public var simulcast: [WebRTCDescription.SimulcastLayer] = []
         /// What this side sends in it.
         public var track: WebRTCAnswerer.Track?
     }

@@ -54,6 +54,18 @@ public struct WebRTCDescription: Sendable, Hashable {
         public var track: String?
     }
 
+    /// One simulcast stream a peer sends (RFC 8853): its RID, and whether the peer offers it
+    /// paused (`~`).
+    public struct SimulcastLayer: Sendable, Hashable {
+        public var rid: String
+        public var paused: Bool
+
+        public init(rid: String, paused: Bool = false) {
+            self.rid = rid
+            self.paused = paused
+        }
+    }
+
     /// One `m=` section.
     public struct Section: Sendable, Hashable {
         /// Its place in the description (0-based); an answer keeps the offer's order.
@@ -77,6 +89,11 @@ public struct WebRTCDescription: Sendable, Hashable {
         public var ssrcs: [UInt32]
         /// `a=rid` values (simulcast layers), in order.
         public var rids: [String]
+        /// The simulcast streams the peer sends (`a=simulcast:send`), in its order, each
+        /// with an `a=rid:<id> send` line and an ID the RTP stream ID extension can carry
+        /// (1 to 16 letters, digits, `-` or `_`); of alternatives (`,`) the first. Empty
+        /// without simulcast.
+        public var simulcast: [SimulcastLayer]
         /// The section's own transport attributes merged over the session's.
         public var transport: Transport
         /// Candidates in the section that parsed (mDNS and TCP ones are skipped).
@@ -170,11 +187,41 @@ public struct WebRTCDescription: Sendable, Hashable {
             extensions: media.extensionMaps, msid: msid,
             ssrcs: announced.filter { !repairs.contains($0) } + announced.filter { repairs.contains($0) },
             rids: media.attributes(named: "rid").compactMap { $0.value.flatMap { SDPScanning.split($0[...], at: " ").first.map(String.init) } },
+            simulcast: simulcast(media),
             transport: transport(media.attributes, inheriting: session),
             candidates: media.attributes(named: "candidate").compactMap { attribute in
                 attribute.value.flatMap { try? ICECandidate(attribute: $0) }
             },
             endOfCandidates: media.hasAttribute(named: "end-of-candidates"),
             hasCrypto: media.hasAttribute(named: "crypto"))
+    }
+
+    /// The send half of `a=simulcast` (RFC 8853 §5.1: `send q;h;~f`, maybe beside a `recv`
+    /// half), kept to the streams with an `a=rid:<id> send` line (RFC 8851), once each.
+    private static func simulcast(_ media: MediaDescription) -> [SimulcastLayer] {
+        let sent = Set(media.attributes(named: "rid").compactMap { attribute -> Substring? in
+            let fields = SDPScanning.split((attribute.value ?? "")[...], at: " ")
+            return fields.count >= 2 && fields[1] == "send" ? fields[0] : nil
+        })
+        guard let value = media.attributes(named: "simulcast").first?.value else { return [] }
+        let fields = SDPScanning.split(value[...], at: " ")
+        guard let send = fields.firstIndex(of: "send"), send + 1 < fields.count else { return [] }
+        var layers: [SimulcastLayer] = []
+        for stream in SDPScanning.split(fields[send + 1], at: ";") {
+            guard var first = SDPScanning.split(stream, at: ",").first else { continue }
+            let paused = first.hasPrefix("~")
+            if paused { first = first.dropFirst() }
+            let rid = String(first)
+            guard isRID(rid), sent.contains(first), !layers.contains(where: { $0.rid == rid }) else { continue }
+            layers.append(SimulcastLayer(rid: rid, paused: paused))
+        }
+        return layers
+    }
+
+    /// An RTP stream ID the one-byte header extension carries: 1 to 16 of RFC 8851's
+    /// rid-id characters (letters, digits, `-`, `_`).
+    public static func isRID(_ text: String) -> Bool {
+        (1...16).contains(text.utf8.count)
+            && text.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || $0 == 0x2D || $0 == 0x5F }
     }
 }
