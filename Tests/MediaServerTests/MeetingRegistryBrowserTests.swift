@@ -13,7 +13,8 @@ import Testing
 
     /// A browser's offer: its camera and microphone (send-only, when it publishes) and
     /// `pairs` receive-only audio and video sections, one BUNDLE transport.
-    static func offer(publishing: Bool = true, pairs: Int, ufrag: String = "br0w") -> String {
+    /// - Parameter simulcast: The camera as simulcast streams with these RIDs (no `a=ssrc`).
+    static func offer(publishing: Bool = true, pairs: Int, ufrag: String = "br0w", simulcast: [String] = []) -> String {
         var sections: [String] = []
         var mids: [String] = []
         func section(_ kind: String, direction: String, ssrc: UInt32?) {
@@ -24,7 +25,12 @@ import Testing
                          "a=ice-pwd:0123456789abcdefghijklmn", "a=fingerprint:\(Self.fingerprint)", "a=setup:actpass", "a=mid:\(mid)",
                          "a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid", "a=\(direction)", "a=rtcp-mux",
                          "a=rtpmap:\(payloadType) \(kind == "audio" ? "opus/48000/2" : "VP8/90000")"]
-            if let ssrc { lines += ["a=msid:me \(kind)", "a=ssrc:\(ssrc) cname:page"] }
+            if kind == "video", direction == "sendonly", !simulcast.isEmpty {
+                lines += ["a=extmap:10 urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id", "a=msid:me video"]
+                    + simulcast.map { "a=rid:\($0) send" } + ["a=simulcast:send " + simulcast.joined(separator: ";")]
+            } else if let ssrc {
+                lines += ["a=msid:me \(kind)", "a=ssrc:\(ssrc) cname:page"]
+            }
             sections.append(lines.joined(separator: "\r\n"))
         }
         if publishing {
@@ -109,6 +115,39 @@ import Testing
         #expect(answered.receiving == ["4": "carol"], "\(answered.receiving)")
         #expect(answered.sdp.components(separatedBy: "a=inactive").count == 4, "alice's pair and the spare video go inactive: \(answered.sdp)")
         #expect(Self.forwarding(meeting.takeCommands()).isEmpty, "carol's forwarding (audio muted) is unchanged")
+    }
+
+    @Test func aSimulcastPageIsTakenByItsRIDsAndSubscribersGetItUnderAServerSSRC() throws {
+        var meeting = MeetingHarness()
+        meeting.login(1, "alice")
+        meeting.login(2, "bob", device: "web")
+        #expect(meeting.code(meeting.reserve(1, "room")) == nil)
+        #expect(meeting.code(Self.joinWithVideo(&meeting, 1)) == nil)
+        _ = meeting.takeCommands()
+        let reply = try meeting.request(2, MessageType.joinMeeting, Request.JoinMeeting(
+            name: "room", role: .actor, type: .video, sdp: Self.offer(pairs: 1, simulcast: ["q", "h", "f"]))).body(Reply.JoinMeeting.self)
+        let answer = try #require(reply.sdp)
+        #expect(answer.contains("a=rid:q recv\r\na=rid:h recv\r\na=rid:f recv\r\na=simulcast:recv q;h;f"), "\(answer)")
+        let bob = try #require(Self.leg(meeting.takeCommands()))
+        #expect(bob.videoRIDs == ForwardingRouter.LegSetup.RIDLayers(mid: "1", rids: ["q", "h", "f"]) && bob.videoLayers.isEmpty)
+        let served = try #require(bob.videoSSRC)
+        #expect(bob.audioSSRC == 500 && (95_000..<96_000).contains(served), "the server's SSRC (the leg's spare): \(served)")
+        #expect(bob.media.extensions.id(for: RTPExtensionMap.ridURI) == 10)
+
+        // carol (ours) is told bob's video under that SSRC.
+        meeting.login(3, "carol")
+        let carol = try meeting.join(3, "room", ssrc: 300).body(Reply.JoinMeeting.self)
+        #expect(carol.participants.first { $0.account == "bob" }?.videoSSRC == served)
+
+        // A renegotiation keeps the RIDs: the same goes, other RIDs or an SSRC instead are refused.
+        func renegotiate(_ simulcast: [String]) -> RegistryHarness.Message {
+            meeting.request(2, MessageType.renegotiateMeeting,
+                            Request.RenegotiateMeeting(callID: reply.callID, sdp: Self.offer(pairs: 2, simulcast: simulcast)))
+        }
+        #expect(meeting.code(renegotiate(["q", "h", "f"])) == nil)
+        #expect(try renegotiate(["q", "h"]).body(ErrorBody.self).message.contains("simulcast RIDs"))
+        // One stream by SSRC instead: the RID extension is gone from the answer, refused as such.
+        #expect(try renegotiate([]).body(ErrorBody.self).message.contains("header extension IDs stay those of the join"))
     }
 
     @Test func whatARenegotiationCannotChangeAndWhoCannotRenegotiateAreTypedErrors() throws {
