@@ -43,6 +43,14 @@ import TestSupport
             #expect(estimate.packetsReceived > 300 && estimate.unknownReports == 0,
                     "\(viewer.name)'s transport-wide feedback reported \(estimate.packetsReceived) packets received")
         }
+        // And the other way: the server's transport-wide feedback reaches each publisher,
+        // whose estimate a browser's sending rate follows (without it Chrome falls to its
+        // minimum, 0.8x a second).
+        for publisher in people {
+            let statistics = publisher.core.bandwidthEstimator.statistics
+            print("webRTC: \(publisher.name) had feedback on \(statistics.packetsReceived) of its packets; video report \(String(describing: publisher.core.statistics(of: publisher.videoOut!)?.remoteReport))")
+            #expect(statistics.packetsReceived > 300, "\(publisher.name): feedback on \(statistics.packetsReceived) of its packets")
+        }
         // The audio level arrives under each publisher's own ID: speaking is reported.
         #expect(meeting.router.lastSpoke(leg: browser.leg) != nil && meeting.router.lastSpoke(leg: bot.leg) != nil)
         #expect(meeting.router.counters.strangerDatagrams == 0)

@@ -189,6 +189,7 @@ struct ReceivePipeline {
             stream.statistics.malformedPackets += 1
             return nil
         }
+        recordTransportSequence(packet, from: source, socket: socket, now: now)
         let receiving: ReceiveStreamState
         if binding {
             guard let bound = bind(packet, ssrc: ssrc, payloadType: payloadType) else { return nil }
@@ -231,6 +232,7 @@ struct ReceivePipeline {
             stream.statistics.malformedPackets += 1
             return nil
         }
+        recordTransportSequence(carried, from: source, socket: socket, now: now)
         guard carried.payloadRange.count >= 2 else {
             stream.statistics.rtxPaddingReceived += 1
             return nil
@@ -304,15 +306,21 @@ struct ReceivePipeline {
         return stream
     }
 
+    /// Transport-wide feedback covers every authenticated packet on the transport, one no
+    /// stream takes included: a browser's probe padding on a simulcast layer it has not
+    /// sent media on yet (so not bound) would otherwise be reported lost, and its estimate
+    /// would fall for it.
+    private mutating func recordTransportSequence(_ packet: RTPPacketView, from source: SocketAddress, socket: Int, now: Duration) {
+        guard let id = extensions.id(for: RTPExtensionMap.transportSequenceNumberURI),
+              let value = packet.extensionValue(id: id), value.count == 2 else { return }
+        feedback.packetReceived(transportSequenceNumber: value.uint16(at: 0), now: now)
+        feedbackDestination = (source, socket)
+    }
+
     private mutating func receive(_ packet: RTPPacketView, on stream: ReceiveStreamState, from source: SocketAddress, socket: Int,
                                   now: Duration, path: SelectedPath, random: inout SeededRandom, retransmitted: Bool = false) {
         stream.statistics.ssrc = packet.ssrc
         stream.source = (source, socket)
-        if let id = extensions.id(for: RTPExtensionMap.transportSequenceNumberURI),
-           let value = packet.extensionValue(id: id), value.count == 2 {
-            feedback.packetReceived(transportSequenceNumber: value.uint16(at: 0), now: now)
-            feedbackDestination = (source, socket)
-        }
         if stream.configuration.kind == .audio, let id = extensions.id(for: RTPExtensionMap.audioLevelURI),
            let value = packet.extensionValue(id: id), value.count >= 1 {
             stream.audioLevel = (AudioLevel(byte: value[0]), now)

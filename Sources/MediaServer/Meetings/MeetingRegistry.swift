@@ -582,10 +582,10 @@ public struct MeetingRegistry: Sendable {
         return leave(account, of: id, reason: .timedOut, at: time)
     }
 
-    /// Tells a publisher which of its simulcast layers to send.
+    /// Tells a publisher which of its simulcast layers to send: our client and the web client
+    /// (which sets its encodings active or not); a WHIP/WHEP endpoint has no channel for it.
     public func videoLayers(_ active: [Bool], ofLeg leg: UInt64) -> [Output] {
-        guard let (id, account) = owner(ofLeg: leg), let member = meetings[id]?.members[account], member.webRTC == nil,
-              member.browser == nil else { return [] }
+        guard let (id, account) = owner(ofLeg: leg), let member = meetings[id]?.members[account], member.webRTC == nil else { return [] }
         return send(member, .videoLayers(Event.VideoLayers(callID: id, active: active)))
     }
 

@@ -11,7 +11,8 @@
 //                                        draw with others on a shared whiteboard: a real-time
 //                                        conference's data (board.js)
 // For automation, window.mediaEngine.stats() resolves to per-participant figures
-// (framesDecoded, frameWidth, frameHeight, audioLevel, packetsLost, jitter) and the
+// (framesDecoded, frameWidth, frameHeight, audioLevel, packetsLost, jitter), what this page
+// sent (framesSent, and per simulcast layer by RID: framesSent, frameWidth, active), and the
 // transport's dtlsState, srtpCipher and selected candidate pair type; firstFrameAfter is the
 // seconds from opening the page to the first picture; mute(account, {audio, video}) stops
 // (or, with false, resumes) that participant's media for this page only.
@@ -138,6 +139,65 @@ class Meeting {
 
   static get initialPairs() { return 3; }
 
+  // Simulcast, as SFU clients publish: the camera at full size and at a half and a quarter,
+  // each its own encoding with a RID, lowest first (the server counts layers in this order),
+  // so each viewer gets the one its bandwidth and its tile fit. Chrome encodes 3 layers from
+  // 960x540 up and 2 from 640x360 (WebRTC-LegacySimulcastLayerLimit), dropping the last ones
+  // listed; so only those are listed, and a smaller camera sends one stream.
+  static simulcastEncodings(track) {
+    const { width = 0, height = 0 } = track.getSettings();
+    const count = width * height >= 960 * 540 ? 3 : width * height >= 640 * 360 ? 2 : 1;
+    if (count < 2) return null;
+    return ["q", "h", "f"].slice(3 - count).map((rid, index) => ({ rid, scaleResolutionDownBy: 2 ** (count - 1 - index) }));
+  }
+
+  // The server's wish for this page's simulcast layers (lowest first): those no viewer can
+  // use are paused, and resumed (with a keyframe) when one can. Applied again after each
+  // negotiation, which would otherwise set them from the answer.
+  async applyLayers() {
+    if (!this.videoSender || !this.activeLayers) return;
+    const parameters = this.videoSender.getParameters();
+    if (!parameters.encodings || parameters.encodings.length < 2) return;
+    let changed = false;
+    parameters.encodings.forEach((encoding, index) => {
+      const active = this.activeLayers[index] !== false;
+      if (encoding.active !== active) { encoding.active = active; changed = true; }
+    });
+    if (changed) await this.videoSender.setParameters(parameters).catch((error) => console.warn(`layers: ${error.message}`));
+  }
+
+  // Tells the server the size each participant's tile shows (device pixels), half a second
+  // after it settles, so the server sends the smallest simulcast layer that fills it.
+  watchSize(account, video) {
+    if (!this.resizes) {
+      this.shownSizes = new Map(); // account -> "WxH" last told
+      this.resizeTimers = new Map();
+      this.resizes = new ResizeObserver((entries) => {
+        for (const entry of entries) {
+          const name = entry.target.parentElement && entry.target.parentElement.dataset.name;
+          if (!name) continue;
+          const width = Math.round(entry.contentRect.width * devicePixelRatio);
+          const height = Math.round(entry.contentRect.height * devicePixelRatio);
+          clearTimeout(this.resizeTimers.get(name));
+          this.resizeTimers.set(name, setTimeout(() => this.tellSize(name, width, height), 500));
+        }
+      });
+    }
+    if (video.dataset.sized) return;
+    video.dataset.sized = "1";
+    this.resizes.observe(video);
+  }
+
+  tellSize(account, width, height) {
+    const participant = this.participants.get(account);
+    if (this.left || this.callID === undefined || !participant || participant.type !== 2) return;
+    const size = `${width}x${height}`;
+    if (this.shownSizes.get(account) === size) return;
+    this.shownSizes.set(account, size);
+    this.signaling.request("setVideoSize", { callID: this.callID, user: account, width, height })
+      .catch((error) => console.warn(`setVideoSize: ${error.message}`));
+  }
+
   async join() {
     // The server's media port is ICE-lite with host candidates in every answer: of the
     // servers a login hands out only TURN is of use here. A STUN entry names that same
@@ -149,9 +209,13 @@ class Meeting {
     if (this.role === "actor") {
       const stream = await capture(this.publish);
       for (const track of stream.getTracks()) {
-        const transceiver = this.connection.addTransceiver(track, { direction: "sendonly", streams: [stream] });
+        const init = { direction: "sendonly", streams: [stream] };
+        const encodings = track.kind === "video" && Meeting.simulcastEncodings(track);
+        if (encodings) init.sendEncodings = encodings;
+        const transceiver = this.connection.addTransceiver(track, init);
         if (track.kind === "video") {
           type = 2;
+          this.videoSender = transceiver.sender;
           // Under CPU load Chrome would shrink the picture; a meeting keeps its size and
           // lowers the frame rate instead.
           const parameters = transceiver.sender.getParameters();
@@ -176,6 +240,7 @@ class Meeting {
                                                                 sdp: this.connection.localDescription.sdp });
     this.callID = reply.callID;
     await this.connection.setRemoteDescription({ type: "answer", sdp: reply.sdp });
+    await this.applyLayers();
     this.place(reply.receiving);
     sessions.push(this);
     for (const participant of reply.participants) this.participants.set(participant.account, participant);
@@ -198,6 +263,7 @@ class Meeting {
       await this.connection.setLocalDescription(await this.connection.createOffer());
       const reply = await this.signaling.request("renegotiateMeeting", { callID: this.callID, sdp: this.connection.localDescription.sdp });
       await this.connection.setRemoteDescription({ type: "answer", sdp: reply.sdp });
+      await this.applyLayers();
       this.place(reply.receiving);
     }).catch((error) => fail(error));
   }
@@ -214,6 +280,7 @@ class Meeting {
     }
     for (const [account, tracks] of streams) {
       const video = tile(account);
+      this.watchSize(account, video);
       const current = video.srcObject ? video.srcObject.getTracks() : [];
       if (current.length !== tracks.length || tracks.some((track) => !current.includes(track))) {
         video.srcObject = new MediaStream(tracks);
@@ -244,6 +311,10 @@ class Meeting {
         this.renegotiate();
         break;
       }
+      case "videoLayers":
+        this.activeLayers = body.active || null;
+        this.queue = this.queue.then(() => this.applyLayers());
+        break;
       case "speakingUsers":
         this.levels = body.levels || {};
         this.showStates();
@@ -505,13 +576,27 @@ async function stats() {
                                    audioPacketsReceived: entry.packetsReceived || 0 });
         }
       } else if (entry.type === "outbound-rtp" && entry.kind === "video") {
-        // What this page sent of its camera, for comparing with what others decoded.
-        sent.framesSent = (sent.framesSent || 0) + (entry.framesSent || 0);
+        // What this page sent of its camera, for comparing with what others decoded (of
+        // simulcast layers, the one that sent most: each carries the same pictures).
+        sent.framesSent = Math.max(sent.framesSent || 0, entry.framesSent || 0);
+        // Simulcast: each layer's figures by RID (lowest first as listed).
+        if (entry.rid) {
+          (sent.layers || (sent.layers = {}))[entry.rid] = { framesSent: entry.framesSent || 0, frameWidth: entry.frameWidth || 0,
+                                                            frameHeight: entry.frameHeight || 0, active: entry.active !== false,
+                                                            targetBitrate: entry.targetBitrate || 0,
+                                                            qualityLimitationReason: entry.qualityLimitationReason };
+        }
+      } else if (entry.type === "remote-inbound-rtp" && entry.kind === "video") {
+        // The server's receiver reports about this page's camera: its loss and round trip.
+        sent.reportsReceived = (sent.reportsReceived || 0) + (entry.reportsReceived || 0);
+        sent.roundTripTime = entry.roundTripTime;
       } else if (entry.type === "transport") {
         const pair = byID.get(entry.selectedCandidatePairId);
         const remote = pair && byID.get(pair.remoteCandidateId);
         transport = { dtlsState: entry.dtlsState, srtpCipher: entry.srtpCipher, dtlsCipher: entry.dtlsCipher,
-                      candidateType: remote ? remote.candidateType : null };
+                      candidateType: remote ? remote.candidateType : null,
+                      availableOutgoingBitrate: pair ? pair.availableOutgoingBitrate : null,
+                      packetsReceived: entry.packetsReceived, bytesReceived: entry.bytesReceived };
       }
     });
   }

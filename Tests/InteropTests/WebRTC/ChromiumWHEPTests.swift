@@ -35,7 +35,21 @@ import TestSupport
             }
 
             struct Sent: Decodable {
+                /// One simulcast layer's figures, by RID.
+                struct Layer: Decodable {
+                    var framesSent: Int
+                    var frameWidth: Int
+                    var frameHeight: Int
+                    var active: Bool
+                    var targetBitrate: Double?
+                    var qualityLimitationReason: String?
+                }
+
                 var framesSent: Int?
+                var layers: [String: Layer]?
+                /// The server's receiver reports on the page's video, and the round trip they gave.
+                var reportsReceived: Int?
+                var roundTripTime: Double?
             }
 
             var participants: [String: Participant]
@@ -44,6 +58,10 @@ import TestSupport
             var dtlsState: String?
             var srtpCipher: String?
             var candidateType: String?
+            /// The sending estimate (b/s) on the selected candidate pair.
+            var availableOutgoingBitrate: Double?
+            /// What the transport received (RTP and RTCP, after DTLS).
+            var packetsReceived: Int?
         }
 
         struct Action: Decodable {
