@@ -45,26 +45,62 @@ import TestSupport
         return (audio, video)
     }
 
+    /// A namespace lab with the server on one host and two page hosts (bob's, carol's), a
+    /// scratch directory, and the meeting `room` reserved by alice; `close()` undoes it all.
+    final class Room {
+        let lab: NetworkLab
+        let serverHost: NetworkLab.Namespace
+        let bobHost: NetworkLab.Namespace
+        let carolHost: NetworkLab.Namespace
+        let server: LabServer
+        let directory: URL
+
+        init(_ name: String) throws {
+            lab = try NetworkLab()
+            do {
+                serverHost = try lab.addPublicHost()
+                bobHost = try lab.addPublicHost()
+                carolHost = try lab.addPublicHost()
+                server = try LabServer(lab: lab, host: serverHost, options: ["--leg-timeout", "3"])
+            } catch {
+                lab.close()
+                throw error
+            }
+            do {
+                directory = try temporaryDirectory(name)
+                let reserve = try lab.run(in: serverHost, CLI.executable.path,
+                                          ["meeting", "reserve", "room", "--server", server.url, "--token-file", try server.tokenFile("alice")])
+                let run = try reserve.wait(timeout: 20)
+                guard run.status == 0 else { throw ToolFailure("meeting reserve: \(run.stdout) \(run.stderr)") }
+            } catch {
+                server.stop()
+                lab.close()
+                throw error
+            }
+        }
+
+        /// `account`'s token, for a page's URL.
+        func token(_ account: String) throws -> String {
+            try String(contentsOfFile: try server.tokenFile(account), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
+        func close() {
+            server.stop()
+            try? FileManager.default.removeItem(at: directory)
+            lab.close()
+        }
+    }
+
     @Test func twoPagesAndACLIParticipantSeeAndHearEachOtherAndAMuteForMeIsThatPagesOnly() async throws {
         try await Heavy.run {
-            let lab = try NetworkLab()
-            defer { lab.close() }
-            let serverHost = try lab.addPublicHost()
-            let bobHost = try lab.addPublicHost()
-            let carolHost = try lab.addPublicHost()
-            let server = try LabServer(lab: lab, host: serverHost, options: ["--leg-timeout", "3"])
-            defer { server.stop() }
-            let directory = try temporaryDirectory("chromium-meeting")
-            defer { try? FileManager.default.removeItem(at: directory) }
+            let room = try Room("chromium-meeting")
+            defer { room.close() }
+            let (lab, serverHost, bobHost, carolHost, server, directory) = (room.lab, room.serverHost, room.bobHost, room.carolHost, room.server,
+                                                                            room.directory)
             let bobMedia = try Self.fakeMedia(in: directory, tone: 440, size: "320x240")
             let carolMedia = try Self.fakeMedia(in: directory, tone: 660, size: "352x288")
-            func token(_ account: String) throws -> String {
-                try String(contentsOfFile: try server.tokenFile(account), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-            }
+            let token = room.token
             let url = server.url
-            let reserve = try lab.run(in: serverHost, CLI.executable.path,
-                                      ["meeting", "reserve", "room", "--server", url, "--token-file", try server.tokenFile("alice")])
-            #expect(try reserve.wait(timeout: 20).status == 0)
             let heard = directory.appendingPathComponent("alice-heard.wav").path
             let alice = try lab.run(in: serverHost, CLI.executable.path,
                                     ["meeting", "join", "room", "--server", url, "--token-file", try server.tokenFile("alice"), "--audio", "sine:550",

@@ -18,31 +18,18 @@ import TestSupport
 
     @Test func aPagesSimulcastLayersAreChosenByTheViewersTileAndTheUnwatchedOneIsPaused() async throws {
         try await Heavy.run {
-            let lab = try NetworkLab()
-            defer { lab.close() }
-            let serverHost = try lab.addPublicHost()
-            let bobHost = try lab.addPublicHost()
-            let carolHost = try lab.addPublicHost()
-            let server = try LabServer(lab: lab, host: serverHost, options: ["--leg-timeout", "3"])
-            defer { server.stop() }
-            let directory = try temporaryDirectory("chromium-simulcast")
-            defer { try? FileManager.default.removeItem(at: directory) }
+            let room = try ChromiumMeeting.Room("chromium-simulcast")
+            defer { room.close() }
+            let (lab, server, token) = (room.lab, room.server, room.token)
             // 640x360: Chrome sends two layers (320x180 and 640x360) from this size.
-            let media = try ChromiumMeeting.fakeMedia(in: directory, tone: 440, size: "640x360")
-            func token(_ account: String) throws -> String {
-                try String(contentsOfFile: try server.tokenFile(account), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-            }
-            let reserve = try lab.run(in: serverHost, CLI.executable.path,
-                                      ["meeting", "reserve", "room", "--server", server.url, "--token-file", try server.tokenFile("alice")])
-            #expect(try reserve.wait(timeout: 20).status == 0)
-
-            let bob = try ChromiumMeeting.page(lab, on: bobHost, url: "\(server.http)/#meeting=room&processing=0&token=\(try token("bob"))",
+            let media = try ChromiumMeeting.fakeMedia(in: room.directory, tone: 440, size: "640x360")
+            let bob = try ChromiumMeeting.page(lab, on: room.bobHost, url: "\(server.http)/#meeting=room&processing=0&token=\(try token("bob"))",
                                                audio: media.audio, video: media.video, seconds: 26)
             try await Task.sleep(for: .seconds(3))
             // carol watches. At 8 s her tile of bob shrinks to 150 px (the 320x180 layer
             // fills it); at 16 s it grows back.
             let tileOfBob = "document.querySelector('.tile[data-name=\"bob\"] video')"
-            let carol = try ChromiumMeeting.page(lab, on: carolHost,
+            let carol = try ChromiumMeeting.page(lab, on: room.carolHost,
                                                  url: "\(server.http)/#meeting=room&role=audience&token=\(try token("carol"))",
                                                  audio: media.audio, video: media.video, seconds: 22,
                                                  actions: ["8:\(tileOfBob).style.width = '150px'", "16:\(tileOfBob).style.width = ''"])
