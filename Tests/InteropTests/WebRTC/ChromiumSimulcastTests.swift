@@ -57,7 +57,10 @@ import TestSupport
             #expect(Set(sent.keys) == ["h", "f"] && sent["h"]?.frameWidth == 320, "\(sent)")
             let seen = try #require(carolSees(at: 12))
             let before = carolSees(at: 9)?.framesDecoded ?? 0
-            #expect(seen.frameWidth == 320 && seen.frameHeight == 180 && (seen.framesDecoded ?? 0) - before >= 30, "\(widths)")
+            // Still moving: at the estimate's floor (below) bob's page itself sends as few as
+            // 7 frames a second under load, so this asks for 10 in 3 s, not a frame rate.
+            #expect(seen.frameWidth == 320 && seen.frameHeight == 180 && (seen.framesDecoded ?? 0) - before >= 10,
+                    "\(widths) decoded \(before) -> \(seen.framesDecoded ?? 0)")
 
             // The top layer: wanted while carol's tile is large, paused at bob's page (its
             // encoding set inactive) 5 s after the tile shrank, resumed when it grew back.
