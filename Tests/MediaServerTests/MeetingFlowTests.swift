@@ -573,7 +573,11 @@ import TestSupport
             let asked = ContinuousClock.now
             let back = await eventually(timeout: .seconds(5)) { viewers[2].lastSize("alice").map { $0.width == 640 } == true }
             print("meeting simulcast: alice's packets/s at the server \(Int(sending)) with all layers, \(Int(paused)) with the large ones paused; dave's 640x360 back after \(ContinuousClock.now - asked)")
-            #expect(paused < sending / 2, "alice sends \(paused) packets/s with two layers paused, \(sending) with all")
+            // Paused, only audio (50 packets/s) and the 160x90 layer (a packet a frame, at most
+            // 30 frames/s) are left: at most 80 packets/s, 90 with slack. Not a ratio to what all
+            // layers sent: under CI load her encoder made fewer large frames (158 packets/s,
+            // against 220 alone), and the large layers' share with them.
+            #expect(paused <= 90 && sending - paused >= 30, "alice sends \(paused) packets/s with two layers paused, \(sending) with all")
             #expect(back && ContinuousClock.now - asked <= .milliseconds(2_500))
             for member in [alice] + viewers { await member.manager.logout() }
         }
