@@ -131,8 +131,8 @@ import TestSupport
                     let figures = try #require(now.participants[other], "\(name) has no \(other): \(now.participants)")
                     #expect(figures.frameWidth == width && figures.frameHeight == height, "\(name) sees \(other) at \(figures)")
                     // Still decoding: frames beyond those of three seconds before.
-                    let earlier = before?.participants[other]?.framesDecoded ?? 0
-                    #expect((figures.framesDecoded ?? 0) - earlier >= 30, "\(name): \(other)'s framesDecoded \(earlier) -> \(figures.framesDecoded ?? 0) over 3 s")
+                    let earlier = before?.participants[other]?.framesDecoded ?? 0, decoded = figures.framesDecoded ?? 0
+                    #expect(decoded - earlier >= 30, "\(name): \(other)'s framesDecoded \(earlier) -> \(decoded) over 3 s")
                     if !(name == "bob" && other == "carol") {
                         #expect((figures.audioLevel ?? 0) > 0.03 && (figures.audioPacketsReceived ?? 0) > 200, "\(name) hears \(other): \(figures)")
                     }
