@@ -378,8 +378,16 @@ import TestSupport
             #expect(heard.alice >= 3 * 48_000 && heard.bob >= 3 * 48_000, "both heard the other throughout: \(heard)")
             // None (the 0 %); under a sanitizer, which slows everything, at most 1 %.
             let allowed = Sanitizer.frameBoundsHold ? (alice: 0, bob: 0) : (alice: heard.alice / 100, bob: heard.bob / 100)
+            // (What a failure needs to be read: how many concealments, and how deep each
+            // jitter buffer was by then.)
+            func buffers(_ member: MeetingFlows.Member) async -> String {
+                let streams = await member.manager.currentMeetingSession?.receiveStatistics.streams.filter { $0.kind == .audio } ?? []
+                return streams.map { "\($0.concealmentEvents) events, target \(Int($0.jitterBufferTargetDelay * 1000)) ms, "
+                    + "lost \($0.packetsLost), jitter \(Int($0.jitter * 1000)) ms" }.joined(separator: "; ")
+            }
+            let depths = (alice: await buffers(alice), bob: await buffers(bob))
             #expect(concealed.alice <= allowed.alice && concealed.bob <= allowed.bob,
-                    "no audio concealed during the transfer: \(concealed) of \(heard) samples")
+                    "no audio concealed during the transfer: \(concealed) of \(heard) samples; alice \(depths.alice), bob \(depths.bob)")
             let sorted = probes.map(\.1).sorted()
             let slowest = probes.max { $0.1 < $1.1 } ?? ("none", .zero)
             #expect(probes.count >= 60 && slowest.1 < Self.promptAnswer, "\(probes.count) requests, the slowest \(slowest)")

@@ -466,6 +466,7 @@ public final class MediaSession: Sendable {
         }
         Thread.detachNewThread { [self] in
             ThreadName.set("media receive")
+            ThreadPriority.raiseForMedia()
             receive()
             threadEnded()
         }
@@ -548,6 +549,7 @@ public final class MediaSession: Sendable {
         state.withLock { $0.threads += 1 }
         Thread.detachNewThread { [self] in
             ThreadName.set("media send")
+            ThreadPriority.raiseForMedia()
             send()
             threadEnded()
         }
