@@ -211,6 +211,50 @@ import TestSupport
         }
     }
 
+    /// A viewer's estimate never rises above 1.5 × what it acknowledges, so one sent only
+    /// the small layer cannot learn by itself that its link widened. The router probes:
+    /// padding on the viewer's RTX stream at what the next step adds, and what arrives
+    /// becomes the estimate. carol's link opens from 150 kb/s to 2 Mb/s at 12 s and she
+    /// climbs to the top layer; bob's stays at 150 kb/s, each of his probes fails as the
+    /// delay grows, each waits twice as long as the last, and his picture keeps coming.
+    @Test func aViewerStuckOnTheSmallLayerProbesItsWayUpWhenItsLinkWidens() async throws {
+        try await Heavy.runAlone {
+            let meeting = MeetingCoreHarness()
+            let alice = try meeting.join("alice", frequency: 440, video: true, temporalLayers: 3, simulcast: Self.layers)
+            let bob = try meeting.join("bob", frequency: 0, publishing: false, rtx: 97, downlink: Self.capped(150))
+            let carol = try meeting.join("carol", frequency: 0, publishing: false, rtx: 97, downlink: Self.capped(150))
+            try meeting.run(until: .seconds(12))
+            let router = meeting.router
+            func spatial(_ viewer: MeetingCoreHarness.Participant) -> Int { router.forwardedVideo(to: viewer.leg, from: alice.leg).spatial }
+            func transport(_ viewer: MeetingCoreHarness.Participant) -> Transport? { router.transportByLeg[viewer.leg].flatMap { router.transports[$0] } }
+            #expect(spatial(bob) == 0 && spatial(carol) == 0, "both on the small layer behind 150 kb/s: \(spatial(bob)), \(spatial(carol))")
+            let capped = router.estimatedBitrate(ofLeg: carol.leg) ?? 0
+            try carol.downlink.setRate(2_000)
+            var layers: [Int] = []
+            for step in 1...28 {
+                try meeting.run(until: .seconds(12) + .seconds(1) * step)
+                layers.append(spatial(carol))
+            }
+            let opened = router.estimatedBitrate(ofLeg: carol.leg) ?? 0
+            let counters = router.counters
+            print("probing: carol's layers after her link opened \(layers), estimate \(capped) -> \(opened); bob's layer \(spatial(bob)), "
+                + "estimate \(router.estimatedBitrate(ofLeg: bob.leg) ?? 0), next probe wait \(transport(bob)?.probeBackoff ?? .zero); probes "
+                + "\(counters.probesStarted) started, \(counters.probesSucceeded) succeeded, \(counters.probesFailed) failed, "
+                + "\(counters.paddingPacketsSent) padding packets (\(counters.paddingBytesSent) bytes)")
+            #expect(layers.suffix(5).allSatisfy { $0 == 2 }, "carol climbs to the top layer: \(layers)")
+            #expect(opened > 1_000_000, "carol's estimate \(capped) -> \(opened)")
+            #expect(counters.probesSucceeded >= 2 && counters.paddingPacketsSent > 0)
+            // bob: still the small layer, his picture never stalled a second, and his probes
+            // failed, each backing off twice as long (5, 10, 20 s... over 40 s: a few).
+            #expect(spatial(bob) == 0)
+            #expect(counters.probesFailed >= 2, "\(counters.probesFailed) failed probes")
+            #expect((transport(bob)?.probeBackoff ?? .zero) >= .seconds(20), "bob's next wait \(transport(bob)?.probeBackoff ?? .zero)")
+            let freeze = Self.longestFreeze(bob, of: "alice", from: .seconds(4), to: meeting.now)
+            #expect(freeze <= .seconds(1), "bob froze for \(freeze)")
+            #expect(carol.lastPicture["alice"]?.width == 640)
+        }
+    }
+
     /// Viewers with RTX behind 5 % loss, one on the middle layer and one on the top (and
     /// the first moved down mid-run): each NACK is answered from the history of the layer
     /// its packet came on, renumbered as it went out, so the decoders never see a wrong one.

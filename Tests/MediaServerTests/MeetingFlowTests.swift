@@ -535,7 +535,19 @@ import TestSupport
                     viewer.lastSize("alice").map { $0.width == size.0 && $0.height == size.1 } == true
                 }
             }
-            let reached = await eventually(timeout: .seconds(40)) { settled() }
+            // Settled means held for 2 s: on the way down from the start's estimate (2 Mb/s,
+            // far above carol's link) she passes layer 1 for a moment, and a probe brings her
+            // back up to it some seconds later.
+            var settledSince: ContinuousClock.Instant?
+            let reached = await eventually(timeout: .seconds(40)) {
+                guard settled() else {
+                    settledSince = nil
+                    return false
+                }
+                let since = settledSince ?? .now
+                settledSince = since
+                return ContinuousClock.now - since >= .seconds(2)
+            }
             let estimates = viewers.map { viewer in forwarding.statistics.legStatistics.first { $0.account == viewer.account }?.estimatedBitrate ?? 0 }
             #expect(reached, "layers \(layers()), sizes \(viewers.map { $0.lastSize("alice").map { "\($0.width)x\($0.height)" } ?? "none" }), estimates \(estimates)")
             // Settled: 6 s more, sampled each half second.
@@ -550,7 +562,9 @@ import TestSupport
             let metrics = MetricSample.parse(body)
             let gauges = viewers.map { metrics.value("mediaengine_forwarded_video_spatial_layer", ["user": $0.account, "publisher": "alice"]) }
             let widths = viewers.map { metrics.value("mediaengine_forwarded_video_width", ["user": $0.account, "publisher": "alice"]) }
-            print("meeting simulcast: layers \(samples.last ?? []) (sampled \(samples)), estimates \(estimates), longest waits \(gaps), /metrics layers \(gauges) widths \(widths)")
+            let probes = ["started", "succeeded", "failed"].map { metrics.value("mediaengine_bandwidth_probes_total", ["result": $0]) ?? 0 }
+            print("meeting simulcast: layers \(samples.last ?? []) (sampled \(samples)), estimates \(estimates), longest waits \(gaps), /metrics layers \(gauges) widths \(widths); "
+                + "probes started/succeeded/failed \(probes), padding \(metrics.value("mediaengine_probe_padding_bytes_sent_total") ?? 0) bytes")
             #expect(samples.filter { $0 == [0, 1, 2] }.count >= 10, "\(samples)")
             #expect(gaps.allSatisfy { $0 <= .seconds(1) }, "longest waits between pictures: \(gaps)")
             #expect(gauges == [0, 1, 2], "\(gauges)")

@@ -72,6 +72,10 @@ public struct OutboundRTPStreamStatistics: Sendable, Hashable {
     /// RTX streams: NACKed sequence numbers dropped because the forwarding server had not
     /// taken the earlier ones yet (`RTXStream.maximumPendingRequests`).
     public var retransmissionRequestsDropped = 0
+    /// Padding-only packets sent on the RTX stream to probe the link, and their bytes on
+    /// the wire (headers and SRTP tag included).
+    public var paddingPacketsSent = 0
+    public var paddingBytesSent = 0
     /// NACK, PLI and FIR packets received for this stream (W3C `nackCount`, `pliCount`, `firCount`).
     public var nackCount = 0
     public var pliCount = 0

@@ -67,6 +67,15 @@ extension MediaCore {
                         path: mediaPath, rewritePayload: rewritePayload)
     }
 
+    /// Sends a padding-only packet of `paddingLength` bytes (1...255) on a stream's RTX
+    /// stream, to probe the link (the SFU's probes toward a higher simulcast layer).
+    /// - Returns: the bytes sent; 0 when the stream has no RTX stream or transport-wide
+    ///   sequence numbers (feedback could not tell what the link carried).
+    @discardableResult
+    public func sendPadding(_ id: SendStreamID, paddingLength: Int = 255, now: Duration) -> Int {
+        send.sendPadding(id, paddingLength: paddingLength, now: now, path: mediaPath)
+    }
+
     /// Hands `body` each sequence number the receiver NACKed on a stream with RTX since the
     /// last call (at most `RTXStream.maximumPendingRequests`), oldest first.
     public func takeRetransmissionRequests(_ id: SendStreamID, _ body: (UInt16) -> Void) {

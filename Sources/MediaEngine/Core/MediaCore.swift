@@ -296,6 +296,10 @@ public final class MediaCore {
     /// The bandwidth estimator, for its figures.
     public var bandwidthEstimator: SendSideBandwidthEstimator { send.estimator }
 
+    /// Raises the bandwidth estimate to what a probe showed the link carries
+    /// (`SendSideBandwidthEstimator.applyProbeResult`).
+    public func applyProbeResult(_ bitrate: Int, now: Duration) { send.applyProbeResult(bitrate, now: now) }
+
     /// The latest estimate the encoders should follow, when it changed since the last call
     /// (and feedback has arrived: peers that send none get the configured rates).
     public func takeBandwidthUpdate() -> BandwidthUpdate? { send.takeBandwidthUpdate() }

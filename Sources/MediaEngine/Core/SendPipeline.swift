@@ -252,6 +252,54 @@ struct SendPipeline {
         return true
     }
 
+    /// Sends a padding-only packet on a stream's RTX stream (RFC 4588 allows one; browsers
+    /// probe this way): the stream's header with the RTX SSRC, payload type and next sequence
+    /// number, a fresh transport-wide number, no payload and `paddingLength` bytes of padding
+    /// (1...255). Its transport-wide feedback tells the bandwidth estimate what the link
+    /// carried; receivers drop it. Allocates nothing.
+    /// - Returns: the bytes sent (0 when the stream has no RTX or transport-wide numbers).
+    mutating func sendPadding(_ id: SendStreamID, paddingLength: Int, now: Duration, path: SocketAddress?) -> Int {
+        guard let stream = stream(id), let rtx = stream.rtx, !stream.isEnded, let transportSequenceID = stream.transportSequenceID,
+              (1...255).contains(paddingLength) else { return 0 }
+        guard let destination = stream.configuration.destination ?? path else {
+            counters.packetsWithoutPath += 1
+            return 0
+        }
+        let transportSequence = nextTransportSequence
+        let context = output.context(stream.outboundKey)
+        // The template header in place (a class's stored struct: no copy), restored after.
+        let media = (stream.header.ssrc, stream.header.payloadType, stream.header.sequenceNumber, stream.header.marker)
+        stream.header.ssrc = rtx.ssrc
+        stream.header.payloadType = rtx.payloadType
+        stream.header.sequenceNumber = stream.rtxSequenceNumber
+        stream.header.marker = false
+        withUnsafeBytes(of: transportSequence.bigEndian) { _ = stream.header.extensionBlock?.overwrite(id: transportSequenceID, with: $0) }
+        var written = 0
+        let queued = output.transmits.enqueue(to: destination, socket: stream.configuration.socket, kind: .padding) { slot in
+            guard let headerSize = try? stream.header.serialize(into: slot, padding: true),
+                  headerSize + paddingLength + SRTPContext.trailerCapacity <= slot.count else { return 0 }
+            let length = headerSize + paddingLength
+            for index in headerSize..<(length - 1) { slot[index] = 0 }
+            slot[length - 1] = UInt8(paddingLength)
+            let size = context.map { (try? $0.protect(slot, length: length)) ?? 0 } ?? length
+            written = max(size, 0)
+            return size
+        }
+        (stream.header.ssrc, stream.header.payloadType, stream.header.sequenceNumber, stream.header.marker) = media
+        guard queued, written > 0 else { return 0 }
+        stream.rtxSequenceNumber &+= 1
+        nextTransportSequence &+= 1
+        estimator.packetSent(transportSequenceNumber: transportSequence, size: written, now: now)
+        stream.statistics.paddingPacketsSent += 1
+        stream.statistics.paddingBytesSent += written
+        return written
+    }
+
+    mutating func applyProbeResult(_ bitrate: Int, now: Duration) {
+        estimator.applyProbeResult(bitrate, now: now)
+        estimateUpdated = true
+    }
+
     /// Hands `body` each NACKed sequence number of an RTX stream waiting for the forwarding
     /// server, oldest first, and forgets them.
     func takeRetransmissionRequests(_ id: SendStreamID, _ body: (UInt16) -> Void) {

@@ -12,6 +12,8 @@ public struct Transmit {
         case rtp
         /// A stored RTP packet sent again in answer to a NACK.
         case retransmission
+        /// A padding-only packet on an RTX stream: the SFU probing a subscriber's link.
+        case padding
         /// An RTCP compound packet (reports or feedback).
         case rtcp
         /// A STUN request or answer (connectivity and consent checks).

@@ -79,6 +79,9 @@ struct LossBasedController: Sendable {
         }
     }
 
+    /// A probe's result: the rate rises to `bitrate` (never falls).
+    mutating func probed(_ bitrate: Double) { self.bitrate = max(self.bitrate, bitrate) }
+
     /// Bounds the rate after the caller's limits changed.
     mutating func clamp(minimum: Double, maximum: Double) {
         bitrate = min(max(bitrate, minimum), maximum)

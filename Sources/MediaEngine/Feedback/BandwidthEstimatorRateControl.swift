@@ -94,6 +94,17 @@ struct AIMDRateController: Sendable {
         bitrate = min(max(next, minimum), maximum)
     }
 
+    /// A probe showed the link carries `bitrate`: the estimate rises to it (never falls),
+    /// the capacity learnt at earlier overuse is forgotten (it was below this), and the
+    /// controller holds until the detector next says normal.
+    mutating func probed(_ bitrate: Double, now: Duration) {
+        guard bitrate > self.bitrate else { return }
+        self.bitrate = min(bitrate, maximum)
+        linkCapacity.reset()
+        state = .hold
+        lastChange = now
+    }
+
     /// Sets new limits and brings the estimate within them.
     mutating func setLimits(minimum: Double, maximum: Double) {
         self.minimum = minimum

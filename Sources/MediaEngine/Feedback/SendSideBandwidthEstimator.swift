@@ -80,6 +80,8 @@ public struct SendSideBandwidthEstimator: Sendable {
         /// Decreases forced by the saturated-queue guard (heavy loss with the receiver
         /// getting under half the target).
         public var saturationDecreases = 0
+        /// Probe results that raised the estimate (`applyProbeResult`).
+        public var probeResults = 0
     }
 
     static let streamTimeout = Duration.seconds(2)
@@ -282,6 +284,18 @@ public struct SendSideBandwidthEstimator: Sendable {
     /// - Parameters:
     ///   - minimum: The lowest target, bits per second.
     ///   - maximum: The highest target, bits per second; raised to `minimum` if below.
+    /// A probe's result (libwebrtc's probe controller sets its estimate the same way):
+    /// while padding, the receiver acknowledged `bitrate` and the delay did not grow, so the
+    /// link carries it. An estimate below rises to it, whatever its 1.5 × acknowledged cap
+    /// held it to; an overusing link takes nothing.
+    public mutating func applyProbeResult(_ bitrate: Int, now: Duration) {
+        guard detector.usage != .overusing, bitrate > targetBitrate else { return }
+        rateController.probed(Double(bitrate), now: now)
+        lossController.probed(Double(bitrate))
+        statistics.probeResults += 1
+        updateTarget()
+    }
+
     public mutating func setBitrateLimits(minimum: Int, maximum: Int) {
         configuration.minimumBitrate = max(1_000, minimum)
         configuration.maximumBitrate = max(configuration.minimumBitrate, maximum)

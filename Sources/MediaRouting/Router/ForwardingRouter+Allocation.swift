@@ -79,13 +79,128 @@ extension ForwardingRouter {
             let reach = lowest.step >= 0 ? lowest.ladder.spatial[lowest.step] : 0
             return min(consumer.spatialCap, settled ? max(consumer.targetSpatial, reach) : consumer.targetSpatial)
         }
-        for (entry, result) in zip(ordered, share(estimate - audio, cut: cut)) {
+        let results = share(estimate - audio, cut: cut)
+        for (entry, result) in zip(ordered, results) {
             let (ladder, step) = result
             let spatial = step >= 0 && step < ladder.spatial.count ? ladder.spatial[step] : entry.consumer.targetSpatial
             let layer = step >= 0 && step < ladder.temporal.count ? ladder.temporal[step] : -1
             if let wanted = consumers[entry.id]?.allow(spatial: spatial, layer: layer, now: now) {
                 requestKeyframe(entry.consumer.producer, spatial: wanted, now: now)
             }
+        }
+        updateProbe(of: transport, ordered: ordered, results: results, estimate: estimate, audio: audio, now: now)
+    }
+
+    // MARK: Probing
+
+    /// Bytes of padding in one probe packet, and the most owed at once (a burst the pacing
+    /// allows after a late timer).
+    static let probePaddingLength = 255
+    static let probeBurst = 4.0 * 300
+    /// A probe's padding comes at least this often.
+    static let probeInterval = Duration.milliseconds(10)
+    /// The least step a probe pads for (b/s), and what it adds to every step: the
+    /// allocation's margin and the audio allowance's slack must fit in the result.
+    static let minimumProbeRate = 20_000
+    /// The padding: the step's bitrate times this, plus `minimumProbeRate`.
+    static let probeHeadroom = 1.25
+    /// How long a probe pads before what the receiver acknowledged counts as its result
+    /// (the acknowledged rate is measured over 500 ms of arrivals).
+    static let probeCluster = Duration.seconds(1)
+
+    /// Starts, keeps or ends the subscriber's probe after an allocation.
+    ///
+    /// A probe starts when the subscriber's most important video could go a step higher
+    /// (within the size it shows) but the estimate leaves too little room, and no failed
+    /// probe is recent. The step is the next temporal layer, or a whole spatial layer (its
+    /// every temporal layer: a link that carries only the next one's base would move up
+    /// and thin). Its padding adds that step's bitrate with the allocation's margin, at most
+    /// the estimate again. After `probeCluster` without the estimate falling, what the
+    /// receiver acknowledged is the probe's result and the estimate rises to it; the probe
+    /// succeeds once the estimate makes room for the step (or the video moved up), fails
+    /// when the video moves down, the estimate falls (`padProbe`), or after `probeDuration`.
+    func updateProbe(of transport: Transport, ordered: [(id: Consumer.ID, consumer: Consumer)], results: [(ladder: Ladder, step: Int)],
+                     estimate: Int, audio: Int, now: Duration) {
+        var used = 0
+        var wanted: (id: Consumer.ID, step: Int, rate: Int)?
+        for (entry, result) in zip(ordered, results) {
+            if result.step >= 0 && result.step < result.ladder.rates.count { used += result.ladder.rates[result.step] }
+            guard wanted == nil, let producer = producers[entry.consumer.producer] else { continue }
+            let full = ladder(of: entry.consumer, producer, maximumSpatial: entry.consumer.spatialCap, now: now)
+            var next = result.step + 1
+            guard next < full.rates.count else { continue }
+            let current = result.step >= 0 ? full.rates[result.step] : 0
+            if result.step < 0 || full.spatial[next] != full.spatial[result.step] {
+                next = full.spatial.lastIndex(of: full.spatial[next]) ?? next
+            }
+            wanted = (entry.id, result.step, max(Self.minimumProbeRate, full.rates[next] - current))
+        }
+        let blocked = wanted.map { Double(estimate - audio - used) < Double($0.rate) * LayerAllocator.margin } ?? false
+        if var probe = transport.probe {
+            let step = zip(ordered, results).first { $0.0.id == probe.video }?.1.step
+            if step.map({ $0 < probe.fromStep }) ?? true {
+                endProbe(of: transport, succeeded: false, now: now)
+            } else if let wanted, wanted.id == probe.video, wanted.step == probe.fromStep, blocked {
+                if now - probe.started >= configuration.probeDuration {
+                    endProbe(of: transport, succeeded: false, now: now)
+                    return
+                }
+                if now - probe.started >= Self.probeCluster, let acknowledged = transport.core.bandwidthEstimator.acknowledgedBitrate {
+                    transport.core.applyProbeResult(acknowledged, now: now)
+                }
+                probe.stepRate = wanted.rate
+                transport.probe = probe
+            } else {
+                endProbe(of: transport, succeeded: true, now: now)
+            }
+            return
+        }
+        guard let wanted, blocked, now >= transport.nextProbe else { return }
+        let carrier = consumers[wanted.id]?.retransmissions != nil ? wanted.id : transport.consumers.first { id in
+            consumers[id].map { $0.kind == .video && $0.retransmissions != nil } == true
+        }
+        guard let carrier else { return }
+        transport.probe = Transport.Probe(video: wanted.id, fromStep: wanted.step, padding: carrier, stepRate: wanted.rate,
+                                          started: now, highestEstimate: estimate, lastPadding: now)
+        counters.probesStarted += 1
+    }
+
+    /// Pads a probing subscriber's link up to now, or ends the probe as failed if its
+    /// estimate fell (the link did not carry it: stop before the queue grows further).
+    func padProbe(of transport: Transport, now: Duration) {
+        guard var probe = transport.probe else { return }
+        let estimate = transport.core.bandwidthEstimator.targetBitrate
+        guard Double(estimate) >= 0.9 * Double(probe.highestEstimate), let carrier = consumers[probe.padding] else {
+            endProbe(of: transport, succeeded: false, now: now)
+            return
+        }
+        probe.highestEstimate = max(probe.highestEstimate, estimate)
+        let rate = min(Double(probe.stepRate) * Self.probeHeadroom + Double(Self.minimumProbeRate), Double(estimate))
+        probe.owed = min(probe.owed + rate / 8 * ((now - probe.lastPadding) / .seconds(1)), Self.probeBurst)
+        probe.lastPadding = now
+        while probe.owed >= Double(Self.probePaddingLength) {
+            let sent = transport.core.sendPadding(carrier.send, paddingLength: Self.probePaddingLength, now: now)
+            guard sent > 0 else { break }
+            probe.owed -= Double(sent)
+            counters.paddingPacketsSent += 1
+            counters.paddingBytesSent += sent
+        }
+        transport.probe = probe
+    }
+
+    /// Ends the subscriber's probe: a success lets the next start at once, a failure waits
+    /// the backoff, which doubles (up to `probeBackoffLimit`) until a probe succeeds.
+    func endProbe(of transport: Transport, succeeded: Bool, now: Duration) {
+        guard transport.probe != nil else { return }
+        transport.probe = nil
+        if transport.probeBackoff == .zero { transport.probeBackoff = configuration.probeBackoff }
+        if succeeded {
+            counters.probesSucceeded += 1
+            transport.probeBackoff = configuration.probeBackoff
+        } else {
+            counters.probesFailed += 1
+            transport.nextProbe = now + transport.probeBackoff
+            transport.probeBackoff = min(transport.probeBackoff * 2, configuration.probeBackoffLimit)
         }
     }
 

@@ -54,6 +54,12 @@ public final class ForwardingRouter {
         /// A simulcast layer nobody can use is paused at the publisher after this long (a
         /// view that shrinks for a moment costs no keyframe); one wanted again resumes at once.
         public var layerPauseDelay: Duration = .seconds(5)
+        /// Probing a subscriber's link toward a higher layer: the longest a probe runs, the
+        /// wait after the first one that fails (doubling with each failure, up to
+        /// `probeBackoffLimit`; a success resets it).
+        public var probeDuration: Duration = .seconds(15)
+        public var probeBackoff: Duration = .seconds(5)
+        public var probeBackoffLimit: Duration = .seconds(60)
         /// Each subscriber leg's bandwidth estimate. Its history of sent packets (to match
         /// feedback against) is 2,048: a second of a 20-party video meeting's downlink,
         /// where feedback comes every 50-100 ms.
@@ -268,6 +274,14 @@ public final class ForwardingRouter {
         public var retransmissionsOutOfHistory = 0
         /// NACKed packets sent again less than a round trip ago, or three times already.
         public var retransmissionsSuppressed = 0
+        /// Probes toward a higher layer (padding on a subscriber's RTX stream while its
+        /// estimate is below what the layer needs): started, ended by the subscriber moving
+        /// up, ended by its estimate falling or by running out of time; and their padding.
+        public var probesStarted = 0
+        public var probesSucceeded = 0
+        public var probesFailed = 0
+        public var paddingPacketsSent = 0
+        public var paddingBytesSent = 0
 
         public init() {}
 
@@ -298,6 +312,11 @@ public final class ForwardingRouter {
             sum.packetsRetransmittedOnRTX += other.packetsRetransmittedOnRTX
             sum.retransmissionsOutOfHistory += other.retransmissionsOutOfHistory
             sum.retransmissionsSuppressed += other.retransmissionsSuppressed
+            sum.probesStarted += other.probesStarted
+            sum.probesSucceeded += other.probesSucceeded
+            sum.probesFailed += other.probesFailed
+            sum.paddingPacketsSent += other.paddingPacketsSent
+            sum.paddingBytesSent += other.paddingBytesSent
             return sum
         }
     }
@@ -683,6 +702,7 @@ public final class ForwardingRouter {
         transports.forEach { _, transport in
             if let time = transport.core.nextTimeout { next = min(next ?? time, time) }
             if !transport.lost { next = min(next ?? transport.nextAllocation, transport.nextAllocation) }
+            if let probe = transport.probe { next = min(next ?? probe.lastPadding, probe.lastPadding + Self.probeInterval) }
         }
         return next
     }
@@ -702,6 +722,7 @@ public final class ForwardingRouter {
                 transport.nextAllocation = now + configuration.allocationInterval
                 allocate(id, now: now)
             }
+            if transport.probe != nil { padProbe(of: transport, now: now) }
             if let video = transport.video, let producer = producers[video] {
                 for spatial in producer.layers.indices
                 where producer.keyframeRequestDue(spatial: spatial, now: now, interval: configuration.keyframeRequestInterval) {

@@ -24,7 +24,10 @@ public enum LayerAllocator {
     ///   - margin: Raising a video above its current layer needs this share more room, so a
     ///     budget at the edge does not flap.
     /// - Returns: For each video, the highest layer to send, or -1 to pause it.
-    public static func allocate(budget: Int, videos: [Video], margin: Double = 1.15) -> [Int] {
+    /// The share more room raising a video needs by default.
+    public static let margin = 1.15
+
+    public static func allocate(budget: Int, videos: [Video], margin: Double = LayerAllocator.margin) -> [Int] {
         var remaining = Double(budget)
         var layers = [Int](repeating: -1, count: videos.count)
         func cost(_ video: Video, from: Int, to: Int) -> Double {

@@ -33,6 +33,32 @@ final class Transport {
     var nextAllocation: Duration
     /// Its estimates at the last allocations, newest last.
     private var recentEstimates: [Int] = []
+    /// As a subscriber: the probe toward a higher layer running now, the earliest the next
+    /// may start, and the wait after the next failure.
+    var probe: Probe?
+    var nextProbe: Duration = .zero
+    var probeBackoff: Duration = .zero
+
+    /// Padding on one consumer's RTX stream at about what a higher step would add, so the
+    /// subscriber's estimate (which never rises above 1.5 × what was acknowledged, and near
+    /// a capacity it learnt rises a few kb/s a second) can learn that the link carries it
+    /// (`ForwardingRouter.updateProbe`). A link that cannot carry it shows a growing delay,
+    /// the estimate falls, and the probe stops at once.
+    struct Probe {
+        /// The video that would move up, and the allocation step it was at.
+        let video: Consumer.ID
+        let fromStep: Int
+        /// The consumer whose RTX stream carries the padding (the video's own if it has one).
+        let padding: Consumer.ID
+        /// What the higher step would add (b/s).
+        var stepRate: Int
+        let started: Duration
+        /// The highest estimate during the probe: one clearly below it ends the probe.
+        var highestEstimate: Int
+        /// Bytes of padding owed (what `paddingRate` allowed since the last send).
+        var owed: Double = 0
+        var lastPadding: Duration
+    }
 
     init(setup: ForwardingRouter.LegSetup, core: MediaCore, checks: TokenBucket, packets: TokenBucket, now: Duration) {
         self.setup = setup

@@ -122,6 +122,7 @@ public final class ServerMetrics: Sendable {
         let strangers, audienceDropped, muted, heldBack, legsLost, echoAnswered, sendFailures: CoreMetrics.Counter
         let bindingsAnswered, bindingsRateLimited, bindingsTooSmall, stunMalformed: CoreMetrics.Counter
         let rtxSent, rtxPackets, retransmissionsOutOfHistory, retransmissionsSuppressed: CoreMetrics.Counter
+        let probesStarted, probesSucceeded, probesFailed, paddingPackets, paddingBytes: CoreMetrics.Counter
         /// The router-wide counters as last added.
         var lastRouter = ForwardingRouter.Counters()
         var lastEcho = 0
@@ -168,6 +169,11 @@ public final class ServerMetrics: Sendable {
             rtxPackets = counter("rtx_packets_retransmitted_total")
             retransmissionsOutOfHistory = counter("rtx_requests_total", [("result", "out_of_history")])
             retransmissionsSuppressed = counter("rtx_requests_total", [("result", "suppressed")])
+            probesStarted = counter("bandwidth_probes_total", [("result", "started")])
+            probesSucceeded = counter("bandwidth_probes_total", [("result", "succeeded")])
+            probesFailed = counter("bandwidth_probes_total", [("result", "failed")])
+            paddingPackets = counter("probe_padding_packets_sent_total")
+            paddingBytes = counter("probe_padding_bytes_sent_total")
             handoffsDropped = counter("media_worker_handoffs_dropped_total")
         }
     }
@@ -203,6 +209,9 @@ public final class ServerMetrics: Sendable {
                 (state.rtxSent, \.rtxPacketsSent), (state.rtxPackets, \.packetsRetransmittedOnRTX),
                 (state.retransmissionsOutOfHistory, \.retransmissionsOutOfHistory),
                 (state.retransmissionsSuppressed, \.retransmissionsSuppressed),
+                (state.probesStarted, \.probesStarted), (state.probesSucceeded, \.probesSucceeded),
+                (state.probesFailed, \.probesFailed), (state.paddingPackets, \.paddingPacketsSent),
+                (state.paddingBytes, \.paddingBytesSent),
             ]
             for (counter, field) in routerCounters { add(counter, router[keyPath: field], state.lastRouter[keyPath: field]) }
             add(state.echoAnswered, forwarding.echo.answered, state.lastEcho)

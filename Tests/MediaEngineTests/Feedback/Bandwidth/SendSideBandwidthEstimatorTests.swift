@@ -149,6 +149,32 @@ extension BandwidthTests {
             #expect((1_080_000...1_200_000).contains(estimator.targetBitrate), "target \(estimator.targetBitrate)")
         }
 
+        /// A probe's result raises an estimate the 1.5 × acknowledged cap held low, both the
+        /// delay-based and the loss-based parts (else the lower would hold the target); a
+        /// result below the estimate, or one while the link is overusing, changes nothing.
+        @Test func aProbeResultRaisesTheEstimateUnlessTheLinkIsOverusing() {
+            var estimator = Self.estimator(start: 300_000)
+            var random = SeededRandom(seed: 5)
+            Self.drive(&estimator, for: .seconds(2)) { send in send + .milliseconds(20) + .microseconds(Int(random.unit() * 1_000)) }
+            let before = estimator.targetBitrate
+            estimator.applyProbeResult(before / 2, now: .seconds(2))
+            #expect(estimator.targetBitrate == before && estimator.statistics.probeResults == 0)
+            estimator.applyProbeResult(3_000_000, now: .seconds(2))
+            #expect(estimator.targetBitrate == 3_000_000 && estimator.delayBasedBitrate == 3_000_000, "\(before) -> \(estimator.targetBitrate)")
+            #expect(estimator.statistics.probeResults == 1)
+
+            var overusing = Self.estimator(start: 2_000_000)
+            var linkFree = Duration.zero
+            Self.drive(&overusing, for: .seconds(2)) { send in
+                linkFree = max(linkFree, send) + .milliseconds(10)
+                return linkFree + .milliseconds(20)
+            }
+            #expect(overusing.usage == .overusing)
+            let held = overusing.targetBitrate
+            overusing.applyProbeResult(3_000_000, now: .seconds(2))
+            #expect(overusing.targetBitrate == held && overusing.statistics.probeResults == 0)
+        }
+
         @Test func theReceiverClockWrappingItsReferenceTimeIsSeamless() {
             // The receiver's clock passes 2^23 × 64 ms (where the signed 24-bit reference time
             // wraps) 0.9 s in; at 1 s the link slows from 1.92 Mb/s to 960 kb/s. Only an
