@@ -245,7 +245,6 @@ public final class ForwardingServer: Sendable {
         do throws(JoinableThread.StartError) {
             for worker in workers {
                 let thread = try JoinableThread(name: workers.count == 1 ? "sfu forwarding" : "sfu worker \(worker.index)") { [self] in
-                    ThreadPriority.raiseForMedia()
                     run(worker)
                 }
                 threads.withLock { $0.append(thread) }

@@ -466,7 +466,6 @@ public final class MediaSession: Sendable {
         }
         Thread.detachNewThread { [self] in
             ThreadName.set("media receive")
-            ThreadPriority.raiseForMedia()
             receive()
             threadEnded()
         }
@@ -549,7 +548,6 @@ public final class MediaSession: Sendable {
         state.withLock { $0.threads += 1 }
         Thread.detachNewThread { [self] in
             ThreadName.set("media send")
-            ThreadPriority.raiseForMedia()
             send()
             threadEnded()
         }
