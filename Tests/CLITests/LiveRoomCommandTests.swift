@@ -38,7 +38,7 @@ import Testing
             #expect(alice.waitForOutput(containing: "joined show", timeout: 20), "\(alice.stderr)")
             let bob = try CLI.start(["meeting", "join", "show", "--server", setup.url, "--token-file", setup.bobFile, "--audio", "sine:660",
                                      "--video", "--video-source", "color:0000ff:320x180@15", "--media-host", "127.0.0.1", "--bypass",
-                                     "--duration", "6"])
+                                     "--simulcast-layers", "1", "--duration", "6"])
             #expect(alice.waitForOutput(containing: "output=push status=505", timeout: 20), "pushing: \(alice.stdout)\(alice.stderr)")
             try alice.write("mix-mode 3\n")
             #expect(alice.waitForOutput(containing: "ok mix-mode 3", timeout: 10), "\(alice.stdout)")
@@ -49,6 +49,9 @@ import Testing
             #expect(alice.waitForOutput(containing: "url /etc/evil.flv failed", timeout: 10), "a path outside the recording directory: \(alice.stdout)")
             let bobRun = try bob.wait(timeout: 30)
             #expect(bobRun.status == 0, "\(bobRun.stderr)")
+            // By default a 320x180 camera goes as two sizes (none under 160x90); bob asked for one stream.
+            #expect(alice.stdout.contains("sending video as 2 simulcast layers: 160x90, 320x180"), "\(alice.stdout)")
+            #expect(bobRun.stdout.contains("sending video as one stream: 320x180"), "\(bobRun.stdout)")
             let done = try alice.wait(timeout: 30)
             #expect(done.status == 0, "\(done.stderr)")
 

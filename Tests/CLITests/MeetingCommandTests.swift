@@ -103,6 +103,8 @@ import Testing
         #expect(user.status != 0 && user.stderr.contains("--record-user bob"), "\(user.stderr)")
         let sink = try CLI.run(["meeting", "join", "x", "--server", "ws://127.0.0.1:1/", "--token", "t", "--play", "speaker"])
         #expect(sink.status != 0 && sink.stderr.contains("audio sink 'speaker'"), "\(sink.stderr)")
+        let layers = try CLI.run(["meeting", "join", "x", "--server", "ws://127.0.0.1:1/", "--token", "t", "--video", "--simulcast-layers", "4"])
+        #expect(layers.status != 0 && layers.stderr.contains("--simulcast-layers 4: use 1 (one stream), 2 or 3"), "\(layers.stderr)")
     }
 }
 

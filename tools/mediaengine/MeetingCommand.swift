@@ -81,6 +81,9 @@ struct MeetingCommand: AsyncParsableCommand {
         @Option(help: "Video quality: default, low, medium, high, 480p, 540p, 720p.")
         var quality = "default"
 
+        @Option(help: "Send video as this many sizes, each half the next and none under 160x90 (1-3; 1: one stream, no simulcast). The server sends each participant the one its bandwidth and shown size allow.")
+        var simulcastLayers = 3
+
         @Option(help: "Play what this participant hears: null, alsa:NAME, or file:PATH.wav (kept in a file).")
         var play: String?
 
@@ -155,6 +158,9 @@ struct MeetingCommand: AsyncParsableCommand {
                 throw ValidationError("--quality '\(quality)' is not one of \(CallVideoQuality.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             if let duration, !(duration > 0) { throw ValidationError("--duration \(duration) must be more than 0") }
+            guard (1...3).contains(simulcastLayers) else {
+                throw ValidationError("--simulcast-layers \(simulcastLayers): use 1 (one stream), 2 or 3")
+            }
             if bypassURL != nil, bypass { throw ValidationError("--bypass-url (host) and --bypass (co-host) exclude each other") }
             if bypassURL == nil, mixMode != nil || layout != nil || serverRecording {
                 throw ValidationError("--mix-mode, --layout and --server-recording are the host's: give --bypass-url")
@@ -195,6 +201,9 @@ struct MeetingCommand: AsyncParsableCommand {
             let host = mediaHost
             let sendsVideo = video
             let processing = self.processing
+            let layers = simulcastLayers
+            /// What the session sends of its video, said once joined.
+            let sentVideo = Locked<String?>(nil)
             let factory: MediaSessionFactory = { _, quality in
                 let preset = quality.encoding
                 let source = videoSource ?? "testsrc:\(preset.width)x\(preset.height)@\(preset.frameRate)"
@@ -203,14 +212,21 @@ struct MeetingCommand: AsyncParsableCommand {
                 configuration.host = host
                 configuration.videoBitrate = preset.bitrate
                 configuration.audioSink = try play.map { try MediaSources.audioSink($0) }
+                if let video = configuration.video {
+                    let sizes = MediaSession.simulcastSizes(width: video.width, height: video.height, layers: layers).map { "\($0.width)x\($0.height)" }
+                    sentVideo.withLock { $0 = sizes.count > 1 ? "video as \(sizes.count) simulcast layers: \(sizes.joined(separator: ", "))"
+                                                              : "video as one stream: \(sizes.joined())" }
+                }
                 if processing.isSet { configuration.audioProcessing = processing.settings(base: configuration.defaultAudioProcessing) }
                 if !recorders.isEmpty {
                     configuration.participantAudio = { user, pcm in recorders[user]?.write(pcm) }
                 }
                 return configuration
             }
-            let manager = NetCallManager(configuration: NetCallManager.Configuration(
-                server: signaling.server, token: try signaling.loginToken(), device: signaling.device, media: factory))
+            var settings = NetCallManager.Configuration(server: signaling.server, token: try signaling.loginToken(), device: signaling.device,
+                                                        media: factory)
+            settings.meetingSimulcastLayers = layers
+            let manager = NetCallManager(configuration: settings)
             // From before the login: Ctrl-C or SIGTERM while connecting or joining ends the
             // command too (and, once joined, leaves).
             Interruption.install()
@@ -233,6 +249,7 @@ struct MeetingCommand: AsyncParsableCommand {
                 id = joined.callID
                 say("joined \(name) callID=\(id) as \(audience ? "audience" : "actor") in \(String(format: "%.0f", Date().timeIntervalSince(started) * 1_000)) ms; "
                     + "participants: \(joined.participants.map(\.account).joined(separator: ", "))")
+                if let sending = sentVideo.withLock({ $0 }) { say("sending \(sending)") }
                 await mutes.applyToPresent()
                 if let recordAudio { say("recording the meeting's audio to \(try await manager.startAudioRecording(path: recordAudio))") }
             } catch let error as SignalingError {

@@ -143,7 +143,7 @@ public final class ALSACapture: AudioSource, Sendable {
         // The worker moves to the thread, which alone touches it from now on; it releases the
         // PCM as it ends.
         do throws(JoinableThread.StartError) {
-            self.thread = try JoinableThread { worker.run() }
+            self.thread = try JoinableThread(name: "alsa capture") { worker.run() }
         } catch {
             throw DeviceError(.ioFailed, device: name, "cannot start the alsa-capture thread: \(error)")
         }
