@@ -142,6 +142,9 @@ public struct TransportStatistics: Sendable, Hashable {
     /// Transport-wide feedback sent and received.
     public var transportFeedbackSent = 0
     public var transportFeedbackReceived = 0
+    /// Transport-wide feedback received that names no stream this side sends as its media
+    /// source (used all the same; libwebrtc's sender would ignore it).
+    public var transportFeedbackNamingNoStream = 0
     /// RRTR blocks answered with DLRR.
     public var referenceTimesAnswered = 0
     /// Datagrams and bytes handed to the network, and datagrams the queue had no room for.
@@ -184,6 +187,7 @@ public struct TransportStatistics: Sendable, Hashable {
         consentAnswersReceived += other.consentAnswersReceived
         transportFeedbackSent += other.transportFeedbackSent
         transportFeedbackReceived += other.transportFeedbackReceived
+        transportFeedbackNamingNoStream += other.transportFeedbackNamingNoStream
         referenceTimesAnswered += other.referenceTimesAnswered
         datagramsSent += other.datagramsSent
         bytesSent += other.bytesSent

@@ -314,6 +314,8 @@ struct ReceivePipeline {
         guard let id = extensions.id(for: RTPExtensionMap.transportSequenceNumberURI),
               let value = packet.extensionValue(id: id), value.count == 2 else { return }
         feedback.packetReceived(transportSequenceNumber: value.uint16(at: 0), now: now)
+        // Named in the feedback: a browser takes feedback only about a stream of its own.
+        feedback.mediaSSRC = packet.ssrc
         feedbackDestination = (source, socket)
     }
 

@@ -415,6 +415,9 @@ struct SendPipeline {
             answerReferenceTimes(report, path: path)
         case .transportFeedback(let feedback):
             counters.transportFeedbackReceived += 1
+            if !streams.contains(where: { $0.configuration.ssrc == feedback.mediaSSRC || $0.rtx?.ssrc == feedback.mediaSSRC }) {
+                counters.transportFeedbackNamingNoStream += 1
+            }
             followsEstimate = true
             _ = estimator.handle(feedback, now: now)
             estimateUpdated = true

@@ -59,6 +59,11 @@ public struct TransportFeedbackGenerator: Sendable {
     public let configuration: Configuration
     /// What happened so far.
     public private(set) var statistics = Statistics()
+    /// The media source SSRC each feedback packet names (`Configuration.mediaSSRC` at
+    /// first). A receiver sets it to the SSRC of the latest packet, as libwebrtc's does:
+    /// libwebrtc's sender takes transport-wide feedback only when this names one of its own
+    /// streams, and ignores feedback about SSRC 0.
+    public var mediaSSRC: UInt32
     /// When `feedback(now:)` next has something to send; nil while nothing new arrived.
     public private(set) var nextFeedbackTime: Duration?
 
@@ -89,6 +94,7 @@ public struct TransportFeedbackGenerator: Sendable {
         configuration.maximumPacketSize = max(32, configuration.maximumPacketSize)
         configuration.restartThreshold = max(1, configuration.restartThreshold)
         self.configuration = configuration
+        mediaSSRC = configuration.mediaSSRC
         // The slots are made with the first arrival: a side that never receives (an SFU
         // leg of the audience, a send-only session) holds none.
         slots = []
@@ -191,7 +197,7 @@ public struct TransportFeedbackGenerator: Sendable {
         lastReference = chosen
         let referenceTime = Int32(truncatingIfNeeded: (chosen << 40) >> 40)
         let packet = TransportFeedback(
-            senderSSRC: configuration.senderSSRC, mediaSSRC: configuration.mediaSSRC,
+            senderSSRC: configuration.senderSSRC, mediaSSRC: mediaSSRC,
             baseSequenceNumber: UInt16(truncatingIfNeeded: start), packetStatusCount: UInt16(encoder.statusCount),
             referenceTime: referenceTime, feedbackPacketCount: feedbackPacketCount,
             chunks: encoder.finished(), receiveDeltas: deltas

@@ -587,8 +587,9 @@ async function stats() {
                                                             qualityLimitationReason: entry.qualityLimitationReason };
         }
       } else if (entry.type === "remote-inbound-rtp" && entry.kind === "video") {
-        // The server's receiver reports about this page's camera: its loss and round trip.
-        sent.reportsReceived = (sent.reportsReceived || 0) + (entry.reportsReceived || 0);
+        // The server's receiver reports about this page's camera: the round trips they
+        // measured (W3C roundTripTimeMeasurements; remote-inbound-rtp has no report count).
+        sent.roundTripTimeMeasurements = (sent.roundTripTimeMeasurements || 0) + (entry.roundTripTimeMeasurements || 0);
         sent.roundTripTime = entry.roundTripTime;
       } else if (entry.type === "transport") {
         const pair = byID.get(entry.selectedCandidatePairId);

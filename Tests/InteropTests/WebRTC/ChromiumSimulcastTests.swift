@@ -9,10 +9,11 @@ import TestSupport
 /// size (a ResizeObserver), and the layer no tile needs is paused at the publisher (its page
 /// sets that encoding inactive) and resumed when the tile grows again.
 ///
-/// Chrome's upstream estimate falls to its floor (82 kb/s) here, so it never sends its
-/// 640x360 layer: the server's RTCP reaches the page (its transport counts it) but Chrome
-/// counts no receiver report from it, and its estimate decays 0.8x a second as without
-/// feedback. Open (see the issue 36 note); the test prints those figures.
+/// Chrome takes transport-wide feedback only when it names one of its own streams as the
+/// media source: until the server's named the latest packet's SSRC (as libwebrtc's receiver
+/// does), its estimate decayed to its 82 kb/s floor and it never sent the 640x360 layer.
+/// Now it sends both, and carol sees 640x360, then 320x180 while her tile is small, then
+/// 640x360 again.
 @Suite(.serialized) struct ChromiumSimulcast {
     typealias Report = ChromiumWHEP.Report
 
@@ -49,18 +50,25 @@ import TestSupport
             }
             print("Chromium simulcast: carol's width of bob \(widths)")
             print("Chromium simulcast: bob's layers \(layers)")
-            print("Chromium simulcast: bob's estimate \(bobReport.samples.map { Int($0.stats?.availableOutgoingBitrate ?? 0) / 1000 }), reports \(bobReport.samples.map { $0.stats?.sent?.reportsReceived ?? -1 }), transport packets \(bobReport.samples.map { $0.stats?.packetsReceived ?? -1 })")
+            print("Chromium simulcast: bob's estimate \(bobReport.samples.map { Int($0.stats?.availableOutgoingBitrate ?? 0) / 1000 }), round trips measured \(bobReport.samples.map { $0.stats?.sent?.roundTripTimeMeasurements ?? -1 }), transport packets \(bobReport.samples.map { $0.stats?.packetsReceived ?? -1 })")
 
             // bob's page offers two layers by RID (no SSRC announced) and the server takes
-            // them: it binds the 320x180 layer by MID and RID and forwards it to carol.
+            // them, binding each by MID and RID. The server's feedback reaches bob's
+            // estimate (its receiver reports give round trips too), so he sends both.
             let sent = try #require(bobReport.samples.last { $0.stats?.sent?.layers != nil }?.stats?.sent?.layers)
-            #expect(Set(sent.keys) == ["h", "f"] && sent["h"]?.frameWidth == 320, "\(sent)")
+            #expect(Set(sent.keys) == ["h", "f"] && sent["h"]?.frameWidth == 320 && sent["f"]?.frameWidth == 640, "\(sent)")
+            let estimate = bobReport.samples.first { $0.at >= 8 }?.stats?.availableOutgoingBitrate ?? 0
+            #expect(estimate >= 1_000_000, "bob's estimate at 8 s: \(estimate)")
+            #expect((bobReport.samples.last?.stats?.sent?.roundTripTimeMeasurements ?? 0) > 0)
+            // carol: 640x360 while her tile is large, 320x180 (still moving) once it is 150
+            // px, 640x360 when it grows back.
+            let large = try #require(carolSees(at: 7))
+            #expect(large.frameWidth == 640 && large.frameHeight == 360, "\(widths)")
             let seen = try #require(carolSees(at: 12))
             let before = carolSees(at: 9)?.framesDecoded ?? 0
-            // Still moving: at the estimate's floor (below) bob's page itself sends as few as
-            // 7 frames a second under load, so this asks for 10 in 3 s, not a frame rate.
-            #expect(seen.frameWidth == 320 && seen.frameHeight == 180 && (seen.framesDecoded ?? 0) - before >= 10,
+            #expect(seen.frameWidth == 320 && seen.frameHeight == 180 && (seen.framesDecoded ?? 0) - before >= 30,
                     "\(widths) decoded \(before) -> \(seen.framesDecoded ?? 0)")
+            #expect(carolSees(at: 21.5)?.frameWidth == 640, "\(widths)")
 
             // The top layer: wanted while carol's tile is large, paused at bob's page (its
             // encoding set inactive) 5 s after the tile shrank, resumed when it grew back.

@@ -47,8 +47,9 @@ import TestSupport
 
                 var framesSent: Int?
                 var layers: [String: Layer]?
-                /// The server's receiver reports on the page's video, and the round trip they gave.
-                var reportsReceived: Int?
+                /// Round trips measured from the server's receiver reports on the page's video,
+                /// and the last of them.
+                var roundTripTimeMeasurements: Int?
                 var roundTripTime: Double?
             }
 

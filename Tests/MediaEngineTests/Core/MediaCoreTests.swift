@@ -19,6 +19,9 @@ private final class Captured {
                 #expect(audio.packetsLost == 0 && audio.authenticationFailures == 0 && audio.concealedSamples < 4_800)
                 let transport = listener.core.transportStatistics
                 #expect(transport.rtcpReceived > 10 && transport.transportFeedbackReceived > 50)
+                // Each names a stream of this side's (the receiver's latest packet's SSRC):
+                // a browser takes no other.
+                #expect(transport.transportFeedbackNamingNoStream == 0, "\(transport.transportFeedbackNamingNoStream) name none")
                 #expect(transport.rtcpAuthenticationFailures == 0 && transport.rtcpReplays == 0 && transport.foreignPathDatagrams == 0)
                 // 20 ms each way: the round trip from SR/RR and RRTR/DLRR.
                 #expect(abs(listener.core.roundTripTime / .milliseconds(1) - 40) < 3, "RTT \(listener.core.roundTripTime)")
