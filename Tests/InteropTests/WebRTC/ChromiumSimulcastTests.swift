@@ -57,8 +57,12 @@ import TestSupport
             // estimate (its receiver reports give round trips too), so he sends both.
             let sent = try #require(bobReport.samples.last { $0.stats?.sent?.layers != nil }?.stats?.sent?.layers)
             #expect(Set(sent.keys) == ["h", "f"] && sent["h"]?.frameWidth == 320 && sent["f"]?.frameWidth == 640, "\(sent)")
-            let estimate = bobReport.samples.first { $0.at >= 8 }?.stats?.availableOutgoingBitrate ?? 0
-            #expect(estimate >= 1_000_000, "bob's estimate at 8 s: \(estimate)")
+            // Chrome's floor is 82 kb/s; taking the feedback, bob's estimate starts near 600 kb/s
+            // and climbs (to 2 Mb/s on a quiet machine, 1.4 Mb/s beside the other browser
+            // tests), and the top layer is sent from the start.
+            let atEight = bobReport.samples.first { $0.at >= 8 }?.stats
+            let estimate = atEight?.availableOutgoingBitrate ?? 0, topFrames = atEight?.sent?.layers?["f"]?.framesSent ?? 0
+            #expect(estimate >= 400_000 && topFrames >= 120, "bob's estimate at 8 s: \(estimate), 640x360 frames sent \(topFrames)")
             #expect((bobReport.samples.last?.stats?.sent?.roundTripTimeMeasurements ?? 0) > 0)
             // carol: 640x360 while her tile is large, 320x180 (still moving) once it is 150
             // px, 640x360 when it grows back.
