@@ -38,25 +38,31 @@ final class Background<T: Sendable>: Sendable {
     /// Sends `seconds` of a 440 Hz tone and 320x240 video at 30 fps from one engine to another.
     func exchange(keying: SRTPKeyingMaterial?, receiverKey: SRTPKeyingMaterial?, seconds: Double, bundle: Bool,
                   host: String = "127.0.0.1") throws -> (Outcome, MediaSender.Statistics) {
-        // Four consecutive ports below the kernel's ephemeral range: a port probed there and
-        // released cannot be taken by another test's socket bound to port 0 before the
-        // receiver binds it (a probe in the ephemeral range once lost one that way).
-        var found: Int?
-        for _ in 0..<100 where found == nil {
+        // The receiver binds four consecutive ports (two when bundled) below the kernel's
+        // ephemeral range, so no socket bound to port 0 takes one of them. Another test's
+        // fixed port (a coturn's, a live peer's) may hold one: a bind that finds its address
+        // in use tries another base. Probing first and binding after, as this did once, left
+        // a window in which another test took a probed port.
+        var bound: (receiver: MediaReceiver, audioPort: Int)?
+        var taken: [String] = []
+        for _ in 0..<100 where bound == nil {
             let base = Int.random(in: (LivePort.stableRange.lowerBound / 2)..<(LivePort.stableRange.upperBound / 2 - 2)) * 2
-            let probes = (0..<4).compactMap { try? UDPSocket(bindTo: SocketAddress(host: host, port: base + $0)) }
-            for probe in probes { probe.close() }
-            if probes.count == 4 { found = base }
+            let videoPort = bundle ? base : base + 2
+            let streams = [
+                MediaReceiver.StreamDescription(kind: .audio, payloadType: 111, clockRate: 48_000, port: base,
+                                                rtcpPort: bundle ? base : base + 1, keying: receiverKey),
+                MediaReceiver.StreamDescription(kind: .video, payloadType: 96, clockRate: 90_000, port: videoPort,
+                                                rtcpPort: bundle ? videoPort : videoPort + 1, keying: receiverKey),
+            ]
+            do {
+                bound = (try MediaReceiver(streams: streams, host: host), base)
+            } catch let error as TransportError where error.systemError == EADDRINUSE {
+                taken.append(error.message)
+            }
         }
-        let audioPort = try #require(found, "four free ports in \(LivePort.stableRange)")
+        let (created, audioPort) = try #require(bound, "four free ports in \(LivePort.stableRange): \(taken)")
+        nonisolated(unsafe) let receiver = created
         let videoPort = bundle ? audioPort : audioPort + 2
-        let streams = [
-            MediaReceiver.StreamDescription(kind: .audio, payloadType: 111, clockRate: 48_000, port: audioPort,
-                                            rtcpPort: bundle ? audioPort : audioPort + 1, keying: receiverKey),
-            MediaReceiver.StreamDescription(kind: .video, payloadType: 96, clockRate: 90_000, port: videoPort,
-                                            rtcpPort: bundle ? videoPort : videoPort + 1, keying: receiverKey),
-        ]
-        nonisolated(unsafe) let receiver = try MediaReceiver(streams: streams, host: host)
         let limit = Duration.seconds(seconds + 3)
         let receiving = Background { () throws -> Outcome in
             var samples: [Int16] = []
