@@ -288,25 +288,39 @@ import TestSupport
         }
     }
 
-    /// More layers than a video may have, or layers without the video's SSRC, refuse the
-    /// leg with an error that says so.
+    /// More layers than a video may have, layers without the video's SSRC, layers both by
+    /// SSRC and by RID, or a RID simulcast without RIDs refuse the leg with an error that
+    /// says which.
     @Test func aLegWithTooManyLayersOrNoVideoSSRCIsRefused() throws {
         let router = ForwardingRouter()
         var setup = try ForwardingRouterLifetime.setup(1)
-        setup.videoLayers = (0..<4).map { .init(ssrc: 0x1000 + UInt32($0), width: 160 << $0, height: 90 << $0) }
-        #expect(throws: MediaCoreError.self) { try router.addLeg(setup, now: .zero) }
-        do {
-            try router.addLeg(setup, now: .zero)
-        } catch {
-            #expect(error.message.contains("4 simulcast layers"), "\(error.message)")
+        func refusal() -> String? {
+            do {
+                try router.addLeg(setup, now: .zero)
+                return nil
+            } catch {
+                return error.message
+            }
         }
+        setup.videoLayers = (0..<4).map { .init(ssrc: 0x1000 + UInt32($0), width: 160 << $0, height: 90 << $0) }
+        #expect(refusal() == "leg 1: 4 simulcast layers, more than the 3 a video may have")
         setup.videoLayers.removeLast()
         setup.videoSSRC = nil
-        #expect(throws: MediaCoreError.self) { try router.addLeg(setup, now: .zero) }
+        #expect(refusal() == "leg 1: simulcast layers without a video SSRC")
         setup.videoSSRC = 0x1000
-        try router.addLeg(setup, now: .zero)
+        setup.videoRIDs = .init(mid: "1", rids: ["q", "h"])
+        #expect(refusal() == "leg 1: simulcast layers both by SSRC and by RID")
+        setup.videoLayers = []
+        setup.videoRIDs = .init(mid: "1", rids: [])
+        #expect(refusal() == "leg 1: a simulcast by RID with no RIDs")
+        setup.videoRIDs = .init(mid: "1", rids: ["q", "h", "f", "x"])
+        #expect(refusal() == "leg 1: 4 simulcast layers, more than the 3 a video may have")
+        #expect(router.legCount == 0)
+        setup.videoRIDs = nil
+        setup.videoLayers = (0..<3).map { .init(ssrc: 0x1000 + UInt32($0), width: 160 << $0, height: 90 << $0) }
+        #expect(refusal() == nil)
         #expect(router.legCount == 1)
-        #expect(router.counters.legsRefused == 3)
+        #expect(router.counters.legsRefused == 5)
     }
 
     /// Layers nobody shows that large are paused at the publisher (`videoLayers` reports,

@@ -180,6 +180,19 @@ public final class ForwardingRouter {
 
         /// How many streams the video comes as: its layers, or one.
         var videoStreamCount: Int { videoRIDs?.rids.count ?? max(videoLayers.count, 1) }
+
+        /// What makes the video's layers unusable, or nil: at most `maximumVideoLayers`,
+        /// announced by SSRC or by RID but not both, a RID simulcast with at least one RID,
+        /// and either kind only with a video SSRC (what subscribers get it as).
+        var videoLayoutProblem: String? {
+            if videoStreamCount > Self.maximumVideoLayers {
+                return "\(videoStreamCount) simulcast layers, more than the \(Self.maximumVideoLayers) a video may have"
+            }
+            if videoSSRC == nil && (!videoLayers.isEmpty || videoRIDs != nil) { return "simulcast layers without a video SSRC" }
+            if let videoRIDs, videoRIDs.rids.isEmpty { return "a simulcast by RID with no RIDs" }
+            if videoRIDs != nil && !videoLayers.isEmpty { return "simulcast layers both by SSRC and by RID" }
+            return nil
+        }
         public var keying: Keying
         public var media: Media
         /// The server's ICE credentials for this leg (ICE-lite): the participant's checks are
@@ -386,6 +399,10 @@ public final class ForwardingRouter {
             counters.legsRefused += 1
             throw MediaCoreError(.configuration, "leg \(setup.id): the server holds its maximum of \(configuration.maximumLegs) legs")
         }
+        if let problem = setup.videoLayoutProblem {
+            counters.legsRefused += 1
+            throw MediaCoreError(.configuration, "leg \(setup.id): \(problem)")
+        }
         var settings = MediaCore.Configuration()
         if case .sdes(let inbound, let outbound) = setup.keying {
             settings.outboundKeying = outbound
@@ -420,11 +437,6 @@ public final class ForwardingRouter {
         audio.participant = setup.account
         let audioStream = try core.addReceiveStream(audio)
         let rids = setup.videoRIDs
-        guard setup.videoStreamCount <= LegSetup.maximumVideoLayers, setup.videoSSRC != nil || (setup.videoLayers.isEmpty && rids == nil),
-              rids.map({ !$0.rids.isEmpty && setup.videoLayers.isEmpty }) ?? true else {
-            counters.legsRefused += 1
-            throw MediaCoreError(.configuration, "leg \(setup.id): \(setup.videoStreamCount) simulcast layers, by SSRC or by RID, at most \(LegSetup.maximumVideoLayers) with a video SSRC")
-        }
         var videoLayers: [Producer.Layer] = []
         if let ssrc = setup.videoSSRC {
             let streams: [(ssrc: UInt32?, rid: String?, width: Int, height: Int)] =
