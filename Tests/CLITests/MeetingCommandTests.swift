@@ -111,6 +111,16 @@ import Testing
 /// `bench sfu` against a server it starts: every forwarded packet arrives, and the
 /// figures a user compares are there.
 @Suite(.serialized) struct SFULoadBenchCommand {
+    @Test(arguments: [
+        (["--publishers", "0"], "--publishers 0 must be within 1...200"),
+        (["--simulcast"], "--simulcast needs video (--video or --video-publishers)"),
+        (["--server", "ws://127.0.0.1:1/"], "--server needs --secret-file to mint tokens"),
+    ])
+    func badOptionsAreNamed(arguments: [String], message: String) throws {
+        let result = try CLI.run(["bench", "sfu"] + arguments)
+        #expect(result.status != 0 && result.stderr.contains(message), "\(result.stderr)")
+    }
+
     @Test func syntheticParticipantsLoadTheForwardingServerWithoutLoss() async throws {
         try await Heavy.runAlone {
             // Two of the three publishers send video; the server forwards on two threads.
