@@ -229,6 +229,8 @@ import TestSupport
             func transport(_ viewer: MeetingCoreHarness.Participant) -> Transport? { router.transportByLeg[viewer.leg].flatMap { router.transports[$0] } }
             #expect(spatial(bob) == 0 && spatial(carol) == 0, "both on the small layer behind 150 kb/s: \(spatial(bob)), \(spatial(carol))")
             let capped = router.estimatedBitrate(ofLeg: carol.leg) ?? 0
+            let bobsDrops = bob.downlink.statistics.queueDropped
+            let bobsDelays = bob.downlink.statistics.delays.count
             try carol.downlink.setRate(2_000)
             var layers: [Int] = []
             for step in 1...28 {
@@ -237,7 +239,8 @@ import TestSupport
             }
             let opened = router.estimatedBitrate(ofLeg: carol.leg) ?? 0
             let counters = router.counters
-            print("probing: carol's layers after her link opened \(layers), estimate \(capped) -> \(opened); bob's layer \(spatial(bob)), "
+            let freeze = Self.longestFreeze(bob, of: "alice", from: .seconds(4), to: meeting.now)
+            print("probing: bob's longest freeze \(freeze), his link dropped \(bob.downlink.statistics.queueDropped - bobsDrops) packets from 12 s, queued at most \(bob.downlink.statistics.delays.dropFirst(bobsDelays).max() ?? .zero); carol's layers after her link opened \(layers), estimate \(capped) -> \(opened); bob's layer \(spatial(bob)), "
                 + "estimate \(router.estimatedBitrate(ofLeg: bob.leg) ?? 0), next probe wait \(transport(bob)?.probeBackoff ?? .zero); probes "
                 + "\(counters.probesStarted) started, \(counters.probesSucceeded) succeeded, \(counters.probesFailed) failed, "
                 + "\(counters.paddingPacketsSent) padding packets (\(counters.paddingBytesSent) bytes)")
@@ -249,9 +252,40 @@ import TestSupport
             #expect(spatial(bob) == 0)
             #expect(counters.probesFailed >= 2, "\(counters.probesFailed) failed probes")
             #expect((transport(bob)?.probeBackoff ?? .zero) >= .seconds(20), "bob's next wait \(transport(bob)?.probeBackoff ?? .zero)")
-            let freeze = Self.longestFreeze(bob, of: "alice", from: .seconds(4), to: meeting.now)
             #expect(freeze <= .seconds(1), "bob froze for \(freeze)")
             #expect(carol.lastPicture["alice"]?.width == 640)
+        }
+    }
+
+    /// A viewer behind 180 kb/s, on the small layer, probed toward the next every 3 s (a
+    /// short backoff, so that there are many): each probe stops at the link's first sign of
+    /// a growing queue, so none fills the link's 300 ms queue, nothing is dropped, and the
+    /// picture never waits. (A probe that stopped only when the estimate fell padded on into
+    /// the full queue: 150 drops and a 0.8 s freeze in a minute of this.)
+    @Test func probesOfALinkThatCannotCarryTheNextLayerStopBeforeItsQueueFills() async throws {
+        try await Heavy.runAlone {
+            var configuration = ForwardingRouter.Configuration()
+            configuration.probeBackoff = .seconds(3)
+            configuration.probeBackoffLimit = .seconds(3)
+            let meeting = MeetingCoreHarness(configuration: configuration)
+            let alice = try meeting.join("alice", frequency: 440, video: true, temporalLayers: 3, simulcast: Self.layers)
+            let bob = try meeting.join("bob", frequency: 0, publishing: false, rtx: 97, downlink: Self.capped(180))
+            try meeting.run(until: .seconds(10))
+            let (drops, delays, before) = (bob.downlink.statistics.queueDropped, bob.downlink.statistics.delays.count, meeting.router.counters)
+            try meeting.run(until: .seconds(34))
+            let queued = bob.downlink.statistics.delays.dropFirst(delays).max() ?? .zero
+            let dropped = bob.downlink.statistics.queueDropped - drops
+            let freeze = Self.longestFreeze(bob, of: "alice", from: .seconds(10), to: meeting.now)
+            let counters = meeting.router.counters
+            let failed = counters.probesFailed - before.probesFailed
+            print("probing a narrow link: \(counters.probesStarted - before.probesStarted) probes (\(failed) failed), "
+                + "\(counters.paddingBytesSent - before.paddingBytesSent) bytes of padding; bob's link dropped \(dropped), queued at most \(queued); "
+                + "longest freeze \(freeze), layer \(meeting.router.forwardedVideo(to: bob.leg, from: alice.leg).spatial)")
+            #expect(failed >= 5, "\(failed) failed probes")
+            #expect(dropped == 0, "\(dropped) packets dropped at bob's link")
+            #expect(queued <= .milliseconds(200), "bob's link queued \(queued)")
+            #expect(freeze <= .milliseconds(250), "bob froze for \(freeze)")
+            #expect(meeting.router.forwardedVideo(to: bob.leg, from: alice.leg).spatial == 0)
         }
     }
 

@@ -165,12 +165,18 @@ extension ForwardingRouter {
         counters.probesStarted += 1
     }
 
-    /// Pads a probing subscriber's link up to now, or ends the probe as failed if its
-    /// estimate fell (the link did not carry it: stop before the queue grows further).
+    /// Pads a probing subscriber's link up to now, or ends the probe as failed if the link
+    /// did not carry it: its delay grows, or its estimate fell. Stop before the queue grows
+    /// further. The delay is the first sign: an overuse lowers the estimate only to 0.85 ×
+    /// what the receiver acknowledges, and the padding itself raised that to the link's
+    /// rate, often above the estimate the probe started from, which then stays; a probe
+    /// that waited for the fall would fill a narrow link's queue until it dropped.
     func padProbe(of transport: Transport, now: Duration) {
         guard var probe = transport.probe else { return }
-        let estimate = transport.core.bandwidthEstimator.targetBitrate
-        guard Double(estimate) >= 0.9 * Double(probe.highestEstimate), let carrier = consumers[probe.padding] else {
+        let estimator = transport.core.bandwidthEstimator
+        let estimate = estimator.targetBitrate
+        guard estimator.usage != .overusing, Double(estimate) >= 0.9 * Double(probe.highestEstimate),
+              let carrier = consumers[probe.padding] else {
             endProbe(of: transport, succeeded: false, now: now)
             return
         }
