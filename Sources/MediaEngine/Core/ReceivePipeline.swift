@@ -468,10 +468,10 @@ struct ReceivePipeline {
 
     /// Sends the NACKs a forwarding video stream has due.
     private mutating func processForwardingLosses(_ stream: ReceiveStreamState, now: Duration, path: SelectedPath) {
-        guard var nacks = stream.nacks, let media = stream.statistics.ssrc else { return }
+        guard stream.nacks != nil, let media = stream.statistics.ssrc else { return }
         var lost = forwardingNACKs
-        nacks.process(now: now, rtt: roundTripTime, into: &lost)
-        stream.nacks = nacks
+        // In place: a copy taken out and stored back would copy its list on each change.
+        stream.nacks?.process(now: now, rtt: roundTripTime, into: &lost)
         if !lost.isEmpty {
             let nack = GenericNACK(senderSSRC: rtcpSSRC, mediaSSRC: media, lostSequenceNumbers: lost[...])
             if queueFeedback(.genericNACK(nack), for: stream, path: path) { stream.statistics.nackSent += 1 }

@@ -181,7 +181,12 @@ final class Producer {
 
     /// Whether a held-back request for layer `spatial` is due.
     func keyframeRequestDue(spatial: Int = 0, now: Duration, interval: Duration) -> Bool {
-        guard layers[spatial].keyframeWanted, let last = layers[spatial].lastKeyframeRequest else { return false }
-        return now - last >= interval
+        keyframeRequestTime(spatial: spatial, interval: interval).map { now >= $0 } ?? false
+    }
+
+    /// When the held-back request for layer `spatial` may go, or nil if none is held back.
+    func keyframeRequestTime(spatial: Int, interval: Duration) -> Duration? {
+        guard layers[spatial].keyframeWanted, let last = layers[spatial].lastKeyframeRequest else { return nil }
+        return last + interval
     }
 }
