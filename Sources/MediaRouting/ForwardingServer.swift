@@ -135,6 +135,9 @@ public final class ForwardingServer: Sendable {
     private let threads = Locked<[JoinableThread]>([])
     private let started = Atomic<Bool>(false)
     private let origin = ContinuousClock.now
+    /// The longest a worker reads its port before its timers, handoffs, commands and
+    /// figures have their turn (the pass goes on to the end of the batch it is in).
+    static let receivePass = Duration.milliseconds(2)
 
     /// Binds one port per worker: `address` for the first, and for the others the ports
     /// that follow it (any free ones when its port is 0). Nothing runs until `start`.
@@ -372,8 +375,10 @@ public final class ForwardingServer: Sendable {
                 }
             }
             sendQueued()
+            let pass = clock.now
             while let count = try? incoming.receive(on: socket), count > 0 {
                 let arrival = clock.now
+                now = arrival - origin
                 for index in 0..<count {
                     let (bytes, source) = incoming.datagram(at: index)
                     guard let source, !bytes.isEmpty else { continue }
@@ -395,7 +400,11 @@ public final class ForwardingServer: Sendable {
                 }
                 outgoing.send(on: socket)
                 ringOwed()
-                if count < DatagramBatch.maximumCount { break }
+                // A full batch means more wait. Past a pass's time the rest of the loop has
+                // its turn (timers, the other workers' handoffs, commands, the figures) and
+                // the next pass reads on at once: a port that never drains would otherwise
+                // hold all of them off for as long as the overload lasted.
+                if count < DatagramBatch.maximumCount || clock.now - pass >= Self.receivePass { break }
             }
             ringOwed()
             if recheck.map({ $0 <= now }) == true || due.map({ $0 <= now }) == true || commanded {
