@@ -147,8 +147,14 @@ import TestSupport
                 }
             }
             #expect(correlation >= 0.9, "audio correlation \(correlation)")
-            let frequency = seenA.audio.dropFirst(9_600).withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
-            #expect(abs((frequency ?? 0) - 660) < 3, "B -> A tone \(frequency ?? 0) Hz")
+            // Audio B -> A: the tone's frequency in each 100 ms after the first 200 ms, and their
+            // median. Counted over the whole second at once, a few milliseconds concealed on
+            // a busy machine (noise, many zero crossings) read as a higher pitch: 669.6 Hz once.
+            let windows = stride(from: 9_600, through: seenA.audio.count - 4_800, by: 4_800).compactMap { start in
+                seenA.audio[start..<start + 4_800].withUnsafeBufferPointer { AudioQuality.toneFrequency($0) }
+            }.sorted()
+            let frequency = windows.isEmpty ? 0 : windows[windows.count / 2]
+            #expect(windows.count >= 7 && abs(frequency - 660) < 3, "B -> A tone \(frequency) Hz, median of \(windows)")
 
             // Video A -> B: each received picture matched to the source picture it came from.
             var pattern = TestPattern(width: 320, height: 240, frameRate: 15)
