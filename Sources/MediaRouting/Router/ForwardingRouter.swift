@@ -725,7 +725,7 @@ public final class ForwardingRouter {
         func consider(_ time: Duration) { next = min(next ?? time, time) }
         if !transport.lost {
             consider(transport.nextAllocation)
-            consider((transport.core.lastAuthenticatedArrival ?? transport.created) + configuration.legTimeout)
+            consider(silenceEnds(of: transport))
         }
         if let probe = transport.probe { consider(probe.lastPadding + Self.probeInterval) }
         if let video = transport.video, let producer = producers[video] {
@@ -736,6 +736,12 @@ public final class ForwardingRouter {
         return next
     }
 
+    /// When a leg that stays silent counts as lost: `legTimeout` after its last
+    /// authenticated arrival (or its creation).
+    func silenceEnds(of transport: Transport) -> Duration {
+        (transport.core.lastAuthenticatedArrival ?? transport.created) + configuration.legTimeout
+    }
+
     /// Runs what is due on each leg (reports, feedback and NACKs, the bandwidth shares,
     /// deferred keyframe requests, lost legs), and the speaking reports.
     public func handleTimeout(now: Duration) {
@@ -744,11 +750,11 @@ public final class ForwardingRouter {
         // timers, and running all of them whenever one was due took a fifth of a worker's
         // time with 100 legs on it.
         transports.forEach { id, transport in
+            let due = deadline(of: transport).map { $0 <= now } == true
+            if due { transport.core.handleTimeout(now: now) }
             drainEvents(of: transport)
-            guard deadline(of: transport).map({ $0 <= now }) == true else { return }
-            transport.core.handleTimeout(now: now)
-            drainEvents(of: transport)
-            if !transport.lost, now - (transport.core.lastAuthenticatedArrival ?? transport.created) >= configuration.legTimeout {
+            guard due else { return }
+            if !transport.lost, now >= silenceEnds(of: transport) {
                 markLost(transport)
             }
             if now >= transport.nextAllocation {
