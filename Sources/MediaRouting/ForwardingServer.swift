@@ -447,11 +447,17 @@ extension ForwardingServer {
     }
 }
 
-/// Latencies in 10 µs buckets up to 20 ms (the last bucket takes everything longer):
-/// percentiles without keeping samples, and nothing allocated after creation.
+/// Latencies in 10 µs buckets up to 20 ms, then 1 ms buckets up to 1 s; the last bucket
+/// takes everything longer, and a percentile that falls in it reads as `ceiling` ("at
+/// least a second"). Percentiles without keeping samples, nothing allocated after creation.
 public struct LatencyHistogram: Sendable, Hashable {
-    static let bucketWidth = Duration.microseconds(10)
-    static let bucketCount = 2_000
+    static let fineWidth = Duration.microseconds(10)
+    static let fineCount = 2_000
+    static let coarseWidth = Duration.milliseconds(1)
+    static let coarseCount = 980
+    static let bucketCount = fineCount + coarseCount + 1
+    /// What a percentile beyond the buckets reads as: anything at or above it is "at least".
+    public static let ceiling = fineWidth * fineCount + coarseWidth * coarseCount
     private var buckets = [Int](repeating: 0, count: bucketCount)
     public private(set) var count = 0
 
@@ -460,9 +466,19 @@ public struct LatencyHistogram: Sendable, Hashable {
     /// Adds `count` samples of `latency`.
     public mutating func record(_ latency: Duration, count: Int = 1) {
         guard count > 0 else { return }
-        let index = min(Self.bucketCount - 1, max(0, Int(latency / Self.bucketWidth)))
-        buckets[index] += count
+        buckets[Self.bucket(of: latency)] += count
         self.count += count
+    }
+
+    static func bucket(of latency: Duration) -> Int {
+        let fine = fineWidth * fineCount
+        guard latency >= fine else { return max(0, Int(latency / fineWidth)) }
+        return min(bucketCount - 1, fineCount + Int((latency - fine) / coarseWidth))
+    }
+
+    /// The upper edge of bucket `index`; `ceiling` for the last one.
+    static func upperEdge(of index: Int) -> Duration {
+        index < fineCount ? fineWidth * (index + 1) : fineWidth * fineCount + coarseWidth * min(coarseCount, index - fineCount + 1)
     }
 
     /// Adds `other`'s samples (another worker's).
@@ -471,15 +487,16 @@ public struct LatencyHistogram: Sendable, Hashable {
         count += other.count
     }
 
-    /// The latency below which `fraction` of the samples lie (the bucket's upper edge).
+    /// The latency below which `fraction` of the samples lie (the bucket's upper edge), or
+    /// `ceiling` when they reach beyond the buckets.
     public func percentile(_ fraction: Double) -> Duration {
         guard count > 0 else { return .zero }
         let wanted = Int((Double(count) * fraction).rounded(.up))
         var seen = 0
         for (index, bucket) in buckets.enumerated() {
             seen += bucket
-            if seen >= wanted { return Self.bucketWidth * (index + 1) }
+            if seen >= wanted { return Self.upperEdge(of: index) }
         }
-        return Self.bucketWidth * Self.bucketCount
+        return Self.ceiling
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import MediaEngine
+import MediaRouting
 import MediaServer
 import Signaling
 
@@ -227,8 +228,10 @@ struct SFULoadBench: AsyncParsableCommand {
                        report.meanSubscriberLossPercent, report.subscribersAboveOnePercent))
             say("latency, send to arrival (loopback, both processes): \(report.latency.text)")
             if let serverLatency {
-                say(String(format: "forwarding latency in the server (arrival to send): p50 %.0f µs, p99 %.0f µs, p99.9 %.0f µs",
-                           serverLatency[0], serverLatency[1], serverLatency[2]))
+                // The server's histogram ends at a second: a percentile there reads "at least".
+                let ceiling = Double(LatencyHistogram.ceiling / .microseconds(1))
+                let text = serverLatency.map { ($0 >= ceiling ? "≥" : "") + String(format: "%.0f µs", $0) }
+                say("forwarding latency in the server (arrival to send): p50 \(text[0]), p99 \(text[1]), p99.9 \(text[2])")
             }
             if let resident {
                 say(String(format: "server resident memory %.1f MB at the end (%.1f MB early, %.1f MB at most)", resident, early ?? 0, peak ?? 0))

@@ -3,6 +3,7 @@ import Foundation
 import LiveStreaming
 import Logging
 import MediaEngine
+import MediaRouting
 import MediaServer
 import Signaling
 import UnixSignals
@@ -357,7 +358,11 @@ struct ServerCommand: AsyncParsableCommand {
 }
 
 extension ServerCommand {
-    static func microseconds(_ duration: Duration) -> String { "\(Int(duration / .microseconds(1))) µs" }
+    /// A forwarding latency in µs; "≥" when it is the histogram's ceiling (the true value
+    /// is at least that).
+    static func microseconds(_ duration: Duration) -> String {
+        (duration >= LatencyHistogram.ceiling ? "≥" : "") + "\(Int(duration / .microseconds(1))) µs"
+    }
 }
 
 struct TokenCommand: AsyncParsableCommand {
