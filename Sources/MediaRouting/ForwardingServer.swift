@@ -298,7 +298,8 @@ public final class ForwardingServer: Sendable {
         let router = ForwardingRouter(configuration: configuration, worker: worker.index)
         router.workerCount = workers.count
         let socket = worker.socket
-        // Packets handed to other workers in this batch: their doorbells ring once after it.
+        // Packets handed to other workers by the datagram being handled: their doorbells ring
+        // once it is.
         let owed = UnsafeMutableBufferPointer<Bool>.allocate(capacity: workers.count)
         owed.initialize(repeating: false)
         defer { owed.deallocate() }
@@ -367,14 +368,20 @@ public final class ForwardingServer: Sendable {
             }
             let commanded = !taken.isEmpty
             taken.removeAll(keepingCapacity: true)
-            // What other workers handed over.
+            sendQueued()
+            // What other workers handed over: each packet's copies go out before the next is
+            // taken, timed from when it reached the server (the other worker's arrival).
             for ring in worker.inbound {
                 guard let ring else { continue }
-                while ring.pop({ bytes, header in router.handleHandoff(header, bytes, now: now) }) {
+                while ring.pop({ bytes, header in
+                    let forwardedBefore = router.counters.packetsForwarded
+                    router.handleHandoff(header, bytes, now: now)
+                    sendQueued()
+                    latency.record(clock.now - origin - header.arrival, count: router.counters.packetsForwarded - forwardedBefore)
+                }) {
                     if recheck == nil { recheck = now + .milliseconds(1) }
                 }
             }
-            sendQueued()
             let pass = clock.now
             while let count = try? incoming.receive(on: socket), count > 0 {
                 let arrival = clock.now
@@ -393,6 +400,9 @@ public final class ForwardingServer: Sendable {
                         // whole batch would only add its time to every packet's latency.
                         let forwardedBefore = router.counters.packetsForwarded
                         router.handleDatagram(bytes, from: source, now: now)
+                        // A packet handed to other workers wakes them now, not after the
+                        // batch: they copy it for their subscribers while this one sends.
+                        ringOwed()
                         if recheck == nil { recheck = now + .milliseconds(1) }
                         sendQueued()
                         latency.record(clock.now - arrival, count: router.counters.packetsForwarded - forwardedBefore)

@@ -19,12 +19,16 @@ public struct WorkerHandoff: Sendable {
     public var leg: UInt64
     /// `video`: its simulcast layer (0 unless simulcast).
     public var layer: UInt8
+    /// When the datagram it came in arrived at the server (the handing worker's `now`): the
+    /// receiving worker times its forwarding latency from there, handoff included.
+    public var arrival: Duration
 
-    public init(kind: Kind, source: SocketAddress, leg: UInt64, layer: UInt8 = 0) {
+    public init(kind: Kind, source: SocketAddress, leg: UInt64, layer: UInt8 = 0, arrival: Duration = .zero) {
         self.kind = kind
         self.source = source
         self.leg = leg
         self.layer = layer
+        self.arrival = arrival
     }
 }
 
@@ -157,19 +161,19 @@ extension ForwardingRouter {
 
     // MARK: Internals
 
-    func handOffDatagram(_ datagram: UnsafeMutableRawBufferPointer, from source: SocketAddress, to other: Int) {
+    func handOffDatagram(_ datagram: UnsafeMutableRawBufferPointer, from source: SocketAddress, to other: Int, now: Duration) {
         guard let handOff, other != worker else {
             counters.strangerDatagrams += 1
             return
         }
-        handOff(other, WorkerHandoff(kind: .datagram, source: source, leg: 0), UnsafeRawBufferPointer(datagram))
+        handOff(other, WorkerHandoff(kind: .datagram, source: source, leg: 0, arrival: now), UnsafeRawBufferPointer(datagram))
         counters.datagramsHandedOff += 1
     }
 
-    func handOffMedia(_ packet: RTPPacketView, of producer: Producer, spatial: Int = 0) {
+    func handOffMedia(_ packet: RTPPacketView, of producer: Producer, spatial: Int = 0, now: Duration) {
         guard !producer.remoteWorkers.isEmpty, let handOff else { return }
         let header = WorkerHandoff(kind: producer.kind == .audio ? .audio : .video, source: Self.nowhere, leg: producer.leg,
-                                   layer: UInt8(spatial))
+                                   layer: UInt8(spatial), arrival: now)
         for other in producer.remoteWorkers { handOff(other, header, packet.bytes) }
         counters.packetsHandedOff += producer.remoteWorkers.count
     }

@@ -612,7 +612,7 @@ public final class ForwardingRouter {
         }
         guard kind == .rtp || kind == .rtcp || kind == .dtls, let id = transportByAddress[source], let transport = transports[id] else {
             if kind != .unknown, let other = addressWorker[source] {
-                handOffDatagram(datagram, from: source, to: other)
+                handOffDatagram(datagram, from: source, to: other, now: now)
             } else {
                 counters.strangerDatagrams += 1
             }
@@ -641,12 +641,14 @@ public final class ForwardingRouter {
             return
         }
         counters.packetsReceived += 1
+        // Handed to the other workers first, so that they copy it for their subscribers
+        // while this one copies it for its own.
         if let audio = transport.audio, let producer = producers[audio], producer.receive == forwarded.stream {
+            handOffMedia(forwarded.packet, of: producer, now: now)
             routeAudio(forwarded.packet, of: producer, now: now)
-            handOffMedia(forwarded.packet, of: producer)
         } else if let video = transport.video, let producer = producers[video], let spatial = producer.layerIndex(of: forwarded.stream) {
+            handOffMedia(forwarded.packet, of: producer, spatial: spatial, now: now)
             routeVideo(forwarded.packet, of: producer, id: video, spatial: spatial, now: now)
-            handOffMedia(forwarded.packet, of: producer, spatial: spatial)
         }
     }
 
@@ -671,7 +673,7 @@ public final class ForwardingRouter {
             // not read an answer as its check succeeding.
             guard let ufrag = username.split(separator: ":", maxSplits: 1).first, let owner = transportByUfrag[String(ufrag)] else {
                 if let ufrag = username.split(separator: ":", maxSplits: 1).first, let other = ufragWorker[String(ufrag)] {
-                    handOffDatagram(datagram, from: source, to: other)
+                    handOffDatagram(datagram, from: source, to: other, now: now)
                 } else {
                     counters.strangerDatagrams += 1
                 }
@@ -685,7 +687,7 @@ public final class ForwardingRouter {
         } else if let owner = transportByAddress[source] {
             id = owner
         } else if let other = addressWorker[source] {
-            handOffDatagram(datagram, from: source, to: other)
+            handOffDatagram(datagram, from: source, to: other, now: now)
             return
         } else {
             counters.strangerDatagrams += 1
