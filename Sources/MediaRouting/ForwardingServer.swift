@@ -122,6 +122,8 @@ public final class ForwardingServer: Sendable {
     private let workers: [Worker]
     private let configuration: ForwardingRouter.Configuration
     private let echoPolicy: EchoPolicy
+    /// The threads' `SCHED_FIFO` priority; nil: ordinary threads.
+    public let realtimePriority: Int32?
     private let reports: @Sendable (ForwardingRouter.Report) -> Void
     /// Per meeting: the speaking levels each worker reported last, and the merged levels
     /// reported last, and when.
@@ -141,10 +143,17 @@ public final class ForwardingServer: Sendable {
 
     /// Binds one port per worker: `address` for the first, and for the others the ports
     /// that follow it (any free ones when its port is 0). Nothing runs until `start`.
-    /// - Parameter workers: Forwarding threads (at least 1).
+    /// - Parameters:
+    ///   - workers: Forwarding threads (at least 1).
+    ///   - realtimePriority: when set, the threads run under `SCHED_FIFO` at this priority
+    ///     (1...99): a worker runs as soon as a packet wakes it, ahead of every ordinary
+    ///     thread on the machine, so what else the machine runs does not add to forwarding
+    ///     latency. The kernel's real-time throttling (by default 95 % of each second)
+    ///     still leaves ordinary threads their share if a flood keeps a worker busy.
     /// - Throws: `TransportError` naming the address when one cannot be bound.
     public init(bindTo address: SocketAddress, configuration: ForwardingRouter.Configuration = .init(), echoPolicy: EchoPolicy = .init(),
-                workers count: Int = 1, reports: @escaping @Sendable (ForwardingRouter.Report) -> Void) throws(TransportError) {
+                workers count: Int = 1, realtimePriority: Int32? = nil,
+                reports: @escaping @Sendable (ForwardingRouter.Report) -> Void) throws(TransportError) {
         let count = max(1, count)
         var sockets = [try UDPSocket(bindTo: address, receiveBufferSize: 4 << 20)]
         for index in 1..<count {
@@ -172,6 +181,7 @@ public final class ForwardingServer: Sendable {
         self.workers = workers
         self.configuration = configuration
         self.echoPolicy = echoPolicy
+        self.realtimePriority = realtimePriority
         self.reports = reports
     }
 
@@ -242,20 +252,31 @@ public final class ForwardingServer: Sendable {
     }
 
     /// Starts the forwarding threads.
-    /// - Throws: `TransportError` when the system cannot start a thread.
+    /// - Throws: `TransportError` when the system cannot start a thread, or not at the
+    ///   real-time priority asked for (the process lacks `CAP_SYS_NICE` and its
+    ///   `RLIMIT_RTPRIO` is lower).
     public func start() throws(TransportError) {
         guard !started.exchange(true, ordering: .relaxed) else { return }
         do throws(JoinableThread.StartError) {
             for worker in workers {
-                let thread = try JoinableThread(name: workers.count == 1 ? "sfu forwarding" : "sfu worker \(worker.index)") { [self] in
+                let thread = try JoinableThread(name: workers.count == 1 ? "sfu forwarding" : "sfu worker \(worker.index)",
+                                                realtimePriority: realtimePriority) { [self] in
                     run(worker)
                 }
                 threads.withLock { $0.append(thread) }
             }
         } catch {
             running.store(false, ordering: .relaxed)
+            for worker in workers { worker.doorbell.ring() }
             for thread in threads.withLock({ $0 }) { thread.join() }
-            throw TransportError(.socketFailed, "cannot start a forwarding thread: \(error)", systemError: error.status)
+            let reason = realtimePriority.map { priority in
+                error.status == EPERM || error.status == EINVAL
+                    ? "cannot run forwarding threads at real-time priority \(priority) (SCHED_FIFO): \(error); "
+                        + (error.status == EPERM ? "the process needs CAP_SYS_NICE or an RLIMIT_RTPRIO of at least \(priority)"
+                                                 : "the priority must be within 1...99")
+                    : nil
+            } ?? nil
+            throw TransportError(.socketFailed, reason ?? "cannot start a forwarding thread: \(error)", systemError: error.status)
         }
     }
 

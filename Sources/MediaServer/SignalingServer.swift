@@ -40,6 +40,10 @@ public final class SignalingServer: Sendable {
         public var forwarding = ForwardingRouter.Configuration()
         /// Forwarding threads on the media port (`--media-threads`); legs are spread over them.
         public var mediaThreads = 1
+        /// When set, the forwarding threads run under `SCHED_FIFO` at this priority (1...99;
+        /// `--media-realtime-priority`): forwarding latency stays low on a machine that also
+        /// runs other work. Nil: ordinary threads.
+        public var mediaRealtimePriority: Int32?
         /// The address participants send media to; nil: the bind address (every IPv4
         /// interface's when bound to 0.0.0.0).
         public var publicHost: String?
@@ -204,13 +208,15 @@ public final class SignalingServer: Sendable {
                     do {
                         media = try ForwardingServer(bindTo: MediaEngine.SocketAddress(host: configuration.host, port: configuration.echoPort ?? port),
                                                      configuration: configuration.forwarding, echoPolicy: configuration.echoPolicy,
-                                                     workers: configuration.mediaThreads, reports: forward)
+                                                     workers: configuration.mediaThreads, realtimePriority: configuration.mediaRealtimePriority,
+                                                     reports: forward)
                     } catch where configuration.echoPort == nil && configuration.port == 0 {
                         // A picked TCP port's number can be taken in UDP (by anything, a call's
                         // media socket): take another; the login reply names the one in use.
                         media = try ForwardingServer(bindTo: MediaEngine.SocketAddress(host: configuration.host, port: 0),
                                                      configuration: configuration.forwarding, echoPolicy: configuration.echoPolicy,
-                                                     workers: configuration.mediaThreads, reports: forward)
+                                                     workers: configuration.mediaThreads, realtimePriority: configuration.mediaRealtimePriority,
+                                                     reports: forward)
                     }
                     try media.start()
                     state.setMedia(media, reports: Task {

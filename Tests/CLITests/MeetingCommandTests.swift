@@ -114,6 +114,7 @@ import Testing
     @Test(arguments: [
         (["--publishers", "0"], "--publishers 0 must be within 1...200"),
         (["--simulcast"], "--simulcast needs video (--video or --video-publishers)"),
+        (["--realtime-priority", "0"], "--realtime-priority 0 must be within 1...99"),
         (["--server", "ws://127.0.0.1:1/"], "--server needs --secret-file to mint tokens"),
     ])
     func badOptionsAreNamed(arguments: [String], message: String) throws {

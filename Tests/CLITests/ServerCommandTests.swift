@@ -88,6 +88,7 @@ import Testing
         (["server", "--store", "postgres://u@127.0.0.1/db", "--node-id", "Node 1"], "--node-id: node id 'Node 1' must be 1 to 32 of a-z"),
         (["server", "--reconnect-grace", "0"], "--reconnect-grace 0.0 must be within"),
         (["server", "--media-threads", "0"], "--media-threads 0 must be within 1...256"),
+        (["server", "--media-realtime-priority", "100"], "--media-realtime-priority 100 must be within 1...99"),
         (["server", "--store", "postgres://u:in-url@127.0.0.1/db", "--store-password-file", "/tmp/pw"],
          "a password in --store's URL and --store-password-file cannot be combined"),
     ])

@@ -48,6 +48,10 @@ struct SFULoadBench: AsyncParsableCommand {
     @Option(help: "The child server's forwarding threads (--media-threads; default: the machine's cores).")
     var threads: Int?
 
+    @Option(help: ArgumentHelp("The child server's forwarding threads run under SCHED_FIFO at this priority (--media-realtime-priority, "
+        + "1...99): ahead of this tool's participants on the same cores, as on a server of its own.", valueName: "priority"))
+    var realtimePriority: Int32?
+
     @Flag(help: "Video publishers send three simulcast layers (320x180, 640x360, 1280x720: frames of 150, 500 and 1,800 bytes, about 36, 120 and 430 kb/s); each subscriber gets one.")
     var simulcast = false
 
@@ -73,6 +77,10 @@ struct SFULoadBench: AsyncParsableCommand {
             guard (1...256).contains(threads) else { throw ValidationError("--threads \(threads) must be within 1...256") }
             guard server == nil else { throw ValidationError("--threads sets the child server's; --server runs with its own") }
         }
+        if let realtimePriority {
+            guard (1...99).contains(realtimePriority) else { throw ValidationError("--realtime-priority \(realtimePriority) must be within 1...99") }
+            guard server == nil else { throw ValidationError("--realtime-priority sets the child server's; --server runs with its own") }
+        }
     }
 
     struct Report: Codable {
@@ -84,6 +92,8 @@ struct SFULoadBench: AsyncParsableCommand {
         /// The server's forwarding threads, and each one's CPU over the run (of one core).
         var serverThreads: Int?
         var serverThreadCPU: [Double]?
+        /// The forwarding threads' SCHED_FIFO priority (`--realtime-priority`); nil: ordinary.
+        var serverRealtimePriority: Int32?
         var seconds: Double
         /// Streams the server forwards: each receiver times each other publisher's streams.
         var subscriberStreams: Int
@@ -117,7 +127,8 @@ struct SFULoadBench: AsyncParsableCommand {
         raiseFileLimit(to: (publishers + subscribers) * 4 + 256)
         // The child stops itself a while after the run even if this process is killed.
         let child = server == nil
-            ? try ChildServer.start(lifetime: seconds + 120, options: threads.map { ["--media-threads", String($0)] } ?? []) : nil
+            ? try ChildServer.start(lifetime: seconds + 120, options: (threads.map { ["--media-threads", String($0)] } ?? [])
+                + (realtimePriority.map { ["--media-realtime-priority", String($0)] } ?? [])) : nil
         defer { child?.stop() }
         let url = server ?? child!.url
         let secretPath = secretFile ?? child!.secretPath
@@ -197,7 +208,7 @@ struct SFULoadBench: AsyncParsableCommand {
         let report = Report(publishers: publishers, subscribers: subscribers, video: videoSenders > 0, videoPublishers: videoSenders,
                             simulcast: simulcast,
                             serverThreads: threadCPU.isEmpty ? nil : threadCPU.count, serverThreadCPU: threadCPU.isEmpty ? nil : threadCPU,
-                            seconds: results.elapsed,
+                            serverRealtimePriority: realtimePriority, seconds: results.elapsed,
                             subscriberStreams: streams, packetsSent: results.packetsSent, packetsReceived: results.packetsReceived,
                             forwardedPacketsPerSecond: Double(results.packetsReceived) / results.elapsed, serverCPU: cpu,
                             subscriberStreamsPerCore: cpu.map { Double(streams) / max($0, 0.001) },
@@ -222,7 +233,7 @@ struct SFULoadBench: AsyncParsableCommand {
             }
             if !threadCPU.isEmpty {
                 say("forwarding threads' CPU (of one core each): " + threadCPU.enumerated().map { String(format: "%d: %.1f %%", $0, $1 * 100) }
-                    .joined(separator: ", "))
+                    .joined(separator: ", ") + (realtimePriority.map { "; SCHED_FIFO priority \($0)" } ?? ""))
             }
             say(String(format: "subscriber loss: worst %.2f %%, mean %.2f %%, %d above 1 %%", report.worstSubscriberLossPercent,
                        report.meanSubscriberLossPercent, report.subscribersAboveOnePercent))

@@ -81,6 +81,10 @@ struct ServerCommand: AsyncParsableCommand {
     @Option(help: "Threads forwarding meeting media, each with a socket on the media port; legs are spread over them (default: the machine's cores).")
     var mediaThreads = ProcessInfo.processInfo.activeProcessorCount
 
+    @Option(help: ArgumentHelp("Run the forwarding threads under SCHED_FIFO at this real-time priority (1...99, as chrt -f takes it), "
+        + "ahead of everything else on the machine (needs root or CAP_SYS_NICE; default: ordinary threads).", valueName: "priority"))
+    var mediaRealtimePriority: Int32?
+
     @Option(help: "Each meeting subscriber's first bandwidth estimate, b/s (the estimate then follows its feedback).")
     var subscriberStartBitrate = 2_000_000
 
@@ -164,6 +168,9 @@ struct ServerCommand: AsyncParsableCommand {
         guard maximumMeetings >= 1 else { throw ValidationError("--maximum-meetings must be at least 1") }
         guard legTimeout >= 1 && legTimeout <= 3_600 else { throw ValidationError("--leg-timeout must be within 1...3600 s") }
         guard (1...256).contains(mediaThreads) else { throw ValidationError("--media-threads \(mediaThreads) must be within 1...256") }
+        if let mediaRealtimePriority, !(1...99).contains(mediaRealtimePriority) {
+            throw ValidationError("--media-realtime-priority \(mediaRealtimePriority) must be within 1...99")
+        }
         guard (100_000...1_000_000_000).contains(subscriberStartBitrate) else {
             throw ValidationError("--subscriber-start-bitrate must be within 100000...1000000000 b/s")
         }
@@ -322,6 +329,7 @@ struct ServerCommand: AsyncParsableCommand {
         configuration.meetings.maximumMeetings = maximumMeetings
         configuration.forwarding.legTimeout = .milliseconds(Int64(legTimeout * 1_000))
         configuration.mediaThreads = mediaThreads
+        configuration.mediaRealtimePriority = mediaRealtimePriority
         configuration.forwarding.subscriberBandwidth.startBitrate = subscriberStartBitrate
         configuration.forwarding.subscriberBandwidth.maximumBitrate = max(configuration.forwarding.subscriberBandwidth.maximumBitrate,
                                                                          subscriberStartBitrate)

@@ -27,6 +27,29 @@ import TestSupport
         #expect(seen.withLock { $0 }.contains("a name longer t"), "\(seen.withLock { $0 })")
     }
 
+    /// A thread started at a real-time priority runs under SCHED_FIFO at it from its first
+    /// instruction (sched_getscheduler on itself); a priority the kernel has no such level
+    /// for is refused with EINVAL before any thread starts.
+    @Test func aJoinableThreadRunsAtTheRealTimePriorityAskedFor() throws {
+        let seen = Locked<(policy: Int32, priority: Int32)?>(nil)
+        let thread = try JoinableThread(name: "realtime", realtimePriority: 3) {
+            var parameters = sched_param()
+            let policy = sched_getscheduler(0)
+            sched_getparam(0, &parameters)
+            seen.withLock { $0 = (policy, parameters.sched_priority) }
+        }
+        thread.join()
+        let got = seen.withLock { $0 }
+        #expect(got?.policy == SCHED_FIFO && got?.priority == 3, "\(String(describing: got))")
+        #expect(throws: JoinableThread.StartError.self) { try JoinableThread(realtimePriority: 100) {} }
+        do {
+            _ = try JoinableThread(realtimePriority: 0) {}
+            Issue.record("priority 0 started a SCHED_FIFO thread")
+        } catch {
+            #expect(error.status == EINVAL)
+        }
+    }
+
     @Test func aSessionsThreadsAreNamed() throws {
         func session() throws -> MediaSession {
             var configuration = MediaSession.Configuration(audio: ToneSource(ToneGenerator(.silence), name: "silence"), video: nil)
