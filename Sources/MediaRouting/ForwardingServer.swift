@@ -276,7 +276,8 @@ public final class ForwardingServer: Sendable {
                                                  : "the priority must be within 1...99")
                     : nil
             } ?? nil
-            throw TransportError(.socketFailed, reason ?? "cannot start a forwarding thread: \(error)", systemError: error.status)
+            throw TransportError(reason == nil ? .socketFailed : .notPermitted, reason ?? "cannot start a forwarding thread: \(error)",
+                                 systemError: error.status)
         }
     }
 

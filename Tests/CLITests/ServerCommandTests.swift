@@ -104,6 +104,28 @@ import Testing
         }
     }
 
+    /// `--media-realtime-priority` in a process that may not use it (CAP_SYS_NICE dropped
+    /// from its bounding set by `setpriv`, RLIMIT_RTPRIO 0): the server does not start on
+    /// ordinary threads behind the user's back, it stops and names what is missing.
+    @Test func aRealTimePriorityTheProcessMayNotUseStopsTheServerAndSaysWhy() async throws {
+        try await Heavy.run {
+            let directory = try temporaryDirectory("realtime")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let process = try BackgroundProcess(
+                executable: URL(fileURLWithPath: "/usr/bin/setpriv"),
+                arguments: ["--bounding-set=-sys_nice", CLI.executable.path, "server", "--host", "127.0.0.1", "--port", "0",
+                            "--db", directory.appendingPathComponent("calls.sqlite").path,
+                            "--secret-file", directory.appendingPathComponent("server.secret").path,
+                            "--media-realtime-priority", "20", "--duration", "5"])
+            let run = try process.wait(timeout: 60)
+            #expect(run.status != 0)
+            #expect(run.stderr.contains("--media-realtime-priority: cannot run forwarding threads at real-time priority 20 (SCHED_FIFO)")
+                        && run.stderr.contains("CAP_SYS_NICE"), "\(run.stderr)")
+            // A failure at run time, not a misused command line: no usage text, no "cannot listen".
+            #expect(!run.stderr.contains("Usage:") && !run.stderr.contains("cannot listen"), "\(run.stderr)")
+        }
+    }
+
     @Test func aShortSecretIsRefused() async throws {
         try await Heavy.run {
             let directory = try temporaryDirectory("secret")

@@ -339,6 +339,9 @@ struct ServerCommand: AsyncParsableCommand {
         let bound: Int
         do {
             bound = try await server.start(signals: [.sigint, .sigterm])
+        } catch let error as TransportError where error.code == .notPermitted {
+            // Not a listening problem: the forwarding threads' priority (--media-realtime-priority).
+            throw CommandFailure("--media-realtime-priority: \(error.message)")
         } catch {
             throw ValidationError("cannot listen on \(host):\(port): \(error)")
         }

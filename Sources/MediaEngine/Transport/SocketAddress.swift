@@ -220,4 +220,6 @@ extension ErrorCode where Domain == TransportError {
     public static var socketFailed: Self { Self("socket failed") }
     /// The socket was closed.
     public static var closed: Self { Self("closed") }
+    /// The system refused what was asked of it (a real-time priority the process may not use).
+    public static var notPermitted: Self { Self("not permitted") }
 }
