@@ -269,14 +269,12 @@ public final class ForwardingServer: Sendable {
             running.store(false, ordering: .relaxed)
             for worker in workers { worker.doorbell.ring() }
             for thread in threads.withLock({ $0 }) { thread.join() }
-            let reason = realtimePriority.map { priority in
-                error.status == EPERM || error.status == EINVAL
-                    ? "cannot run forwarding threads at real-time priority \(priority) (SCHED_FIFO): \(error); "
-                        + (error.status == EPERM ? "the process needs CAP_SYS_NICE or an RLIMIT_RTPRIO of at least \(priority)"
-                                                 : "the priority must be within 1...99")
-                    : nil
-            } ?? nil
-            throw TransportError(reason == nil ? .socketFailed : .notPermitted, reason ?? "cannot start a forwarding thread: \(error)",
+            guard let priority = realtimePriority, error.status == EPERM || error.status == EINVAL else {
+                throw TransportError(.socketFailed, "cannot start a forwarding thread: \(error)", systemError: error.status)
+            }
+            let remedy = error.status == EPERM ? "the process needs CAP_SYS_NICE or an RLIMIT_RTPRIO of at least \(priority)"
+                                               : "the priority must be within 1...99"
+            throw TransportError(.notPermitted, "cannot run forwarding threads at real-time priority \(priority) (SCHED_FIFO): \(error); \(remedy)",
                                  systemError: error.status)
         }
     }

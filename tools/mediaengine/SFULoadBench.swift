@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import MediaEngine
-import MediaRouting
 import MediaServer
 import Signaling
 
@@ -239,9 +238,8 @@ struct SFULoadBench: AsyncParsableCommand {
                        report.meanSubscriberLossPercent, report.subscribersAboveOnePercent))
             say("latency, send to arrival (loopback, both processes): \(report.latency.text)")
             if let serverLatency {
-                // The server's histogram ends at a second: a percentile there reads "at least".
-                let ceiling = Double(LatencyHistogram.ceiling / .microseconds(1))
-                let text = serverLatency.map { ($0 >= ceiling ? "≥" : "") + String(format: "%.0f µs", $0) }
+                // As the server prints them: "≥" at its histogram's ceiling.
+                let text = serverLatency.map { ServerCommand.microseconds(.microseconds(Int64($0))) }
                 say("forwarding latency in the server (arrival to send): p50 \(text[0]), p99 \(text[1]), p99.9 \(text[2])")
             }
             if let resident {
