@@ -71,8 +71,9 @@ public final class ForwardingServer: Sendable {
         /// Per leg: SRTP authentication failures, replays and loss reported, for metrics.
         public var authenticationFailures = 0
         public var replays = 0
-        /// Forwarding latency per forwarded packet, from its batch's arrival (`recvmmsg`
-        /// returned) to its copies handed to `sendmmsg`: p50, p99, p99.9, and how many.
+        /// Forwarding latency per forwarded packet, from its arrival (the kernel's stamp, so
+        /// the time it waited in the socket counts) to its copies handed to `sendmmsg`:
+        /// p50, p99, p99.9, and how many.
         public var latencyP50: Duration = .zero
         public var latencyP99: Duration = .zero
         public var latencyP999: Duration = .zero
@@ -404,8 +405,10 @@ public final class ForwardingServer: Sendable {
             }
             let pass = clock.now
             while let count = try? incoming.receive(on: socket), count > 0 {
-                let arrival = clock.now
-                now = arrival - origin
+                now = clock.now - origin
+                // Each datagram's own arrival: a batch read late holds datagrams that came
+                // apart, and feedback must say so (`ArrivalClock`).
+                let stamps = ArrivalClock(now: now)
                 for index in 0..<count {
                     let (bytes, source) = incoming.datagram(at: index)
                     guard let source, !bytes.isEmpty else { continue }
@@ -419,13 +422,14 @@ public final class ForwardingServer: Sendable {
                         // sends of one packet saves the system calls, holding them for the
                         // whole batch would only add its time to every packet's latency.
                         let forwardedBefore = router.counters.packetsForwarded
-                        router.handleDatagram(bytes, from: source, now: now)
+                        let arrival = stamps.arrival(stamp: incoming.arrivalStamp(at: index))
+                        router.handleDatagram(bytes, from: source, now: now, arrival: arrival)
                         // A packet handed to other workers wakes them now, not after the
                         // batch: they copy it for their subscribers while this one sends.
                         ringOwed()
                         if recheck == nil { recheck = now + .milliseconds(1) }
                         sendQueued()
-                        latency.record(clock.now - arrival, count: router.counters.packetsForwarded - forwardedBefore)
+                        latency.record(clock.now - origin - arrival, count: router.counters.packetsForwarded - forwardedBefore)
                     }
                 }
                 outgoing.send(on: socket)

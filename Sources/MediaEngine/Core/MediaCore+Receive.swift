@@ -3,11 +3,16 @@ extension MediaCore {
     /// goes to its stream (after SRTP), RTCP is authenticated and acted on, STUN checks are
     /// answered. Anything unusable is counted and dropped. The buffer is decrypted in place.
     ///
+    /// - Parameters:
+    ///   - now: The current time, which runs the core's timers.
+    ///   - arrival: When the datagram reached the host (`ArrivalClock`), if the caller read
+    ///     it later: what transport-wide feedback and the receive statistics' jitter report.
+    ///     Never after `now`; `now` when nil.
     /// - Returns: The decrypted packet when it belongs to a forwarding stream (valid until
     ///   the buffer is reused); nil otherwise.
     @discardableResult
     public func handleDatagram(_ datagram: UnsafeMutableRawBufferPointer, from source: SocketAddress, socket: Int = 0,
-                               now: Duration) -> ForwardedPacket? {
+                               now: Duration, arrival: Duration? = nil) -> ForwardedPacket? {
         if paths.hasRelay, handleFromRelay(datagram, from: source, socket: socket, now: now) { return nil }
         let bytes = UnsafeRawBufferPointer(datagram)
         switch DatagramKind(bytes) {
@@ -17,7 +22,8 @@ extension MediaCore {
             handleDTLS(bytes, from: source, socket: socket, now: now)
         case .rtp:
             guard acceptsPath(source), keysAgreed() else { return nil }
-            return receive.handleRTP(datagram, from: source, socket: socket, now: now, path: selectedPath, random: &random) { ssrc in
+            return receive.handleRTP(datagram, from: source, socket: socket, now: now, arrival: min(arrival ?? now, now),
+                                     path: selectedPath, random: &random) { ssrc in
                 send.owns(ssrc: ssrc)
             }
         case .rtcp:

@@ -156,7 +156,7 @@ struct ReceivePipeline {
     /// this side's own SSRCs (a loop or a collision, never media to play).
     /// - Returns: The decrypted packet when it belongs to a forwarding stream.
     mutating func handleRTP(_ datagram: UnsafeMutableRawBufferPointer, from source: SocketAddress, socket: Int, now: Duration,
-                            path: SelectedPath, random: inout SeededRandom, isOwn: (UInt32) -> Bool) -> ForwardedPacket? {
+                            arrival: Duration, path: SelectedPath, random: inout SeededRandom, isOwn: (UInt32) -> Bool) -> ForwardedPacket? {
         guard datagram.count >= RTPPacketView.fixedHeaderSize else {
             counters.unknownStreamPackets += 1
             return nil
@@ -164,7 +164,8 @@ struct ReceivePipeline {
         let payloadType = datagram[1] & 0x7F
         let ssrc = UnsafeRawBufferPointer(datagram).uint32(at: 8)
         if let original = byRTXSSRC[ssrc], original.configuration.rtx?.payloadType == payloadType {
-            return handleRTX(datagram, for: original, from: source, socket: socket, now: now, path: path, random: &random)
+            return handleRTX(datagram, for: original, from: source, socket: socket, now: now, arrival: arrival, path: path,
+                             random: &random)
         }
         var target = stream(ssrc: ssrc, payloadType: payloadType, socket: socket)
         var binding = false
@@ -189,7 +190,7 @@ struct ReceivePipeline {
             stream.statistics.malformedPackets += 1
             return nil
         }
-        recordTransportSequence(packet, from: source, socket: socket, now: now)
+        recordTransportSequence(packet, from: source, socket: socket, arrival: arrival)
         let receiving: ReceiveStreamState
         if binding {
             guard let bound = bind(packet, ssrc: ssrc, payloadType: payloadType) else { return nil }
@@ -198,7 +199,7 @@ struct ReceivePipeline {
             receiving = stream
         }
         lastAuthenticatedArrival = now
-        receive(packet, on: receiving, from: source, socket: socket, now: now, path: path, random: &random)
+        receive(packet, on: receiving, from: source, socket: socket, now: now, arrival: arrival, path: path, random: &random)
         return receiving.configuration.forwarding ? ForwardedPacket(stream: receiving.id, packet: packet) : nil
     }
 
@@ -222,7 +223,8 @@ struct ReceivePipeline {
     /// the original again in place (the OSN its sequence number, the stream's SSRC and
     /// payload type, padding left out) and received as a late original.
     private mutating func handleRTX(_ datagram: UnsafeMutableRawBufferPointer, for stream: ReceiveStreamState, from source: SocketAddress,
-                                    socket: Int, now: Duration, path: SelectedPath, random: inout SeededRandom) -> ForwardedPacket? {
+                                    socket: Int, now: Duration, arrival: Duration, path: SelectedPath,
+                                    random: inout SeededRandom) -> ForwardedPacket? {
         guard (stream.configuration.socket ?? socket) == socket, let ssrc = stream.ssrc ?? stream.configuration.ssrc else {
             counters.unknownStreamPackets += 1
             return nil
@@ -232,7 +234,7 @@ struct ReceivePipeline {
             stream.statistics.malformedPackets += 1
             return nil
         }
-        recordTransportSequence(carried, from: source, socket: socket, now: now)
+        recordTransportSequence(carried, from: source, socket: socket, arrival: arrival)
         guard carried.payloadRange.count >= 2 else {
             stream.statistics.rtxPaddingReceived += 1
             return nil
@@ -253,7 +255,8 @@ struct ReceivePipeline {
         }
         stream.statistics.retransmittedPacketsReceived += 1
         lastAuthenticatedArrival = now
-        receive(packet, on: stream, from: source, socket: socket, now: now, path: path, random: &random, retransmitted: true)
+        receive(packet, on: stream, from: source, socket: socket, now: now, arrival: arrival, path: path, random: &random,
+                retransmitted: true)
         return stream.configuration.forwarding ? ForwardedPacket(stream: stream.id, packet: packet) : nil
     }
 
@@ -310,17 +313,18 @@ struct ReceivePipeline {
     /// stream takes included: a browser's probe padding on a simulcast layer it has not
     /// sent media on yet (so not bound) would otherwise be reported lost, and its estimate
     /// would fall for it.
-    private mutating func recordTransportSequence(_ packet: RTPPacketView, from source: SocketAddress, socket: Int, now: Duration) {
+    private mutating func recordTransportSequence(_ packet: RTPPacketView, from source: SocketAddress, socket: Int, arrival: Duration) {
         guard let id = extensions.id(for: RTPExtensionMap.transportSequenceNumberURI),
               let value = packet.extensionValue(id: id), value.count == 2 else { return }
-        feedback.packetReceived(transportSequenceNumber: value.uint16(at: 0), now: now)
+        feedback.packetReceived(transportSequenceNumber: value.uint16(at: 0), now: arrival)
         // Named in the feedback: a browser takes feedback only about a stream of its own.
         feedback.mediaSSRC = packet.ssrc
         feedbackDestination = (source, socket)
     }
 
     private mutating func receive(_ packet: RTPPacketView, on stream: ReceiveStreamState, from source: SocketAddress, socket: Int,
-                                  now: Duration, path: SelectedPath, random: inout SeededRandom, retransmitted: Bool = false) {
+                                  now: Duration, arrival: Duration, path: SelectedPath, random: inout SeededRandom,
+                                  retransmitted: Bool = false) {
         stream.statistics.ssrc = packet.ssrc
         stream.source = (source, socket)
         if stream.configuration.kind == .audio, let id = extensions.id(for: RTPExtensionMap.audioLevelURI),
@@ -328,7 +332,7 @@ struct ReceivePipeline {
             stream.audioLevel = (AudioLevel(byte: value[0]), now)
         }
         stream.reception.record(sequenceNumber: packet.sequenceNumber, timestamp: packet.timestamp,
-                                payloadBytes: packet.payloadRange.count, arrival: now)
+                                payloadBytes: packet.payloadRange.count, arrival: arrival)
         if nextReceiverReport == nil { nextReceiverReport = now + receiverReports.nextInterval(using: &random) }
         if stream.configuration.forwarding {
             stream.lastArrival = now

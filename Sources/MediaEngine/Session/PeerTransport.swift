@@ -63,11 +63,14 @@ public final class PeerTransport: Sendable {
     /// Hands every datagram waiting on every socket to the core, then runs what is due.
     /// Call inside `withCore`.
     public func receivePending(into core: MediaCore, now: Duration) throws(TransportError) {
+        // Each datagram's own arrival, not the read's: feedback must not report datagrams
+        // that came apart as arriving together because this thread read them late.
+        let stamps = ArrivalClock(now: now)
         try receiveBuffer.withLock { (buffer) throws(TransportError) in
             for (index, socket) in sockets.enumerated() {
-                while let (count, source) = try socket.receiveNow(into: buffer.bytes) {
+                while let (count, source, stamp) = try socket.receiveStamped(into: buffer.bytes) {
                     core.handleDatagram(UnsafeMutableRawBufferPointer(rebasing: buffer.bytes[0..<count]), from: source,
-                                        socket: index, now: now)
+                                        socket: index, now: now, arrival: stamps.arrival(stamp: stamp))
                 }
             }
         }

@@ -58,6 +58,11 @@ public final class DatagramBatch {
         return (bytes, SocketAddress(entry.address))
     }
 
+    /// The kernel's stamp of when received datagram `index` arrived (nanoseconds of
+    /// CLOCK_REALTIME, 0 if none): an `ArrivalClock` read after `receive` turns it into the
+    /// caller's time.
+    public func arrivalStamp(at index: Int) -> Int64 { entries[index].arrival }
+
     // MARK: Sending
 
     /// Queues `bytes` for `destination` without copying them: they must stay valid and

@@ -22,6 +22,9 @@ public final class UDPSocket: @unchecked Sendable {
         // Close-on-exec: a process the app starts must not keep the port bound.
         let descriptor = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw TransportError.system("socket") }
+        // Each datagram carries the time it arrived (`receiveNow(into:)`'s stamp, and
+        // `DatagramBatch`'s): a socket that cannot stamp gives 0, read as "now".
+        _ = CBatchIO_stampArrivals(descriptor)
         var size = Int32(receiveBufferSize)
         _ = setsockopt(descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
         if address.isIPv6 {
@@ -103,6 +106,27 @@ public final class UDPSocket: @unchecked Sendable {
             case ECONNREFUSED: continue
             default: throw TransportError.system("receive on \(localAddress)")
             }
+        }
+    }
+
+    /// Reads a datagram that `wait` said is ready, or nil if none is (never blocks), with
+    /// the kernel's stamp of its arrival (nanoseconds of CLOCK_REALTIME, 0 if none): an
+    /// `ArrivalClock` turns it into the caller's time.
+    public func receiveStamped(into buffer: UnsafeMutableRawBufferPointer) throws(TransportError)
+        -> (count: Int, source: SocketAddress, stamp: Int64)? {
+        guard descriptor >= 0 else { throw TransportError(.closed, "socket is closed") }
+        var datagram = CBatchIO_datagram()
+        datagram.buffer = buffer.baseAddress
+        datagram.capacity = buffer.count
+        while true {
+            let received = CBatchIO_receive(descriptor, &datagram, 1)
+            if received == 0 { return nil }
+            guard received > 0 else {
+                errno = -received
+                throw TransportError.system("receive on \(localAddress)")
+            }
+            guard let sender = SocketAddress(datagram.address) else { continue }
+            return (min(datagram.length, buffer.count), sender, datagram.arrival)
         }
     }
 

@@ -19,8 +19,9 @@ public struct WorkerHandoff: Sendable {
     public var leg: UInt64
     /// `video`: its simulcast layer (0 unless simulcast).
     public var layer: UInt8
-    /// When the datagram it came in arrived at the server (the handing worker's `now`): the
-    /// receiving worker times its forwarding latency from there, handoff included.
+    /// When the datagram it came in arrived at the server (the kernel's stamp, on the
+    /// workers' clock): the receiving worker times its forwarding latency from there,
+    /// handoff included, and a handed datagram's feedback reports it.
     public var arrival: Duration
 
     public init(kind: Kind, source: SocketAddress, leg: UInt64, layer: UInt8 = 0, arrival: Duration = .zero) {
@@ -107,7 +108,7 @@ extension ForwardingRouter {
             let kind = DatagramKind(UnsafeRawBufferPointer(bytes))
             if kind == .stun || transportByAddress[header.source] != nil {
                 let saved = addressWorker.removeValue(forKey: header.source)
-                handleDatagram(bytes, from: header.source, now: now)
+                handleDatagram(bytes, from: header.source, now: now, arrival: min(header.arrival, now))
                 if let saved, transportByAddress[header.source] == nil { addressWorker[header.source] = saved }
             } else {
                 counters.strangerDatagrams += 1
@@ -161,19 +162,19 @@ extension ForwardingRouter {
 
     // MARK: Internals
 
-    func handOffDatagram(_ datagram: UnsafeMutableRawBufferPointer, from source: SocketAddress, to other: Int, now: Duration) {
+    func handOffDatagram(_ datagram: UnsafeMutableRawBufferPointer, from source: SocketAddress, to other: Int, arrival: Duration) {
         guard let handOff, other != worker else {
             counters.strangerDatagrams += 1
             return
         }
-        handOff(other, WorkerHandoff(kind: .datagram, source: source, leg: 0, arrival: now), UnsafeRawBufferPointer(datagram))
+        handOff(other, WorkerHandoff(kind: .datagram, source: source, leg: 0, arrival: arrival), UnsafeRawBufferPointer(datagram))
         counters.datagramsHandedOff += 1
     }
 
-    func handOffMedia(_ packet: RTPPacketView, of producer: Producer, spatial: Int = 0, now: Duration) {
+    func handOffMedia(_ packet: RTPPacketView, of producer: Producer, spatial: Int = 0, arrival: Duration) {
         guard !producer.remoteWorkers.isEmpty, let handOff else { return }
         let header = WorkerHandoff(kind: producer.kind == .audio ? .audio : .video, source: Self.nowhere, leg: producer.leg,
-                                   layer: UInt8(spatial), arrival: now)
+                                   layer: UInt8(spatial), arrival: arrival)
         for other in producer.remoteWorkers { handOff(other, header, packet.bytes) }
         counters.packetsHandedOff += producer.remoteWorkers.count
     }

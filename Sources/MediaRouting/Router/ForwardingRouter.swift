@@ -603,7 +603,10 @@ public final class ForwardingRouter {
     /// Takes one datagram that arrived on the server's port (net-detect probes are the
     /// caller's): a check signed for a leg's credentials joins its source to the leg and is answered;
     /// a leg's media and RTCP go to its core, and media is forwarded. Decrypts in place.
-    public func handleDatagram(_ datagram: UnsafeMutableRawBufferPointer, from source: SocketAddress, now: Duration) {
+    /// - Parameter arrival: When the datagram reached the server (its kernel stamp, see
+    ///   `ArrivalClock`), what its leg's transport-wide feedback reports; `now` when nil.
+    public func handleDatagram(_ datagram: UnsafeMutableRawBufferPointer, from source: SocketAddress, now: Duration,
+                               arrival: Duration? = nil) {
         let bytes = UnsafeRawBufferPointer(datagram)
         let kind = DatagramKind(bytes)
         if kind == .stun {
@@ -612,7 +615,7 @@ public final class ForwardingRouter {
         }
         guard kind == .rtp || kind == .rtcp || kind == .dtls, let id = transportByAddress[source], let transport = transports[id] else {
             if kind != .unknown, let other = addressWorker[source] {
-                handOffDatagram(datagram, from: source, to: other, now: now)
+                handOffDatagram(datagram, from: source, to: other, arrival: arrival ?? now)
             } else {
                 counters.strangerDatagrams += 1
             }
@@ -632,7 +635,7 @@ public final class ForwardingRouter {
             drainEvents(of: transport)
             return
         }
-        guard let forwarded = transport.core.handleDatagram(datagram, from: source, now: now) else {
+        guard let forwarded = transport.core.handleDatagram(datagram, from: source, now: now, arrival: arrival) else {
             if kind == .rtcp {
                 collectKeyframeRequests(of: transport, now: now)
                 answerRetransmissionRequests(of: transport, now: now)
@@ -644,10 +647,10 @@ public final class ForwardingRouter {
         // Handed to the other workers first, so that they copy it for their subscribers
         // while this one copies it for its own.
         if let audio = transport.audio, let producer = producers[audio], producer.receive == forwarded.stream {
-            handOffMedia(forwarded.packet, of: producer, now: now)
+            handOffMedia(forwarded.packet, of: producer, arrival: arrival ?? now)
             routeAudio(forwarded.packet, of: producer, now: now)
         } else if let video = transport.video, let producer = producers[video], let spatial = producer.layerIndex(of: forwarded.stream) {
-            handOffMedia(forwarded.packet, of: producer, spatial: spatial, now: now)
+            handOffMedia(forwarded.packet, of: producer, spatial: spatial, arrival: arrival ?? now)
             routeVideo(forwarded.packet, of: producer, id: video, spatial: spatial, now: now)
         }
     }
@@ -673,7 +676,7 @@ public final class ForwardingRouter {
             // not read an answer as its check succeeding.
             guard let ufrag = username.split(separator: ":", maxSplits: 1).first, let owner = transportByUfrag[String(ufrag)] else {
                 if let ufrag = username.split(separator: ":", maxSplits: 1).first, let other = ufragWorker[String(ufrag)] {
-                    handOffDatagram(datagram, from: source, to: other, now: now)
+                    handOffDatagram(datagram, from: source, to: other, arrival: now)
                 } else {
                     counters.strangerDatagrams += 1
                 }
@@ -687,7 +690,7 @@ public final class ForwardingRouter {
         } else if let owner = transportByAddress[source] {
             id = owner
         } else if let other = addressWorker[source] {
-            handOffDatagram(datagram, from: source, to: other, now: now)
+            handOffDatagram(datagram, from: source, to: other, arrival: now)
             return
         } else {
             counters.strangerDatagrams += 1

@@ -191,9 +191,45 @@ private func configuration(seed: UInt64, outbound: SRTPKeyingMaterial? = nil, in
         mutating func deliver(_ bytes: inout [UInt8], at now: Duration) {
             let path = path
             bytes.withUnsafeMutableBytes { datagram in
-                _ = receiver.handleRTP(datagram, from: aliceAddress, socket: 0, now: now, path: path, random: &random) { $0 == 0x0BAD }
+                _ = receiver.handleRTP(datagram, from: aliceAddress, socket: 0, now: now, arrival: now, path: path, random: &random) { $0 == 0x0BAD }
             }
         }
+    }
+
+    /// Datagrams a late reader takes in one batch still arrived apart: transport-wide
+    /// feedback reports the arrivals it is given (the socket's stamps), not the time of the
+    /// read. Reported at the read's time, a sender's probe burst arrived in 0 µs, and Chrome
+    /// throws such a probe away.
+    @Test func transportFeedbackReportsWhenPacketsArrivedNotWhenTheyWereRead() throws {
+        var pair = try Pair()
+        let out = SendStreamID(value: 0)
+        try pair.sender.add(.opus(ssrc: 0x1234), id: out, key: nil, random: &pair.random)
+        try pair.receiver.add(ReceiveStreamConfiguration(kind: .audio, payloadType: 111, clockRate: 48_000, ssrc: 0x1234),
+                              id: ReceiveStreamID(value: 0), feedbackKeying: nil)
+        let payload = [UInt8](repeating: 0xF8, count: 40)
+        for index in 0..<5 {
+            payload.withUnsafeBytes {
+                pair.sender.sendAudio(out, payload: $0, mediaTimestamp: UInt32(index * 480), marker: false, audioLevel: nil,
+                                      captureTime: nil, now: .milliseconds(10 * index), path: aliceAddress, random: &pair.random)
+            }
+        }
+        // Sent 10 ms apart, arriving 10 ms apart (5 ms on the way), all read at 60 ms.
+        let read = Duration.milliseconds(60)
+        let path = pair.path
+        for (index, var sent) in drain(pair.sending).filter({ $0.kind == .rtp }).enumerated() {
+            sent.bytes.withUnsafeMutableBytes { datagram in
+                _ = pair.receiver.handleRTP(datagram, from: aliceAddress, socket: 0, now: read, arrival: .milliseconds(10 * index + 5),
+                                            path: path, random: &pair.random) { _ in false }
+            }
+        }
+        pair.receiver.handleTimeout(now: read + .milliseconds(100), path: path, random: &pair.random)
+        let feedback = drain(pair.receiving).flatMap(\.rtcp).compactMap { packet -> TransportFeedback? in
+            if case .transportFeedback(let feedback) = packet { return feedback }
+            return nil
+        }
+        let offsets = try #require(feedback.first).packets.compactMap(\.receiveOffset)
+        let gaps = zip(offsets.dropFirst(), offsets).map { $0 - $1 }
+        #expect(feedback.count == 1 && gaps == Array(repeating: .milliseconds(10), count: 4), "\(gaps)")
     }
 
     @Test func audioPlaysOnTheClockALossIsConcealedAndTheReportCarriesIt() throws {

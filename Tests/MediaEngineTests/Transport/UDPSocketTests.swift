@@ -26,6 +26,61 @@ import Testing
         #expect(flags >= 0 && flags & FD_CLOEXEC != 0, "descriptor flags \(flags)")
     }
 
+    /// A reader that comes late (a thread held off the processor) still learns when each
+    /// datagram arrived: the kernel stamps them, one at a time (`receiveStamped`) and in a
+    /// batch (`DatagramBatch`), and an `ArrivalClock` read after the read puts the stamps
+    /// on the reader's clock. Sent 10 ms apart and read together 30 ms after the last, they
+    /// keep their spacing.
+    @Test func datagramsReadLateCarryTheTimesTheyArrived() throws {
+        let sender = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
+        let single = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
+        let batched = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
+        let clock = ContinuousClock()
+        let origin = clock.now
+        for index in 0..<4 {
+            if index > 0 { usleep(10_000) }
+            try [UInt8(index)].withUnsafeBytes {
+                try sender.send($0, to: single.localAddress)
+                try sender.send($0, to: batched.localAddress)
+            }
+        }
+        let lastSent = clock.now - origin
+        usleep(30_000)
+
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let stamps = ArrivalClock(now: clock.now - origin)
+        var singly: [Duration] = []
+        while let (count, _, stamp) = try buffer.withUnsafeMutableBytes({ try single.receiveStamped(into: $0) }) {
+            #expect(count == 1 && buffer[0] == UInt8(singly.count))
+            singly.append(stamps.arrival(stamp: stamp))
+        }
+        let batch = DatagramBatch()
+        let count = try batch.receive(on: batched)
+        let batchClock = ArrivalClock(now: clock.now - origin)
+        let together = (0..<count).map { batchClock.arrival(stamp: batch.arrivalStamp(at: $0)) }
+
+        for (name, arrivals) in [("one at a time", singly), ("in a batch", together)] {
+            #expect(arrivals.count == 4, "\(name)")
+            let gaps = zip(arrivals.dropFirst(), arrivals).map { $0 - $1 }
+            // 10 ms or more apart (the sender slept at least that), each before the read by
+            // the 30 ms the reader waited, and none before the first was sent.
+            #expect(gaps.allSatisfy { $0 >= .microseconds(9_500) }, "\(name): \(gaps)")
+            #expect((arrivals.last ?? .zero) <= lastSent + .milliseconds(1) && (arrivals.first ?? .zero) >= .milliseconds(-1),
+                    "\(name): \(arrivals), last sent at \(lastSent)")
+        }
+    }
+
+    /// A datagram without a stamp arrived "now"; one stamped after the clocks were read,
+    /// too; one stamped further back than `maximumWait` (the wall clock stepped) is put
+    /// `maximumWait` back, not minutes.
+    @Test func anArrivalClockKeepsArrivalsBetweenItsLimits() {
+        let clock = ArrivalClock(now: .seconds(100), realtimeNanoseconds: 1_000_000_000_000)
+        #expect(clock.arrival(stamp: 0) == .seconds(100))
+        #expect(clock.arrival(stamp: 1_000_000_000_000 - 2_500_000) == .seconds(100) - .microseconds(2_500))
+        #expect(clock.arrival(stamp: 1_000_000_000_000 + 7_000_000) == .seconds(100))
+        #expect(clock.arrival(stamp: 1_000_000_000_000 - 600_000_000_000) == .seconds(99))
+    }
+
     @Test func receiveTimesOutWithNil() throws {
         let socket = try UDPSocket(bindTo: SocketAddress(host: "127.0.0.1", port: 0))
         var buffer = [UInt8](repeating: 0, count: 64)
