@@ -213,6 +213,22 @@ public final class BackgroundProcess: @unchecked Sendable {
         if isRunning { kill(pid, SIGTERM) }
     }
 
+    /// Holds the process off the processor in turns for `duration`, as a machine under load
+    /// would: stopped (SIGSTOP) for `stopped`, then running for `running`; it runs freely
+    /// after. Blocks the calling thread (a `Heavy.run` test's own).
+    public func stutter(for duration: Duration, stopped: Duration, running: Duration) {
+        let clock = ContinuousClock()
+        let end = clock.now + duration
+        defer { if isRunning { kill(pid, SIGCONT) } }
+        func pause(_ span: Duration) { usleep(UInt32(span / .microseconds(1))) }
+        while clock.now < end && isRunning {
+            kill(pid, SIGSTOP)
+            pause(stopped)
+            kill(pid, SIGCONT)
+            pause(running)
+        }
+    }
+
     /// Kills the process outright (SIGKILL), as a crash or the OOM killer would.
     public func killNow() {
         if isRunning { kill(pid, SIGKILL) }
