@@ -22,7 +22,7 @@ public final class UDPSocket: @unchecked Sendable {
         // Close-on-exec: a process the app starts must not keep the port bound.
         let descriptor = socket(family, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw TransportError.system("socket") }
-        // Each datagram carries the time it arrived (`receiveNow(into:)`'s stamp, and
+        // Each datagram carries the time it arrived (`receiveStamped(into:)`'s stamp, and
         // `DatagramBatch`'s): a socket that cannot stamp gives 0, read as "now".
         _ = CBatchIO_stampArrivals(descriptor)
         var size = Int32(receiveBufferSize)
@@ -86,27 +86,7 @@ public final class UDPSocket: @unchecked Sendable {
 
     /// Reads a datagram that `wait` said is ready, or nil if none is (never blocks).
     public func receiveNow(into buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> (Int, SocketAddress)? {
-        guard descriptor >= 0 else { throw TransportError(.closed, "socket is closed") }
-        var storage = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        while true {
-            let count = withUnsafeMutablePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    recvfrom(descriptor, buffer.baseAddress, buffer.count, Int32(MSG_DONTWAIT), $0, &length)
-                }
-            }
-            if count >= 0 {
-                guard let sender = SocketAddress(storage) else { continue }
-                return (count, sender)
-            }
-            switch errno {
-            case EINTR: continue
-            case EAGAIN, EWOULDBLOCK: return nil
-            // ICMP errors from earlier sends surface here; they say nothing about this read.
-            case ECONNREFUSED: continue
-            default: throw TransportError.system("receive on \(localAddress)")
-            }
-        }
+        try receiveStamped(into: buffer).map { ($0.count, $0.source) }
     }
 
     /// Reads a datagram that `wait` said is ready, or nil if none is (never blocks), with
@@ -125,6 +105,7 @@ public final class UDPSocket: @unchecked Sendable {
                 errno = -received
                 throw TransportError.system("receive on \(localAddress)")
             }
+            // EINTR and ICMP refusals left by earlier sends are read past in CBatchIO_receive.
             guard let sender = SocketAddress(datagram.address) else { continue }
             return (min(datagram.length, buffer.count), sender, datagram.arrival)
         }

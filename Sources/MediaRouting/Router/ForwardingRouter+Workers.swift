@@ -108,7 +108,7 @@ extension ForwardingRouter {
             let kind = DatagramKind(UnsafeRawBufferPointer(bytes))
             if kind == .stun || transportByAddress[header.source] != nil {
                 let saved = addressWorker.removeValue(forKey: header.source)
-                handleDatagram(bytes, from: header.source, now: now, arrival: min(header.arrival, now))
+                handleDatagram(bytes, from: header.source, now: now, arrival: header.arrival)
                 if let saved, transportByAddress[header.source] == nil { addressWorker[header.source] = saved }
             } else {
                 counters.strangerDatagrams += 1
